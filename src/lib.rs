@@ -1,0 +1,21 @@
+//! # bounded-rag
+//!
+//! An adaptive RAG workflow for AWS Lambda that always terminates.
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`engine`] | generic bounded state-graph runner: step limit, deadline budget, retries, checkpoints, resume |
+//! | [`rag`] | the adaptive-RAG state, nodes, routers, prompts, counters and fallbacks |
+//! | [`llm`] | provider-neutral structured chat; OpenAI-compatible client; offline provider |
+//! | [`retrieval`] | embedded BM25 knowledge base, Tavily-compatible web search |
+//! | [`store`] | versioned checkpoint stores: memory, local file, DynamoDB |
+//! | [`config`] | settings from the environment, validated |
+//! | [`entry`] | CLI, API Gateway and SQS handlers |
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod llm;
+pub mod retrieval;
+pub mod store;

@@ -1,0 +1,135 @@
+//! The structured-output tasks of DESIGN.md: schema names, JSON schemas and typed replies.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// Every structured call the workflow makes; the wire `json_schema.name` is [`Task::schema_name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Task {
+    /// Pick the data source for a question.
+    RouteQuery,
+    /// Is this document relevant to the question?
+    GradeDocuments,
+    /// Is the answer grounded in the documents?
+    GradeHallucinations,
+    /// Does the answer resolve the question?
+    GradeAnswer,
+    /// Rewrite the question for retrieval.
+    RefineQuery,
+    /// Write the answer.
+    GenerateAnswer,
+}
+
+impl Task {
+    /// All tasks, for tables and tests.
+    pub const ALL: [Task; 6] = [
+        Task::RouteQuery,
+        Task::GradeDocuments,
+        Task::GradeHallucinations,
+        Task::GradeAnswer,
+        Task::RefineQuery,
+        Task::GenerateAnswer,
+    ];
+
+    /// The `response_format.json_schema.name` sent on the wire.
+    pub fn schema_name(self) -> &'static str {
+        match self {
+            Task::RouteQuery => "route_query",
+            Task::GradeDocuments => "grade_documents",
+            Task::GradeHallucinations => "grade_hallucinations",
+            Task::GradeAnswer => "grade_answer",
+            Task::RefineQuery => "refine_query",
+            Task::GenerateAnswer => "generate_answer",
+        }
+    }
+
+    /// The JSON schema of the reply.
+    pub fn schema(self) -> Value {
+        let (field, spec) = match self {
+            Task::RouteQuery => (
+                "data_source",
+                json!({"type": "string", "enum": ["kg_retrieval", "web_search", "llm_internal"]}),
+            ),
+            Task::GradeDocuments | Task::GradeHallucinations | Task::GradeAnswer => {
+                ("binary_score", json!({"type": "string", "enum": ["yes", "no"]}))
+            }
+            Task::RefineQuery => ("refined_question", json!({"type": "string"})),
+            Task::GenerateAnswer => ("answer", json!({"type": "string"})),
+        };
+        json!({
+            "type": "object",
+            "properties": { field: spec },
+            "required": [field],
+            "additionalProperties": false
+        })
+    }
+}
+
+/// Where a question should be answered from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DataSource {
+    /// The embedded knowledge base.
+    KgRetrieval,
+    /// Web search.
+    WebSearch,
+    /// The model alone, no context.
+    LlmInternal,
+}
+
+impl DataSource {
+    /// Wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DataSource::KgRetrieval => "kg_retrieval",
+            DataSource::WebSearch => "web_search",
+            DataSource::LlmInternal => "llm_internal",
+        }
+    }
+}
+
+/// `route_query` reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteDecision {
+    /// Chosen source.
+    pub data_source: DataSource,
+}
+
+/// `yes` / `no` of the grading tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// Yes.
+    Yes,
+    /// No.
+    No,
+}
+
+/// `grade_*` reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BinaryScore {
+    /// The grade.
+    pub binary_score: Answer,
+}
+
+impl BinaryScore {
+    /// True for `yes`.
+    pub fn yes(self) -> bool {
+        self.binary_score == Answer::Yes
+    }
+}
+
+/// `refine_query` reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refined {
+    /// The rewritten question.
+    pub refined_question: String,
+}
+
+/// `generate_answer` reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Generated {
+    /// The answer text.
+    pub answer: String,
+}

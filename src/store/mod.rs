@@ -1,0 +1,63 @@
+//! Checkpoint persistence: the [`CheckpointStore`] trait (versioned, conditional writes, leases)
+//! with in-memory and local-file implementations. The DynamoDB one lives in `dynamodb`.
+
+mod error;
+mod file;
+mod memory;
+
+pub use error::StoreError;
+pub use file::FileStore;
+pub use memory::MemoryStore;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// Exclusive right to advance a run until `expires_at_ms` (Unix epoch milliseconds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// Who holds it (one id per invocation).
+    pub owner: String,
+    /// When it lapses, so a crashed holder's run can be picked up.
+    pub expires_at_ms: u64,
+}
+
+impl Lease {
+    /// True when the lease still binds at `now_ms`.
+    pub fn is_live(&self, now_ms: u64) -> bool {
+        self.expires_at_ms > now_ms
+    }
+}
+
+/// One stored item: an opaque body (JSON produced by the engine) at a version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versioned {
+    /// Starts at 1 for the first write and grows by one per write.
+    pub version: u64,
+    /// Serialized payload.
+    pub body: Vec<u8>,
+    /// Current lease, if any.
+    pub lease: Option<Lease>,
+}
+
+/// Key-value store with optimistic concurrency. Keys look like `run#<id>` or `idem#<key>`.
+///
+/// Every write is conditional on the version the writer read, so two writers can never both
+/// succeed from the same version: the loser gets [`StoreError::Conflict`] and must stop.
+#[async_trait]
+pub trait CheckpointStore: Send + Sync {
+    /// The item under `key`, or `None` when absent or expired.
+    async fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError>;
+
+    /// Writes `body` (and `lease`, `None` clears it) as version `expected + 1`, only if the
+    /// stored version is `expected` (`0` means "must not exist yet"). Returns the new version.
+    async fn put(
+        &self,
+        key: &str,
+        expected: u64,
+        body: &[u8],
+        lease: Option<&Lease>,
+    ) -> Result<u64, StoreError>;
+
+    /// Short backend name for logs (`memory`, `file`, `dynamodb`).
+    fn name(&self) -> &'static str;
+}
