@@ -18,4 +18,5 @@ pub mod engine;
 pub mod error;
 pub mod llm;
 pub mod retrieval;
+pub mod secrets;
 pub mod store;

@@ -51,9 +51,10 @@ impl Task {
                 "data_source",
                 json!({"type": "string", "enum": ["kg_retrieval", "web_search", "llm_internal"]}),
             ),
-            Task::GradeDocuments | Task::GradeHallucinations | Task::GradeAnswer => {
-                ("binary_score", json!({"type": "string", "enum": ["yes", "no"]}))
-            }
+            Task::GradeDocuments | Task::GradeHallucinations | Task::GradeAnswer => (
+                "binary_score",
+                json!({"type": "string", "enum": ["yes", "no"]}),
+            ),
             Task::RefineQuery => ("refined_question", json!({"type": "string"})),
             Task::GenerateAnswer => ("answer", json!({"type": "string"})),
         };

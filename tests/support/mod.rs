@@ -1,0 +1,7 @@
+//! Loopback servers and helpers shared by the integration tests.
+#![allow(dead_code)]
+
+pub mod llm_server;
+pub mod moto;
+pub mod store_conformance;
+pub mod web_server;
