@@ -1,1 +1,28 @@
-//! Engine.
+//! A small bounded state-graph engine. It knows nothing about RAG, HTTP or AWS.
+//!
+//! A [`Graph`] names typed nodes and runs one step at a time; [`advance`] owns every limit:
+//! the step limit (counted across resumes), the deadline budget (a node is not started when
+//! the budget cannot cover it), per-node retry policies with full-jitter backoff, a
+//! [`StepRecord`] per step and a checkpoint write after every step through [`Persist`].
+
+mod budget;
+mod checkpoint;
+mod clock;
+mod ctx;
+mod error;
+mod graph;
+mod record;
+mod retry;
+mod runner;
+mod session;
+
+pub use budget::Budget;
+pub use checkpoint::{Checkpoint, Limit, NodeFailure, Phase};
+pub use clock::{Clock, FakeClock, SystemClock};
+pub use ctx::StepCtx;
+pub use error::EngineError;
+pub use graph::{Graph, NodeId, StepOutput, Transition};
+pub use record::{rfc3339, StepRecord};
+pub use retry::RetryPolicy;
+pub use runner::advance;
+pub use session::{run_key, Loaded, Persist, Session};

@@ -1,0 +1,108 @@
+//! The checkpoint: everything needed to resume a run, written after every step.
+
+use super::StepRecord;
+use crate::error::ErrorClass;
+use serde::{Deserialize, Serialize};
+
+/// Which limit stopped a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// `WORKFLOW_RECURSION_LIMIT` steps were taken.
+    StepLimit,
+    /// The deadline budget could not cover the next node.
+    Deadline,
+}
+
+impl Limit {
+    /// Wire name (`limits_hit[]`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::StepLimit => "step_limit",
+            Limit::Deadline => "deadline",
+        }
+    }
+}
+
+/// Where a run stands, as far as the engine knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Created or resumable: `next` is the node to run.
+    Running,
+    /// The graph reached its end.
+    Finished,
+    /// A limit stopped it; `next` is kept so a deadline stop can be resumed.
+    Stopped,
+    /// A node failed; transient failures keep `next` and can be resumed.
+    Failed,
+}
+
+/// Why a node failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeFailure {
+    /// Node name.
+    pub node: String,
+    /// Transient or permanent.
+    pub class: ErrorClass,
+    /// The error message (never a secret).
+    pub message: String,
+}
+
+/// A run's checkpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint<S, N> {
+    /// Run id.
+    pub run_id: String,
+    /// Engine phase.
+    pub phase: Phase,
+    /// The node to run next (`None` once finished).
+    pub next: Option<N>,
+    /// Steps taken so far, across every invocation.
+    pub steps: u32,
+    /// Limits that stopped the run, in order.
+    pub limits_hit: Vec<Limit>,
+    /// Executed steps.
+    pub records: Vec<StepRecord>,
+    /// Infrastructure retries made so far (silent, not steps).
+    pub infra_retries: u32,
+    /// Set when a node failed.
+    pub failure: Option<NodeFailure>,
+    /// Workflow state.
+    pub state: S,
+}
+
+impl<S, N> Checkpoint<S, N> {
+    /// A fresh run that starts at `start`.
+    pub fn new(run_id: impl Into<String>, start: N, state: S) -> Self {
+        Self {
+            run_id: run_id.into(),
+            phase: Phase::Running,
+            next: Some(start),
+            steps: 0,
+            limits_hit: Vec::new(),
+            records: Vec::new(),
+            infra_retries: 0,
+            failure: None,
+            state,
+        }
+    }
+
+    /// True when another invocation could make progress (not finished, not failed for good).
+    pub fn is_resumable(&self) -> bool {
+        match self.phase {
+            Phase::Running => true,
+            Phase::Stopped => self.limits_hit.last() == Some(&Limit::Deadline),
+            Phase::Failed => self
+                .failure
+                .as_ref()
+                .is_some_and(|f| f.class == ErrorClass::Transient),
+            Phase::Finished => false,
+        }
+    }
+
+    /// Total seconds spent in steps.
+    pub fn total_processing_time(&self) -> f64 {
+        self.records.iter().map(|r| r.processing_time).sum()
+    }
+}

@@ -1,0 +1,96 @@
+//! Injected time: the engine never reads the system clock or sleeps directly, so tests can run
+//! deadline and backoff cases instantly with [`FakeClock`].
+
+use async_trait::async_trait;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Wall-clock time and sleeping.
+#[async_trait]
+pub trait Clock: Send + Sync {
+    /// Microseconds since the Unix epoch.
+    fn now_micros(&self) -> u64;
+
+    /// Waits for `duration`.
+    async fn sleep(&self, duration: Duration);
+
+    /// Milliseconds since the Unix epoch (the unit of Lambda deadlines).
+    fn now_ms(&self) -> u64 {
+        self.now_micros() / 1_000
+    }
+}
+
+/// The real clock: `SystemTime` and `tokio::time::sleep`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+#[async_trait]
+impl Clock for SystemClock {
+    fn now_micros(&self) -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(0)
+    }
+
+    async fn sleep(&self, duration: Duration) {
+        tokio::time::sleep(duration).await;
+    }
+}
+
+/// A clock that only moves when told to: `sleep` advances it instantly and is recorded.
+#[derive(Debug, Default)]
+pub struct FakeClock {
+    now_micros: AtomicU64,
+    sleeps: Mutex<Vec<Duration>>,
+}
+
+impl FakeClock {
+    /// A clock reading `start_ms` milliseconds since the epoch.
+    pub fn at_ms(start_ms: u64) -> Self {
+        Self {
+            now_micros: AtomicU64::new(start_ms * 1_000),
+            sleeps: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Moves time forward, as if work took `duration`.
+    pub fn advance(&self, duration: Duration) {
+        self.now_micros
+            .fetch_add(duration.as_micros() as u64, Ordering::SeqCst);
+    }
+
+    /// Every `sleep` so far, in order.
+    pub fn sleeps(&self) -> Vec<Duration> {
+        self.sleeps.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl Clock for FakeClock {
+    fn now_micros(&self) -> u64 {
+        self.now_micros.load(Ordering::SeqCst)
+    }
+
+    async fn sleep(&self, duration: Duration) {
+        if let Ok(mut sleeps) = self.sleeps.lock() {
+            sleeps.push(duration);
+        }
+        self.advance(duration);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn fake_clock_sleep_advances_time_and_is_recorded() {
+        let clock = FakeClock::at_ms(1_000);
+        clock.sleep(Duration::from_millis(250)).await;
+        clock.advance(Duration::from_millis(50));
+        assert_eq!(clock.now_ms(), 1_300);
+        assert_eq!(clock.sleeps(), vec![Duration::from_millis(250)]);
+    }
+}

@@ -1,0 +1,88 @@
+//! What a workflow gives the engine: typed node ids, one async step per node, and the
+//! transition each step chooses. The engine loop owns every limit; nodes own none.
+
+use super::{Limit, RetryPolicy, StepCtx};
+use crate::error::Classify;
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt::Debug;
+use std::time::Duration;
+
+/// A node id: a closed enum owned by the workflow.
+pub trait NodeId: Copy + Eq + Debug + Serialize + DeserializeOwned + Send + Sync + 'static {
+    /// The name shown in step records and logs.
+    fn name(self) -> &'static str;
+}
+
+/// Where the run goes after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transition<N> {
+    /// Run this node next.
+    Next(N),
+    /// The workflow is finished.
+    End,
+}
+
+/// A step's result: the transition and what to show in its step record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepOutput<N> {
+    /// Next node, or the end.
+    pub next: Transition<N>,
+    /// Small JSON shown in `workflow_steps[].details`.
+    pub details: serde_json::Value,
+}
+
+impl<N> StepOutput<N> {
+    /// Continue with `node`.
+    pub fn next(node: N, details: serde_json::Value) -> Self {
+        Self {
+            next: Transition::Next(node),
+            details,
+        }
+    }
+
+    /// Finish the workflow.
+    pub fn end(details: serde_json::Value) -> Self {
+        Self {
+            next: Transition::End,
+            details,
+        }
+    }
+}
+
+/// A bounded state graph.
+///
+/// Contract for `step`: do the I/O first and mutate `state` only once it succeeded, so a step
+/// that fails (and is retried or resumed later) leaves the state as it was.
+#[async_trait]
+pub trait Graph: Send + Sync {
+    /// The run's state, checkpointed after every step.
+    type State: Serialize + DeserializeOwned + Send + Sync;
+    /// The node ids.
+    type Node: NodeId;
+    /// Errors of steps, classified once.
+    type Error: std::error::Error + Classify + Send + Sync + 'static;
+
+    /// The first node of a new run.
+    fn start(&self, state: &Self::State) -> Self::Node;
+
+    /// Infrastructure retry policy of a node's remote calls.
+    fn retry_policy(&self, node: Self::Node) -> RetryPolicy;
+
+    /// The least time a node needs; the engine does not start it with less budget left
+    /// (it also uses the longest duration this node has taken so far in the run).
+    fn estimate(&self, node: Self::Node) -> Duration;
+
+    /// Runs one node.
+    async fn step(
+        &self,
+        node: Self::Node,
+        state: &mut Self::State,
+        ctx: &StepCtx<'_>,
+    ) -> Result<StepOutput<Self::Node>, Self::Error>;
+
+    /// Called once when a limit stops the run, before the final checkpoint, to leave the best
+    /// answer so far in the state. Must not do I/O.
+    fn on_limit(&self, _state: &mut Self::State, _limit: Limit) {}
+}

@@ -1,0 +1,336 @@
+//! The run loop: the one place that enforces the step limit, the deadline budget and
+//! checkpointing after every step.
+
+use super::{
+    rfc3339, Budget, Checkpoint, Clock, EngineError, Graph, Limit, NodeFailure, NodeId, Persist,
+    Phase, StepCtx, StepRecord, Transition,
+};
+use crate::error::Classify;
+use std::time::Duration;
+
+/// Advances a run until it ends, a limit stops it, or a node fails; the checkpoint is saved
+/// after every step and once more (releasing the lease) when the loop stops.
+///
+/// Returns `Err` only when persistence fails or another invocation took the run; node
+/// failures and limits are recorded in the checkpoint.
+pub async fn advance<G, P>(
+    graph: &G,
+    cp: &mut Checkpoint<G::State, G::Node>,
+    budget: &Budget,
+    clock: &dyn Clock,
+    persist: &mut P,
+) -> Result<(), EngineError>
+where
+    G: Graph,
+    P: Persist<Checkpoint<G::State, G::Node>> + ?Sized,
+{
+    if !cp.is_resumable() {
+        return Ok(());
+    }
+    if cp.phase != Phase::Running {
+        tracing::info!(run_id = %cp.run_id, steps = cp.steps, "resuming run");
+        cp.phase = Phase::Running;
+        cp.failure = None;
+    }
+    loop {
+        let Some(node) = cp.next else {
+            cp.phase = Phase::Finished;
+            break;
+        };
+        if cp.steps >= budget.max_steps {
+            stop(graph, cp, Limit::StepLimit);
+            break;
+        }
+        let needed = graph.estimate(node).max(longest_so_far(cp, node.name()));
+        if budget.remaining(clock.now_ms()) < needed {
+            stop(graph, cp, Limit::Deadline);
+            break;
+        }
+
+        let started = clock.now_micros();
+        let ctx = StepCtx::new(
+            node.name(),
+            &cp.run_id,
+            clock,
+            budget,
+            graph.retry_policy(node),
+        );
+        let result = graph.step(node, &mut cp.state, &ctx).await;
+        cp.infra_retries += ctx.retries();
+        match result {
+            Ok(out) => {
+                let elapsed = clock.now_micros().saturating_sub(started);
+                cp.steps += 1;
+                cp.records.push(StepRecord {
+                    name: node.name().to_owned(),
+                    timestamp: rfc3339(started),
+                    processing_time: elapsed as f64 / 1e6,
+                    details: out.details,
+                });
+                tracing::info!(run_id = %cp.run_id, node = node.name(), step = cp.steps, "step done");
+                cp.next = match out.next {
+                    Transition::Next(next) => Some(next),
+                    Transition::End => None,
+                };
+                let last = cp.next.is_none();
+                if last {
+                    cp.phase = Phase::Finished;
+                }
+                persist.save(cp, last).await?;
+                if last {
+                    return Ok(());
+                }
+            }
+            Err(error) if error.is_transient() && ctx.ran_out_of_budget() => {
+                tracing::warn!(run_id = %cp.run_id, node = node.name(), %error, "deadline reached while retrying");
+                stop(graph, cp, Limit::Deadline);
+                break;
+            }
+            Err(error) => {
+                tracing::error!(run_id = %cp.run_id, node = node.name(), %error, class = ?error.class(), "node failed");
+                cp.phase = Phase::Failed;
+                cp.failure = Some(NodeFailure {
+                    node: node.name().to_owned(),
+                    class: error.class(),
+                    message: error.to_string(),
+                });
+                break;
+            }
+        }
+    }
+    persist.save(cp, true).await
+}
+
+fn stop<G: Graph>(graph: &G, cp: &mut Checkpoint<G::State, G::Node>, limit: Limit) {
+    tracing::warn!(run_id = %cp.run_id, steps = cp.steps, limit = limit.as_str(), "limit reached, stopping with the best answer so far");
+    cp.phase = Phase::Stopped;
+    cp.limits_hit.push(limit);
+    graph.on_limit(&mut cp.state, limit);
+}
+
+/// The longest this node has taken in this run: a better estimate than any constant.
+fn longest_so_far<S, N>(cp: &Checkpoint<S, N>, name: &str) -> Duration {
+    cp.records
+        .iter()
+        .filter(|r| r.name == name)
+        .map(|r| Duration::from_secs_f64(r.processing_time))
+        .max()
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{FakeClock, RetryPolicy, StepOutput};
+    use crate::error::ErrorClass;
+    use async_trait::async_trait;
+    use serde::{Deserialize, Serialize};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    enum N {
+        Start,
+        Loop,
+    }
+    impl NodeId for N {
+        fn name(self) -> &'static str {
+            match self {
+                N::Start => "start",
+                N::Loop => "loop",
+            }
+        }
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("boom ({0:?})")]
+    struct Boom(ErrorClass);
+    impl Classify for Boom {
+        fn class(&self) -> ErrorClass {
+            self.0
+        }
+    }
+
+    /// `start` then `loop` until the counter reaches `loops`; each step takes `step_time` on
+    /// the fake clock; `fail_at` makes the step with that (1-based) call number fail.
+    struct Toy {
+        clock: Arc<FakeClock>,
+        loops: u32,
+        step_time: Duration,
+        calls: AtomicU32,
+        fail_at: Option<(u32, ErrorClass)>,
+    }
+
+    impl Toy {
+        fn new(clock: Arc<FakeClock>, loops: u32) -> Self {
+            Self {
+                clock,
+                loops,
+                step_time: Duration::from_millis(100),
+                calls: AtomicU32::new(0),
+                fail_at: None,
+            }
+        }
+    }
+
+    #[async_trait]
+    impl Graph for Toy {
+        type State = u32;
+        type Node = N;
+        type Error = Boom;
+        fn start(&self, _: &u32) -> N {
+            N::Start
+        }
+        fn retry_policy(&self, _: N) -> RetryPolicy {
+            RetryPolicy::NONE
+        }
+        fn estimate(&self, _: N) -> Duration {
+            Duration::from_millis(10)
+        }
+        async fn step(
+            &self,
+            node: N,
+            state: &mut u32,
+            _ctx: &StepCtx<'_>,
+        ) -> Result<StepOutput<N>, Boom> {
+            let call = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+            self.clock.advance(self.step_time);
+            if let Some((at, class)) = self.fail_at {
+                if at == call {
+                    return Err(Boom(class));
+                }
+            }
+            if node == N::Loop {
+                *state += 1;
+            }
+            Ok(if *state >= self.loops {
+                StepOutput::end(serde_json::json!({}))
+            } else {
+                StepOutput::next(N::Loop, serde_json::json!({ "count": *state }))
+            })
+        }
+        fn on_limit(&self, state: &mut u32, _: Limit) {
+            *state += 1000;
+        }
+    }
+
+    #[derive(Default)]
+    struct Saves(Vec<(u32, bool)>);
+    #[async_trait]
+    impl<S: Send + Sync, Nn: Send + Sync> Persist<Checkpoint<S, Nn>> for Saves {
+        async fn save(&mut self, cp: &Checkpoint<S, Nn>, release: bool) -> Result<(), EngineError> {
+            self.0.push((cp.steps, release));
+            Ok(())
+        }
+    }
+
+    fn budget(clock: &FakeClock, max_steps: u32, secs: u64) -> Budget {
+        Budget {
+            max_steps,
+            deadline_ms: clock.now_ms() + secs * 1_000,
+        }
+    }
+
+    #[tokio::test]
+    async fn runs_to_the_end_with_one_save_per_step() {
+        let clock = Arc::new(FakeClock::at_ms(1_000_000));
+        let g = Toy::new(clock.clone(), 3);
+        let mut cp = Checkpoint::new("r", N::Start, 0);
+        let mut saves = Saves::default();
+        advance(&g, &mut cp, &budget(&clock, 50, 60), &*clock, &mut saves)
+            .await
+            .unwrap();
+        assert_eq!(cp.phase, Phase::Finished);
+        assert_eq!(cp.steps, 4);
+        assert_eq!(g.calls.load(Ordering::SeqCst), 4);
+        // one write per step, the last one releasing the lease; no extra write
+        assert_eq!(saves.0, vec![(1, false), (2, false), (3, false), (4, true)]);
+        let names: Vec<_> = cp.records.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["start", "loop", "loop", "loop"]);
+        assert_eq!(cp.records[1].processing_time, 0.1);
+    }
+
+    #[tokio::test]
+    async fn step_limit_stops_gracefully_and_counts_across_resumes() {
+        let clock = Arc::new(FakeClock::at_ms(0));
+        let g = Toy::new(clock.clone(), 100);
+        let mut cp = Checkpoint::new("r", N::Start, 0);
+        let b = budget(&clock, 5, 60);
+        advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
+            .await
+            .unwrap();
+        assert_eq!((cp.phase, cp.steps), (Phase::Stopped, 5));
+        assert_eq!(cp.limits_hit, vec![Limit::StepLimit]);
+        assert_eq!(cp.state, 1004, "on_limit ran once");
+        assert!(!cp.is_resumable());
+        advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
+            .await
+            .unwrap();
+        assert_eq!(g.calls.load(Ordering::SeqCst), 5, "no step after the limit");
+    }
+
+    #[tokio::test]
+    async fn deadline_stops_before_a_step_that_cannot_fit_and_resume_continues() {
+        let clock = Arc::new(FakeClock::at_ms(0));
+        let g = Toy::new(clock.clone(), 6);
+        let mut cp = Checkpoint::new("r", N::Start, 0);
+        // 350 ms: steps of 100 ms; after 3 steps 50 ms remain < longest step (100 ms)
+        let b = Budget {
+            max_steps: 50,
+            deadline_ms: 350,
+        };
+        advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
+            .await
+            .unwrap();
+        assert_eq!((cp.phase, cp.steps), (Phase::Stopped, 3));
+        assert!(clock.now_ms() <= 350, "never ran past the deadline");
+        assert_eq!(cp.limits_hit, vec![Limit::Deadline]);
+        assert!(cp.is_resumable());
+        cp.state -= 1000; // undo the toy's on_limit marker
+        let b = budget(&clock, 50, 60);
+        advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
+            .await
+            .unwrap();
+        assert_eq!((cp.phase, cp.steps), (Phase::Finished, 7));
+        assert_eq!(
+            g.calls.load(Ordering::SeqCst),
+            7,
+            "no completed step re-run"
+        );
+    }
+
+    #[tokio::test]
+    async fn permanent_failure_is_recorded_not_resumable() {
+        let clock = Arc::new(FakeClock::at_ms(0));
+        let mut g = Toy::new(clock.clone(), 5);
+        g.fail_at = Some((2, ErrorClass::Permanent));
+        let mut cp = Checkpoint::new("r", N::Start, 0);
+        let mut saves = Saves::default();
+        advance(&g, &mut cp, &budget(&clock, 50, 60), &*clock, &mut saves)
+            .await
+            .unwrap();
+        assert_eq!(cp.phase, Phase::Failed);
+        assert_eq!(cp.failure.as_ref().unwrap().node, "loop");
+        assert_eq!(cp.next, Some(N::Loop), "failed node kept");
+        assert!(!cp.is_resumable());
+        assert_eq!(saves.0, vec![(1, false), (1, true)]);
+    }
+
+    #[tokio::test]
+    async fn transient_failure_can_be_resumed_without_rerunning_steps() {
+        let clock = Arc::new(FakeClock::at_ms(0));
+        let mut g = Toy::new(clock.clone(), 3);
+        g.fail_at = Some((3, ErrorClass::Transient));
+        let mut cp = Checkpoint::new("r", N::Start, 0);
+        let b = budget(&clock, 50, 60);
+        advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
+            .await
+            .unwrap();
+        assert_eq!((cp.phase, cp.steps), (Phase::Failed, 2));
+        assert!(cp.is_resumable());
+        advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
+            .await
+            .unwrap();
+        assert_eq!((cp.phase, cp.steps, cp.state), (Phase::Finished, 4, 3));
+    }
+}

@@ -1,0 +1,183 @@
+//! One invocation's hold on a run: load, lease, one conditional write per step, release.
+//!
+//! Every write is conditional on the version this invocation last wrote or read, and the lease
+//! is taken with such a write before any node runs, so two invocations can never both advance
+//! one run: the second sees a live lease ([`EngineError::Busy`]) or loses the race
+//! ([`EngineError::Lost`]) before it calls anything.
+
+use super::EngineError;
+use crate::store::{CheckpointStore, Lease, StoreError};
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// Persists checkpoints after every step.
+#[async_trait]
+pub trait Persist<C>: Send {
+    /// Writes `checkpoint`; `release` drops this invocation's lease in the same write.
+    async fn save(&mut self, checkpoint: &C, release: bool) -> Result<(), EngineError>;
+}
+
+/// The store key of a run.
+pub fn run_key(run_id: &str) -> String {
+    format!("run#{run_id}")
+}
+
+/// A checkpoint read from the store, with what is needed to write it conditionally.
+#[derive(Debug, Clone)]
+pub struct Loaded<C> {
+    /// Decoded checkpoint.
+    pub checkpoint: C,
+    /// Stored version.
+    pub version: u64,
+    /// Current lease, if any.
+    pub lease: Option<Lease>,
+    body: Vec<u8>,
+}
+
+/// An invocation holding a run's lease.
+pub struct Session<'a> {
+    store: &'a dyn CheckpointStore,
+    run_id: String,
+    key: String,
+    version: u64,
+    lease: Lease,
+}
+
+impl std::fmt::Debug for Session<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("run_id", &self.run_id)
+            .field("version", &self.version)
+            .field("lease", &self.lease)
+            .finish()
+    }
+}
+
+/// A version conflict means another writer won: report it as `on_conflict`.
+fn conflict_to(e: StoreError, on_conflict: EngineError) -> EngineError {
+    match e {
+        StoreError::Conflict { .. } => on_conflict,
+        other => EngineError::Store(other),
+    }
+}
+
+impl<'a> Session<'a> {
+    /// Stores a new run's first checkpoint, holding the lease.
+    pub async fn create<C: Serialize + Sync>(
+        store: &'a dyn CheckpointStore,
+        run_id: &str,
+        checkpoint: &C,
+        lease: Lease,
+    ) -> Result<Session<'a>, EngineError> {
+        let key = run_key(run_id);
+        let body = encode(run_id, checkpoint)?;
+        let version = store.put(&key, 0, &body, Some(&lease)).await.map_err(|e| {
+            conflict_to(
+                e,
+                EngineError::Exists {
+                    run_id: run_id.to_owned(),
+                },
+            )
+        })?;
+        Ok(Session {
+            store,
+            run_id: run_id.to_owned(),
+            key,
+            version,
+            lease,
+        })
+    }
+
+    /// Reads a run without taking it (status queries, deciding whether to resume).
+    pub async fn load<C: DeserializeOwned>(
+        store: &dyn CheckpointStore,
+        run_id: &str,
+    ) -> Result<Option<Loaded<C>>, EngineError> {
+        let Some(item) = store
+            .get(&run_key(run_id))
+            .await
+            .map_err(EngineError::Store)?
+        else {
+            return Ok(None);
+        };
+        let checkpoint = serde_json::from_slice(&item.body).map_err(|e| EngineError::Corrupt {
+            run_id: run_id.to_owned(),
+            message: e.to_string(),
+        })?;
+        Ok(Some(Loaded {
+            checkpoint,
+            version: item.version,
+            lease: item.lease,
+            body: item.body,
+        }))
+    }
+
+    /// Takes the lease of a loaded run, conditional on the version read.
+    pub async fn lock<C>(
+        store: &'a dyn CheckpointStore,
+        run_id: &str,
+        loaded: &Loaded<C>,
+        lease: Lease,
+        now_ms: u64,
+    ) -> Result<Session<'a>, EngineError> {
+        if let Some(held) = loaded.lease.as_ref().filter(|l| l.is_live(now_ms)) {
+            return Err(EngineError::Busy {
+                run_id: run_id.to_owned(),
+                until_ms: held.expires_at_ms,
+            });
+        }
+        let key = run_key(run_id);
+        let version = store
+            .put(&key, loaded.version, &loaded.body, Some(&lease))
+            .await
+            .map_err(|e| {
+                conflict_to(
+                    e,
+                    EngineError::Lost {
+                        run_id: run_id.to_owned(),
+                    },
+                )
+            })?;
+        Ok(Session {
+            store,
+            run_id: run_id.to_owned(),
+            key,
+            version,
+            lease,
+        })
+    }
+
+    /// The version this session last wrote.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+}
+
+fn encode<C: Serialize>(run_id: &str, checkpoint: &C) -> Result<Vec<u8>, EngineError> {
+    serde_json::to_vec(checkpoint).map_err(|e| EngineError::Corrupt {
+        run_id: run_id.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+#[async_trait]
+impl<C: Serialize + Sync> Persist<C> for Session<'_> {
+    async fn save(&mut self, checkpoint: &C, release: bool) -> Result<(), EngineError> {
+        let body = encode(&self.run_id, checkpoint)?;
+        let lease = (!release).then_some(&self.lease);
+        self.version = self
+            .store
+            .put(&self.key, self.version, &body, lease)
+            .await
+            .map_err(|e| {
+                conflict_to(
+                    e,
+                    EngineError::Lost {
+                        run_id: self.run_id.clone(),
+                    },
+                )
+            })?;
+        Ok(())
+    }
+}
