@@ -15,8 +15,10 @@
 
 pub mod config;
 pub mod engine;
+pub mod entry;
 pub mod error;
 pub mod llm;
+pub mod rag;
 pub mod retrieval;
 pub mod secrets;
 pub mod store;

@@ -2,14 +2,17 @@
 //! bounded re-ask on malformed JSON. Wire structs stay private to each provider module.
 
 mod error;
+mod lexical;
 mod offline;
 mod openai;
+mod scripted;
 mod structured;
 mod task;
 
 pub use error::LlmError;
-pub use offline::OfflineModel;
+pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER, NO_MATCH_ANSWER};
 pub use openai::{OpenAiConfig, OpenAiModel};
+pub use scripted::{Reply, ScriptedModel};
 pub use structured::{ask, MAX_REASKS};
 pub use task::{Answer, BinaryScore, DataSource, Generated, Refined, RouteDecision, Task};
 

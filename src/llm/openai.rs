@@ -1,38 +1,326 @@
-//! OpenAI-compatible chat-completions client.
-use super::{ChatModel, ChatRequest, LlmError};
+//! OpenAI-compatible chat-completions client (OpenAI, Ollama, vLLM, llama.cpp server).
+//!
+//! One `reqwest::Client` is built per model and reused, so calls share a connection pool.
+//! Backends differ by base URL (and key) only. The wire structs are private to this module;
+//! callers see [`ChatRequest`] in and the reply's JSON text out.
+
+use super::error::{excerpt, parse_retry_after};
+use super::{ChatModel, ChatRequest, LlmError, Role};
+use crate::secrets::Secret;
 use async_trait::async_trait;
+use reqwest::header::{HeaderValue, AUTHORIZATION, RETRY_AFTER};
+use reqwest::{Client, Url};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::{Duration, SystemTime};
 
 /// Settings of the OpenAI-compatible client.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenAiConfig {
-    /// Base URL up to `/v1`, e.g. `http://127.0.0.1:8089/v1`.
+    /// Base URL up to `/v1`, e.g. `http://127.0.0.1:8089/v1`; the client posts to
+    /// `{base_url}/chat/completions`.
     pub base_url: String,
     /// Model name.
     pub model: String,
-    /// Bearer key, if the server wants one.
-    pub api_key: Option<String>,
+    /// Bearer key, if the server wants one (local servers usually do not).
+    pub api_key: Option<Secret>,
+    /// Cap on one call; a request's own `timeout` is used when shorter.
+    pub request_timeout: Duration,
+    /// Cap on establishing a connection.
+    pub connect_timeout: Duration,
 }
 
-/// OpenAI-compatible client (OpenAI, Ollama, vLLM, llama.cpp server).
-#[derive(Debug, Clone)]
+impl OpenAiConfig {
+    /// Default [`OpenAiConfig::request_timeout`].
+    pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+    /// Default [`OpenAiConfig::connect_timeout`].
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// A keyless configuration with the default timeouts.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
+            connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+        }
+    }
+
+    /// The same configuration with a bearer key.
+    pub fn with_api_key(mut self, key: Secret) -> Self {
+        self.api_key = Some(key);
+        self
+    }
+}
+
+/// OpenAI-compatible client. Cheap to clone (the connection pool is shared).
+#[derive(Clone)]
 pub struct OpenAiModel {
-    config: OpenAiConfig,
+    client: Client,
+    endpoint: Url,
+    model: String,
+    /// `Bearer …`, marked sensitive so it never shows in `Debug`.
+    authorization: Option<HeaderValue>,
+    /// Kept only to scrub it from error bodies a server might echo it in.
+    api_key: Option<Secret>,
+    request_timeout: Duration,
+}
+
+impl fmt::Debug for OpenAiModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiModel")
+            .field("endpoint", &self.endpoint.as_str())
+            .field("model", &self.model)
+            .field("api_key", &self.api_key)
+            .field("request_timeout", &self.request_timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 impl OpenAiModel {
     /// Builds the client once (connection pool reused across calls).
+    ///
+    /// # Errors
+    ///
+    /// [`LlmError::Config`] for a base URL that is not `http(s)://`, an empty model name, a
+    /// key that cannot be sent in a header, or zero timeouts.
     pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
-        Ok(Self { config })
+        let endpoint = endpoint(&config.base_url)?;
+        if config.model.trim().is_empty() {
+            return Err(LlmError::Config("the model name is empty".into()));
+        }
+        if config.request_timeout.is_zero() || config.connect_timeout.is_zero() {
+            return Err(LlmError::Config(
+                "timeouts must be greater than zero".into(),
+            ));
+        }
+        let authorization = match &config.api_key {
+            Some(key) if key.expose().is_empty() => {
+                return Err(LlmError::Config("the API key is empty".into()))
+            }
+            Some(key) => {
+                let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+                    .map_err(|_| {
+                        LlmError::Config(
+                            "the API key contains characters not allowed in a header".into(),
+                        )
+                    })?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+            None => None,
+        };
+        let client = Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .tcp_nodelay(true)
+            // A redirected POST is a misconfigured base URL; never send the key elsewhere.
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("bounded-rag/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| {
+                LlmError::Config(format!("cannot build the HTTP client: {}", chain(&e)))
+            })?;
+        Ok(Self {
+            client,
+            endpoint,
+            model: config.model,
+            authorization,
+            api_key: config.api_key,
+            request_timeout: config.request_timeout,
+        })
+    }
+
+    /// The URL every call is posted to.
+    pub fn endpoint(&self) -> &str {
+        self.endpoint.as_str()
+    }
+
+    /// Maps a `reqwest` failure to a classified error, without the URL.
+    fn transport_error(&self, error: reqwest::Error, timeout: Duration) -> LlmError {
+        let error = error.without_url();
+        if error.is_timeout() {
+            LlmError::Timeout { after: timeout }
+        } else if error.is_connect() {
+            LlmError::Connect(self.redact(chain(&error)))
+        } else if error.is_builder() {
+            LlmError::Config(self.redact(chain(&error)))
+        } else {
+            LlmError::Transport(self.redact(chain(&error)))
+        }
+    }
+
+    /// Removes the key from text that came from the server or the network stack.
+    fn redact(&self, text: String) -> String {
+        match &self.api_key {
+            Some(key) if text.contains(key.expose()) => text.replace(key.expose(), "[redacted]"),
+            _ => text,
+        }
     }
 }
 
 #[async_trait]
 impl ChatModel for OpenAiModel {
-    async fn complete(&self, _request: &ChatRequest<'_>) -> Result<String, LlmError> {
-        let _ = &self.config;
-        Err(LlmError::Unimplemented("openai"))
+    async fn complete(&self, request: &ChatRequest<'_>) -> Result<String, LlmError> {
+        let timeout = request.timeout.min(self.request_timeout);
+        if timeout.is_zero() {
+            return Err(LlmError::Timeout { after: timeout });
+        }
+        let name = request.task.schema_name();
+        let body = WireRequest {
+            model: &self.model,
+            messages: request
+                .messages
+                .iter()
+                .map(|m| WireMessage {
+                    role: match m.role {
+                        Role::System => "system",
+                        Role::User => "user",
+                        Role::Assistant => "assistant",
+                    },
+                    content: &m.content,
+                })
+                .collect(),
+            temperature: 0.0,
+            response_format: ResponseFormat {
+                kind: "json_schema",
+                json_schema: JsonSchema {
+                    name,
+                    schema: request.task.schema(),
+                    strict: true,
+                },
+            },
+        };
+        let mut http = self
+            .client
+            .post(self.endpoint.clone())
+            .timeout(timeout)
+            .json(&body);
+        if let Some(authorization) = &self.authorization {
+            http = http.header(AUTHORIZATION, authorization.clone());
+        }
+        let response = http
+            .send()
+            .await
+            .map_err(|e| self.transport_error(e, timeout))?;
+
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = response
+                .headers()
+                .get(RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| parse_retry_after(v, SystemTime::now()));
+            // The body is only for diagnosis: a failure to read it must not hide the status.
+            let text = response.text().await.unwrap_or_default();
+            return Err(LlmError::Status {
+                status: status.as_u16(),
+                body: excerpt(&self.redact(text)),
+                retry_after,
+            });
+        }
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| self.transport_error(e, timeout))?;
+        let reply: WireResponse = serde_json::from_slice(&bytes).map_err(|e| {
+            LlmError::InvalidResponse(format!(
+                "not a chat-completions reply ({e}): {}",
+                excerpt(&self.redact(String::from_utf8_lossy(&bytes).into_owned()))
+            ))
+        })?;
+        let message = reply
+            .choices
+            .into_iter()
+            .next()
+            .ok_or_else(|| LlmError::InvalidResponse("the reply has no choices".into()))?
+            .message;
+        match (message.content, message.refusal) {
+            (Some(content), _) => Ok(content),
+            (None, Some(refusal)) => Err(LlmError::InvalidResponse(format!(
+                "the model refused: {}",
+                excerpt(&refusal)
+            ))),
+            (None, None) => Err(LlmError::InvalidResponse(
+                "the reply message has no content".into(),
+            )),
+        }
     }
+
     fn name(&self) -> &'static str {
         "openai"
     }
+}
+
+/// `{base_url}/chat/completions`, validated.
+fn endpoint(base_url: &str) -> Result<Url, LlmError> {
+    let base = base_url.trim().trim_end_matches('/');
+    let url = Url::parse(&format!("{base}/chat/completions"))
+        .map_err(|e| LlmError::Config(format!("invalid LLM base URL: {e}")))?;
+    match url.scheme() {
+        "http" | "https" => Ok(url),
+        other => Err(LlmError::Config(format!(
+            "LLM base URL must be http or https, not {other}"
+        ))),
+    }
+}
+
+/// An error and its sources on one line (`error sending request: ...: Connection refused`).
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    temperature: f32,
+    response_format: ResponseFormat<'a>,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+struct ResponseFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    json_schema: JsonSchema<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonSchema<'a> {
+    name: &'a str,
+    schema: serde_json::Value,
+    strict: bool,
+}
+
+#[derive(Deserialize)]
+struct WireResponse {
+    choices: Vec<WireChoice>,
+}
+
+#[derive(Deserialize)]
+struct WireChoice {
+    message: WireReply,
+}
+
+#[derive(Deserialize)]
+struct WireReply {
+    content: Option<String>,
+    #[serde(default)]
+    refusal: Option<String>,
 }

@@ -1,19 +1,196 @@
-//! Embedded BM25 knowledge base.
-use super::{Document, RetrievalError, RetrievalOptions, Retriever};
+//! The knowledge base: documents, entities, relations and communities in one BM25 index,
+//! built once (at ingest or at init) and searched per request.
+//!
+//! Three ways to get one:
+//! - [`KnowledgeBase::embedded`]: the durian pests-and-diseases sample in `kb/`, compiled into
+//!   the binary, so the CLI and the Lambda work from any directory with no files;
+//! - [`KnowledgeBase::load`] on a folder of sources (`*.md`, `*.markdown`, `*.txt`,
+//!   `nodes.jsonl`, `edges.jsonl`, `communities.jsonl`), indexed in memory at load;
+//! - [`KnowledgeBase::load`] on a folder written by [`super::ingest_dir`], opened without
+//!   re-indexing.
+use super::corpus::{self, SourceFile, MANIFEST};
+use super::index::SearchIndex;
+use super::{ingest, DocKind, Document, RetrievalError, RetrievalOptions, Retriever};
 use async_trait::async_trait;
-use std::path::Path;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
-/// The knowledge base, indexed once at load.
-pub struct KnowledgeBase;
+/// The `kb/` sample, compiled in: (relative path, text).
+const EMBEDDED: &[(&str, &str)] = &[
+    ("communities.jsonl", include_str!("../../kb/communities.jsonl")),
+    ("edges.jsonl", include_str!("../../kb/edges.jsonl")),
+    ("fruit-borer.md", include_str!("../../kb/fruit-borer.md")),
+    ("fruit-rot.md", include_str!("../../kb/fruit-rot.md")),
+    (
+        "integrated-pest-management.md",
+        include_str!("../../kb/integrated-pest-management.md"),
+    ),
+    (
+        "leaf-spot-and-anthracnose.md",
+        include_str!("../../kb/leaf-spot-and-anthracnose.md"),
+    ),
+    ("mealybugs.md", include_str!("../../kb/mealybugs.md")),
+    ("nodes.jsonl", include_str!("../../kb/nodes.jsonl")),
+    ("patch-canker.md", include_str!("../../kb/patch-canker.md")),
+    ("pink-disease.md", include_str!("../../kb/pink-disease.md")),
+    ("psyllid.md", include_str!("../../kb/psyllid.md")),
+    (
+        "root-rot-and-stem-canker.md",
+        include_str!("../../kb/root-rot-and-stem-canker.md"),
+    ),
+    ("seed-borer.md", include_str!("../../kb/seed-borer.md")),
+    ("stem-borer.md", include_str!("../../kb/stem-borer.md")),
+];
+
+/// What a knowledge base holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KbStats {
+    /// Text documents (files with at least one passage).
+    pub documents: usize,
+    /// Passages of those documents ([`DocKind::Episode`]).
+    pub passages: usize,
+    /// Entities ([`DocKind::Node`]).
+    pub nodes: usize,
+    /// Relations ([`DocKind::Edge`]).
+    pub edges: usize,
+    /// Community summaries ([`DocKind::Community`]).
+    pub communities: usize,
+}
+
+impl KbStats {
+    /// Number of indexed, searchable items (passages, nodes, edges, communities).
+    pub fn indexed(&self) -> usize {
+        self.passages + self.nodes + self.edges + self.communities
+    }
+}
+
+impl fmt::Display for KbStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} documents ({} passages), {} nodes, {} edges, {} communities",
+            self.documents, self.passages, self.nodes, self.edges, self.communities
+        )
+    }
+}
+
+/// The knowledge base, indexed once at load; cheap to search from many requests at once.
+pub struct KnowledgeBase {
+    index: SearchIndex,
+    stats: KbStats,
+    origin: Option<PathBuf>,
+}
+
+impl fmt::Debug for KnowledgeBase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KnowledgeBase")
+            .field("origin", &self.origin)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
 
 impl KnowledgeBase {
-    /// The sample knowledge base compiled into the binary.
+    /// The sample knowledge base compiled into the binary (durian pests and diseases).
     pub fn embedded() -> Result<Self, RetrievalError> {
-        Err(RetrievalError::Unimplemented("kb"))
+        let root = Path::new("<embedded kb>");
+        let files: Vec<SourceFile> = EMBEDDED
+            .iter()
+            .map(|(rel, text)| SourceFile {
+                path: root.join(rel),
+                rel: (*rel).to_owned(),
+                text: (*text).to_owned(),
+            })
+            .collect();
+        let corpus = corpus::build(root, &files)?;
+        Ok(Self {
+            index: SearchIndex::build_in_ram(&corpus.docs)?,
+            stats: corpus.stats,
+            origin: None,
+        })
     }
-    /// Loads a knowledge base folder (documents, or an ingested index).
-    pub fn load(_path: &Path) -> Result<Self, RetrievalError> {
-        Err(RetrievalError::Unimplemented("kb"))
+
+    /// Loads a folder: a previous [`super::ingest_dir`] output is opened as is (no
+    /// re-indexing); any other folder is read and indexed in memory.
+    pub fn load(path: &Path) -> Result<Self, RetrievalError> {
+        let meta = std::fs::metadata(path).map_err(|e| RetrievalError::io(path, e))?;
+        if !meta.is_dir() {
+            return Err(RetrievalError::Invalid {
+                path: path.to_path_buf(),
+                message: "not a folder".into(),
+            });
+        }
+        if path.join(MANIFEST).is_file() {
+            let (index, stats) = ingest::open(path)?;
+            return Ok(Self {
+                index,
+                stats,
+                origin: Some(path.to_path_buf()),
+            });
+        }
+        let corpus = corpus::load_dir(path)?;
+        Ok(Self {
+            index: SearchIndex::build_in_ram(&corpus.docs)?,
+            stats: corpus.stats,
+            origin: Some(path.to_path_buf()),
+        })
+    }
+
+    /// Indexes the given documents in memory (their `score` is ignored; `Web` documents are
+    /// stored but never returned). Handy for tests and callers with their own sources.
+    pub fn from_documents(docs: &[Document]) -> Result<Self, RetrievalError> {
+        let mut stats = KbStats::default();
+        let mut sources = BTreeSet::new();
+        for doc in docs {
+            match doc.kind {
+                DocKind::Episode => {
+                    stats.passages += 1;
+                    sources.insert(doc.url.split('#').next().unwrap_or_default());
+                }
+                DocKind::Node => stats.nodes += 1,
+                DocKind::Edge => stats.edges += 1,
+                DocKind::Community => stats.communities += 1,
+                DocKind::Web => {}
+            }
+        }
+        stats.documents = sources.len();
+        Ok(Self {
+            index: SearchIndex::build_in_ram(docs)?,
+            stats,
+            origin: None,
+        })
+    }
+
+    /// What the knowledge base holds.
+    pub fn stats(&self) -> KbStats {
+        self.stats
+    }
+
+    /// Number of indexed items (passages, nodes, edges, communities).
+    pub fn len(&self) -> usize {
+        self.index.num_docs() as usize
+    }
+
+    /// Whether nothing is indexed (never true for a loaded folder).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The folder it was loaded from; `None` for the embedded sample.
+    pub fn origin(&self) -> Option<&Path> {
+        self.origin.as_deref()
+    }
+
+    /// Synchronous search: at most `options.limit` documents of the enabled kinds, best first,
+    /// scored by BM25. Never fails on user punctuation.
+    pub fn search(
+        &self,
+        query: &str,
+        options: &RetrievalOptions,
+    ) -> Result<Vec<Document>, RetrievalError> {
+        self.index.search(query, options)
     }
 }
 
@@ -21,9 +198,57 @@ impl KnowledgeBase {
 impl Retriever for KnowledgeBase {
     async fn retrieve(
         &self,
-        _query: &str,
-        _options: &RetrievalOptions,
+        query: &str,
+        options: &RetrievalOptions,
     ) -> Result<Vec<Document>, RetrievalError> {
-        Err(RetrievalError::Unimplemented("kb"))
+        // A sub-millisecond in-memory search: no need to leave the async task.
+        self.search(query, options)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_list_matches_the_kb_folder() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("kb");
+        let (files, skipped) = corpus::read_dir(&dir).unwrap();
+        let on_disk: Vec<&str> = files.iter().map(|f| f.rel.as_str()).collect();
+        let embedded: Vec<&str> = EMBEDDED.iter().map(|(rel, _)| *rel).collect();
+        assert_eq!(on_disk, embedded, "add new kb/ files to EMBEDDED");
+        assert_eq!(skipped, 0);
+    }
+
+    #[test]
+    fn embedded_kb_indexes_every_kind() {
+        let kb = KnowledgeBase::embedded().unwrap();
+        let stats = kb.stats();
+        assert_eq!(stats.documents, 11);
+        assert!(stats.passages >= stats.documents * 2, "{stats}");
+        assert!(stats.nodes > 0 && stats.edges > 0 && stats.communities > 0);
+        assert_eq!(kb.len(), stats.indexed());
+        assert!(kb.origin().is_none());
+        assert!(format!("{kb:?}").contains("stats"));
+    }
+
+    #[test]
+    fn from_documents_counts_sources() {
+        let doc = |url: &str, kind| Document {
+            id: url.into(),
+            title: "t".into(),
+            url: url.into(),
+            content: "c".into(),
+            score: 0.0,
+            kind,
+        };
+        let kb = KnowledgeBase::from_documents(&[
+            doc("kb://a.md#1", DocKind::Episode),
+            doc("kb://a.md#2", DocKind::Episode),
+            doc("kb://nodes.jsonl#x", DocKind::Node),
+        ])
+        .unwrap();
+        assert_eq!((kb.stats().documents, kb.stats().passages), (1, 2));
+        assert_eq!(kb.len(), 3);
     }
 }

@@ -1,13 +1,19 @@
 //! Knowledge access: the [`Retriever`] trait with the embedded BM25 knowledge base, and the
 //! [`WebSearch`] trait with a Tavily-compatible client.
 
+mod corpus;
 mod error;
+mod graph;
+mod index;
 mod ingest;
 mod kb;
+mod passages;
 mod web;
 
 pub use error::RetrievalError;
 pub use ingest::ingest_dir;
+pub use ingest::IngestSummary;
+pub use kb::KbStats;
 pub use kb::KnowledgeBase;
 pub use web::{TavilyClient, TavilyConfig};
 

@@ -1,27 +1,112 @@
 //! Tavily-compatible web search client.
-use super::{Document, RetrievalError, WebSearch};
+//!
+//! `POST {base_url}/search` with `{"query", "max_results"}` and `Authorization: Bearer <key>`
+//! when a key is configured; the answer `{"results": [{"title", "url", "content", "score"}]}`
+//! becomes [`DocKind::Web`] documents. One attempt per call within the caller's timeout (the
+//! engine owns retries); the connection pool is shared by every call. The key never appears in
+//! errors or logs: [`Secret`] redacts itself and error bodies are scrubbed.
+use super::error::status_is_transient;
+use super::{DocKind, Document, RetrievalError, WebSearch};
+use crate::secrets::Secret;
 use async_trait::async_trait;
-use std::time::Duration;
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, SystemTime};
+
+/// Longest excerpt of an error body kept in an error message.
+const ERROR_BODY_CHARS: usize = 200;
 
 /// Settings of the web search client.
 #[derive(Debug, Clone)]
 pub struct TavilyConfig {
     /// Base URL; the client posts to `{base_url}/search`.
     pub base_url: String,
-    /// Bearer key.
-    pub api_key: Option<String>,
+    /// Bearer key; `None` sends no `Authorization` header (e.g. a local test server).
+    pub api_key: Option<Secret>,
 }
 
-/// Tavily-compatible client.
+impl TavilyConfig {
+    /// Tavily's public endpoint.
+    pub const DEFAULT_BASE_URL: &'static str = "https://api.tavily.com";
+}
+
+/// Tavily-compatible client. Build once; clones share the connection pool.
 #[derive(Debug, Clone)]
 pub struct TavilyClient {
-    config: TavilyConfig,
+    http: reqwest::Client,
+    endpoint: reqwest::Url,
+    api_key: Option<Secret>,
+}
+
+#[derive(Serialize)]
+struct SearchRequest<'a> {
+    query: &'a str,
+    max_results: usize,
+}
+
+#[derive(Deserialize)]
+struct SearchResponse {
+    results: Vec<SearchResult>,
+}
+
+#[derive(Deserialize)]
+struct SearchResult {
+    #[serde(default)]
+    title: Option<String>,
+    url: String,
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    score: Option<f32>,
 }
 
 impl TavilyClient {
-    /// Builds the client once.
+    /// Builds the client once; fails on a base URL that is not http(s).
     pub fn new(config: TavilyConfig) -> Result<Self, RetrievalError> {
-        Ok(Self { config })
+        let base = config.base_url.trim().trim_end_matches('/');
+        let endpoint = reqwest::Url::parse(&format!("{base}/search"))
+            .map_err(|e| RetrievalError::Config(format!("base URL `{base}`: {e}")))?;
+        if !matches!(endpoint.scheme(), "http" | "https") {
+            return Err(RetrievalError::Config(format!(
+                "base URL `{base}` must be http or https"
+            )));
+        }
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("bounded-rag/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| RetrievalError::Config(error_chain(&e)))?;
+        Ok(Self {
+            http,
+            endpoint,
+            api_key: config.api_key,
+        })
+    }
+
+    /// The URL searches are posted to.
+    pub fn endpoint(&self) -> &str {
+        self.endpoint.as_str()
+    }
+
+    fn transport_error(&self, err: reqwest::Error, timeout: Duration) -> RetrievalError {
+        let err = err.without_url();
+        if err.is_timeout() {
+            RetrievalError::Timeout { after: timeout }
+        } else if err.is_builder() {
+            RetrievalError::Config(self.scrub(&error_chain(&err)))
+        } else {
+            // Connect, send and body-read failures: the network, worth another attempt.
+            let host = self.endpoint.host_str().unwrap_or("?");
+            let msg = format!("{host}: {}", error_chain(&err));
+            RetrievalError::Connect(self.scrub(&msg))
+        }
+    }
+
+    /// Removes the key from text a server sent back, in case it echoes the header.
+    fn scrub(&self, text: &str) -> String {
+        match &self.api_key {
+            Some(key) if !key.expose().is_empty() => text.replace(key.expose(), "[redacted]"),
+            _ => text.to_owned(),
+        }
     }
 }
 
@@ -29,11 +114,139 @@ impl TavilyClient {
 impl WebSearch for TavilyClient {
     async fn search(
         &self,
-        _query: &str,
-        _max_results: usize,
-        _timeout: Duration,
+        query: &str,
+        max_results: usize,
+        timeout: Duration,
     ) -> Result<Vec<Document>, RetrievalError> {
-        let _ = &self.config;
-        Err(RetrievalError::Unimplemented("web"))
+        if max_results == 0 {
+            return Ok(Vec::new());
+        }
+        let body = SearchRequest { query, max_results };
+        let mut request = self.http.post(self.endpoint.clone()).json(&body).timeout(timeout);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key.expose());
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| self.transport_error(e, timeout))?;
+        let status = response.status();
+        let retry_after = retry_after(response.headers(), SystemTime::now());
+        let text = response
+            .text()
+            .await
+            .map_err(|e| self.transport_error(e, timeout))?;
+        if !status.is_success() {
+            let excerpt: String = text.trim().chars().take(ERROR_BODY_CHARS).collect();
+            let message = match status.canonical_reason() {
+                Some(reason) if excerpt.is_empty() => reason.to_owned(),
+                _ => self.scrub(&excerpt),
+            };
+            let transient = status_is_transient(status.as_u16());
+            tracing::debug!(status = status.as_u16(), transient, "web search failed");
+            return Err(RetrievalError::Http {
+                status: status.as_u16(),
+                message,
+                retry_after: retry_after.filter(|_| transient),
+            });
+        }
+        let parsed: SearchResponse = serde_json::from_str(&text)
+            .map_err(|e| RetrievalError::InvalidResponse(e.to_string()))?;
+        Ok(parsed
+            .results
+            .into_iter()
+            .take(max_results)
+            .map(|result| Document {
+                id: result.url.clone(),
+                title: result
+                    .title
+                    .filter(|t| !t.trim().is_empty())
+                    .unwrap_or_else(|| result.url.clone()),
+                url: result.url,
+                content: result.content.unwrap_or_default(),
+                score: result.score.unwrap_or(0.0),
+                kind: DocKind::Web,
+            })
+            .collect())
+    }
+}
+
+/// `Retry-After` as seconds or an HTTP date (a date in the past means "now").
+fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// An error and its sources, joined: "error sending request: connection refused".
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn client(base_url: &str, key: Option<&str>) -> Result<TavilyClient, RetrievalError> {
+        TavilyClient::new(TavilyConfig {
+            base_url: base_url.into(),
+            api_key: key.map(Secret::new),
+        })
+    }
+
+    #[test]
+    fn endpoint_is_base_url_plus_search() {
+        let c = client("http://127.0.0.1:9/v1/", None).unwrap();
+        assert_eq!(c.endpoint(), "http://127.0.0.1:9/v1/search");
+        assert!(matches!(client("not a url", None), Err(RetrievalError::Config(_))));
+        assert!(matches!(client("ftp://x", None), Err(RetrievalError::Config(_))));
+    }
+
+    #[test]
+    fn the_key_never_shows_in_debug_or_scrubbed_text() {
+        let c = client(TavilyConfig::DEFAULT_BASE_URL, Some("tvly-SECRET")).unwrap();
+        assert!(!format!("{c:?}").contains("tvly-SECRET"));
+        assert_eq!(c.scrub("bad key tvly-SECRET"), "bad key [redacted]");
+    }
+
+    #[test]
+    fn retry_after_accepts_seconds_and_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let mut headers = HeaderMap::new();
+        assert_eq!(retry_after(&headers, now), None);
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("7"));
+        assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(7)));
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
+        headers.insert(RETRY_AFTER, HeaderValue::from_str(&later).unwrap());
+        assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(30)));
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&headers, now), None);
+    }
+
+    #[tokio::test]
+    async fn unreachable_servers_are_transient() {
+        use crate::error::Classify;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .unwrap()
+            .port();
+        let c = client(&format!("http://127.0.0.1:{port}"), None).unwrap();
+        let err = c.search("q", 3, Duration::from_secs(5)).await.unwrap_err();
+        assert!(err.is_transient(), "{err}");
+        assert!(c.search("q", 0, Duration::from_secs(5)).await.unwrap().is_empty());
     }
 }

@@ -1,5 +1,250 @@
 //! In-memory store for tests and single-process use.
+//!
+//! Items live in a `HashMap` behind a std `Mutex`; the lock is only held for the few map
+//! operations of one call (never across an `.await`), so contention stays negligible.
+//! An optional TTL makes items expire like DynamoDB's `expires_at`: an expired item reads as
+//! absent and can be created again from version 0. "Now" comes from an injectable clock so
+//! tests can move time forward without sleeping.
+
+use super::{CheckpointStore, Lease, StoreError, Versioned};
+use async_trait::async_trait;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Source of "now", shared by the local stores so expiry is testable without sleeping.
+pub(crate) type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
+/// The real wall clock.
+pub(crate) fn system_clock() -> Clock {
+    Arc::new(SystemTime::now)
+}
+
+/// Milliseconds since the Unix epoch (0 for times before it).
+pub(crate) fn epoch_ms(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// When an item written at `now_ms` expires under `ttl` (epoch milliseconds).
+pub(crate) fn expiry_ms(now_ms: u64, ttl: Option<Duration>) -> Option<u64> {
+    ttl.map(|ttl| now_ms.saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)))
+}
+
+/// True when an item with expiry `expires_at_ms` no longer exists at `now_ms`.
+pub(crate) fn is_expired(expires_at_ms: Option<u64>, now_ms: u64) -> bool {
+    expires_at_ms.is_some_and(|at| at <= now_ms)
+}
+
+/// One stored item and when it lapses.
+struct Entry {
+    item: Versioned,
+    expires_at_ms: Option<u64>,
+}
 
 /// Versioned in-memory store.
-#[derive(Debug, Default)]
-pub struct MemoryStore;
+///
+/// Thread-safe (`Send + Sync`); share it behind an `Arc`. With a TTL, an item expires `ttl`
+/// after its last write; an expired item is treated exactly like an absent one.
+pub struct MemoryStore {
+    items: Mutex<HashMap<String, Entry>>,
+    ttl: Option<Duration>,
+    clock: Clock,
+}
+
+impl MemoryStore {
+    /// An empty store whose items never expire.
+    pub fn new() -> Self {
+        Self {
+            items: Mutex::new(HashMap::new()),
+            ttl: None,
+            clock: system_clock(),
+        }
+    }
+
+    /// An empty store whose items expire `ttl` after their last write.
+    pub fn with_ttl(ttl: Duration) -> Self {
+        Self {
+            ttl: Some(ttl),
+            ..Self::new()
+        }
+    }
+
+    /// Replaces the wall clock used for expiry (tests pass a closure over a fake time).
+    pub fn with_clock(mut self, now: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
+        self.clock = Arc::new(now);
+        self
+    }
+
+    /// Drops every expired item and returns how many were removed (expired items are already
+    /// invisible; this only frees their memory in long-lived processes).
+    pub fn purge_expired(&self) -> usize {
+        let now_ms = self.now_ms();
+        let mut items = self.lock();
+        let before = items.len();
+        items.retain(|_, entry| !is_expired(entry.expires_at_ms, now_ms));
+        before - items.len()
+    }
+
+    fn now_ms(&self) -> u64 {
+        epoch_ms((self.clock)())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        // No code path can panic while mutating the map half-way, so a poisoned map is
+        // still consistent: keep serving instead of failing every later call.
+        self.items.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("items", &self.lock().len())
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl CheckpointStore for MemoryStore {
+    async fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
+        let now_ms = self.now_ms();
+        let items = self.lock();
+        Ok(items
+            .get(key)
+            .filter(|entry| !is_expired(entry.expires_at_ms, now_ms))
+            .map(|entry| entry.item.clone()))
+    }
+
+    async fn put(
+        &self,
+        key: &str,
+        expected: u64,
+        body: &[u8],
+        lease: Option<&Lease>,
+    ) -> Result<u64, StoreError> {
+        let now_ms = self.now_ms();
+        let mut items = self.lock();
+        let current = items
+            .get(key)
+            .filter(|entry| !is_expired(entry.expires_at_ms, now_ms))
+            .map_or(0, |entry| entry.item.version);
+        if current != expected {
+            return Err(StoreError::Conflict {
+                key: key.to_owned(),
+                expected,
+            });
+        }
+        let version = expected + 1;
+        items.insert(
+            key.to_owned(),
+            Entry {
+                item: Versioned {
+                    version,
+                    body: body.to_vec(),
+                    lease: lease.cloned(),
+                },
+                expires_at_ms: expiry_ms(now_ms, self.ttl),
+            },
+        );
+        Ok(version)
+    }
+
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// A clock at a settable number of milliseconds after the epoch.
+    fn fake_clock() -> (
+        Arc<AtomicU64>,
+        impl Fn() -> SystemTime + Send + Sync + 'static,
+    ) {
+        let ms = Arc::new(AtomicU64::new(1_700_000_000_000));
+        let handle = Arc::clone(&ms);
+        (ms, move || {
+            UNIX_EPOCH + Duration::from_millis(handle.load(Ordering::SeqCst))
+        })
+    }
+
+    #[tokio::test]
+    async fn versions_grow_and_stale_writers_conflict() {
+        let store = MemoryStore::new();
+        assert_eq!(store.put("run#a", 0, b"one", None).await.unwrap(), 1);
+        assert_eq!(store.put("run#a", 1, b"two", None).await.unwrap(), 2);
+        let err = store.put("run#a", 1, b"stale", None).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::Conflict { expected: 1, .. }),
+            "{err}"
+        );
+        let item = store.get("run#a").await.unwrap().unwrap();
+        assert_eq!((item.version, item.body.as_slice()), (2, &b"two"[..]));
+    }
+
+    #[tokio::test]
+    async fn expired_items_read_as_absent_and_can_be_recreated() {
+        let (now, clock) = fake_clock();
+        let store = MemoryStore::with_ttl(Duration::from_secs(60)).with_clock(clock);
+        store.put("run#a", 0, b"old", None).await.unwrap();
+        store.put("run#a", 1, b"old2", None).await.unwrap();
+
+        now.fetch_add(59_999, Ordering::SeqCst);
+        assert_eq!(store.get("run#a").await.unwrap().unwrap().version, 2);
+
+        now.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(store.get("run#a").await.unwrap(), None);
+        // Expired means absent: the old version no longer matches, version 0 does.
+        let err = store.put("run#a", 2, b"late", None).await.unwrap_err();
+        assert!(matches!(err, StoreError::Conflict { expected: 2, .. }));
+        assert_eq!(store.put("run#a", 0, b"new", None).await.unwrap(), 1);
+        assert_eq!(store.get("run#a").await.unwrap().unwrap().body, b"new");
+    }
+
+    #[tokio::test]
+    async fn a_write_renews_the_ttl() {
+        let (now, clock) = fake_clock();
+        let store = MemoryStore::with_ttl(Duration::from_secs(10)).with_clock(clock);
+        store.put("run#a", 0, b"x", None).await.unwrap();
+        now.fetch_add(9_000, Ordering::SeqCst);
+        store.put("run#a", 1, b"y", None).await.unwrap();
+        now.fetch_add(9_000, Ordering::SeqCst);
+        assert_eq!(store.get("run#a").await.unwrap().unwrap().version, 2);
+    }
+
+    #[tokio::test]
+    async fn purge_drops_only_expired_items() {
+        let (now, clock) = fake_clock();
+        let store = MemoryStore::with_ttl(Duration::from_secs(10)).with_clock(clock);
+        store.put("run#old", 0, b"x", None).await.unwrap();
+        now.fetch_add(5_000, Ordering::SeqCst);
+        store.put("run#new", 0, b"x", None).await.unwrap();
+        now.fetch_add(5_000, Ordering::SeqCst);
+        assert_eq!(store.purge_expired(), 1);
+        assert!(store.get("run#new").await.unwrap().is_some());
+        assert!(format!("{store:?}").contains("items: 1"));
+    }
+
+    #[tokio::test]
+    async fn without_ttl_items_never_expire() {
+        let (now, clock) = fake_clock();
+        let store = MemoryStore::new().with_clock(clock);
+        store.put("run#a", 0, b"x", None).await.unwrap();
+        now.fetch_add(100 * 365 * 24 * 3_600_000, Ordering::SeqCst);
+        assert!(store.get("run#a").await.unwrap().is_some());
+        assert_eq!(store.purge_expired(), 0);
+    }
+}

@@ -1,10 +1,13 @@
 //! Checkpoint persistence: the [`CheckpointStore`] trait (versioned, conditional writes, leases)
 //! with in-memory and local-file implementations. The DynamoDB one lives in `dynamodb`.
 
+mod dynamodb;
 mod error;
 mod file;
 mod memory;
 
+pub(crate) use dynamodb::sdk_error_class;
+pub use dynamodb::DynamoStore;
 pub use error::StoreError;
 pub use file::FileStore;
 pub use memory::MemoryStore;

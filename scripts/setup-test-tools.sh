@@ -1,0 +1,56 @@
+#!/usr/bin/env sh
+# Installs the tools the integration tests run against, into a repo-local venv (.local/venv,
+# gitignored). Idempotent: a second run only checks that every tool is already there.
+#
+# Needs only python3 (with the venv module) and a reachable PyPI. Prints the path of each tool.
+#
+# To add a tool: add one "requirement|executable" line to TOOLS below.
+set -euf # -f: no globbing, so 'moto[server]' stays literal
+
+TOOLS='
+moto[server]|moto_server
+'
+
+ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
+VENV="$ROOT/.local/venv"
+PYTHON=${PYTHON:-python3}
+
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+    echo "setup-test-tools: $PYTHON not found; install Python 3 first" >&2
+    exit 1
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "setup-test-tools: creating venv at $VENV" >&2
+    mkdir -p "$ROOT/.local"
+    if ! "$PYTHON" -m venv "$VENV"; then
+        echo "setup-test-tools: '$PYTHON -m venv' failed (on Debian/Ubuntu: apt-get install python3-venv)" >&2
+        rm -rf "$VENV"
+        exit 1
+    fi
+fi
+
+# Collect the requirements whose executable is missing; install them in one pip call.
+missing=""
+for line in $TOOLS; do
+    requirement=${line%%|*}
+    executable=${line##*|}
+    if [ ! -x "$VENV/bin/$executable" ]; then
+        missing="$missing $requirement"
+    fi
+done
+
+if [ -n "$missing" ]; then
+    echo "setup-test-tools: installing$missing" >&2
+    # shellcheck disable=SC2086 # word splitting of the requirement list is intended
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check $missing
+fi
+
+for line in $TOOLS; do
+    executable=${line##*|}
+    if [ ! -x "$VENV/bin/$executable" ]; then
+        echo "setup-test-tools: $executable is still missing after install" >&2
+        exit 1
+    fi
+    echo "$VENV/bin/$executable"
+done

@@ -1,0 +1,162 @@
+//! Builds every client once from [`Settings`]: model, knowledge base, web search, checkpoint
+//! store. The CLI and both Lambda functions share this wiring.
+
+use crate::config::{LlmProvider, Settings};
+use crate::engine::{Budget, Clock, SystemClock};
+use crate::llm::{ChatModel, OfflineModel, OpenAiConfig, OpenAiModel};
+use crate::rag::{RagGraph, RagLimits, Workflow};
+use crate::retrieval::{KnowledgeBase, Retriever, TavilyClient, TavilyConfig, WebSearch};
+use crate::secrets::{SecretBundle, SecretsProvider};
+use crate::store::{CheckpointStore, DynamoStore, FileStore};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Longest a single DynamoDB call may take, SDK retries included.
+const STORE_OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why the application could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// Bad configuration.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The knowledge base could not be loaded.
+    #[error("knowledge base: {0}")]
+    Kb(#[from] crate::retrieval::RetrievalError),
+    /// A model client could not be built.
+    #[error("model client: {0}")]
+    Llm(#[from] crate::llm::LlmError),
+    /// The checkpoint store could not be opened.
+    #[error("checkpoint store: {0}")]
+    Store(#[from] crate::store::StoreError),
+    /// Secrets Manager could not be read.
+    #[error("secrets: {0}")]
+    Secrets(#[from] crate::secrets::SecretsError),
+}
+
+/// Everything a run needs, built once per process.
+pub struct App {
+    /// Validated settings.
+    pub settings: Settings,
+    /// The graph with its clients.
+    pub graph: RagGraph,
+    /// Checkpoint store.
+    pub store: Arc<dyn CheckpointStore>,
+    /// Time source.
+    pub clock: Arc<dyn Clock>,
+    /// AWS configuration, loaded only when an AWS service is configured.
+    pub aws: Option<aws_config::SdkConfig>,
+}
+
+impl App {
+    /// Reads the environment and builds the application.
+    pub async fn from_env() -> Result<Self, StartupError> {
+        Self::build(Settings::from_env()?).await
+    }
+
+    /// Builds the application from settings. AWS is touched only when a table, queue or
+    /// secret is configured, so the offline CLI starts without any AWS call.
+    pub async fn build(settings: Settings) -> Result<Self, StartupError> {
+        let aws = if settings.aws.checkpoint_table.is_some()
+            || settings.aws.work_queue_url.is_some()
+            || settings.aws.secrets_id.is_some()
+        {
+            Some(aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await)
+        } else {
+            None
+        };
+        let secrets = match (&settings.aws.secrets_id, &aws) {
+            (Some(id), Some(sdk)) => {
+                let client = aws_sdk_secretsmanager::Client::new(sdk);
+                SecretsProvider::new(client, id.clone(), settings.aws.secrets_ttl)
+                    .get_json()
+                    .await?
+            }
+            _ => SecretBundle::default(),
+        };
+        let model = build_model(&settings, &secrets)?;
+        let kb: Arc<dyn Retriever> = Arc::new(match &settings.kb_path {
+            Some(path) => KnowledgeBase::load(path)?,
+            None => KnowledgeBase::embedded()?,
+        });
+        let web = build_web(&settings, &secrets)?;
+        let limits = RagLimits {
+            max_retries: settings.limits.max_retries,
+            max_regenerations: settings.limits.max_regenerations,
+        };
+        let store: Arc<dyn CheckpointStore> = match (&settings.aws.checkpoint_table, &aws) {
+            (Some(table), Some(sdk)) => {
+                let config = DynamoStore::client_config(sdk, STORE_OPERATION_TIMEOUT);
+                let client = aws_sdk_dynamodb::Client::from_conf(config);
+                Arc::new(DynamoStore::new(client, table.clone(), settings.aws.run_ttl))
+            }
+            _ => Arc::new(FileStore::open(&settings.state_dir)?.with_ttl(settings.aws.run_ttl)),
+        };
+        Ok(Self {
+            graph: RagGraph::new(model, kb, web, limits),
+            settings,
+            store,
+            clock: Arc::new(SystemClock),
+            aws,
+        })
+    }
+
+    /// The workflow service over this app's clients.
+    pub fn workflow(&self) -> Workflow<'_> {
+        Workflow {
+            graph: &self.graph,
+            store: self.store.as_ref(),
+            clock: self.clock.as_ref(),
+            continue_on_deadline: self.settings.aws.work_queue_url.is_some(),
+        }
+    }
+
+    /// The budget of one invocation: the deadline (if any) minus the margin, capped by
+    /// `RUN_TIMEOUT_MS`, with the configured step limit.
+    pub fn budget(&self, deadline_ms: Option<u64>) -> Budget {
+        Budget::from_deadline(
+            self.settings.limits.recursion_limit,
+            deadline_ms,
+            self.clock.now_ms(),
+            self.settings.budgets.deadline_margin,
+            self.settings.budgets.run_timeout,
+        )
+    }
+}
+
+fn build_model(
+    settings: &Settings,
+    secrets: &SecretBundle,
+) -> Result<Arc<dyn ChatModel>, StartupError> {
+    Ok(match settings.llm.provider {
+        LlmProvider::Offline => Arc::new(OfflineModel),
+        LlmProvider::OpenAi => {
+            let mut config =
+                OpenAiConfig::new(settings.llm.base_url.as_str().trim_end_matches('/'), &settings.llm.model);
+            config.request_timeout = settings.llm.timeout;
+            config.api_key = settings
+                .llm
+                .api_key
+                .clone()
+                .or_else(|| secrets.llm_api_key.clone());
+            Arc::new(OpenAiModel::new(config)?)
+        }
+    })
+}
+
+fn build_web(
+    settings: &Settings,
+    secrets: &SecretBundle,
+) -> Result<Option<Arc<dyn WebSearch>>, StartupError> {
+    let Some(web) = &settings.web else {
+        return Ok(None);
+    };
+    let client = TavilyClient::new(TavilyConfig {
+        base_url: web.base_url.as_str().trim_end_matches('/').to_owned(),
+        api_key: web
+            .api_key
+            .clone()
+            .or_else(|| secrets.web_search_api_key.clone()),
+    })?;
+    Ok(Some(Arc::new(client)))
+}

@@ -1,0 +1,242 @@
+//! The `bounded-rag` command line: `ask`, `ingest`, `status`.
+
+use super::App;
+use crate::rag::{Mode, RunRequest, RunResponse, RunStatus};
+use crate::retrieval::ingest_dir;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Adaptive RAG that always terminates.
+#[derive(Debug, Parser)]
+#[command(name = "bounded-rag", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+    /// Hide per-step progress on stderr.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+}
+
+/// Sub-commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Answer a question, or continue a stopped run with --resume.
+    Ask(AskArgs),
+    /// Build a knowledge base from a folder of Markdown/text documents and JSONL entities.
+    Ingest {
+        /// Folder with .md/.txt documents and optional nodes.jsonl / edges.jsonl / communities.jsonl.
+        source: PathBuf,
+        /// Where to write the knowledge base (use it with KB_PATH).
+        #[arg(long, default_value = ".bounded-rag/kb")]
+        out: PathBuf,
+    },
+    /// Show a stored run.
+    Status {
+        /// Run id.
+        run_id: String,
+        /// Print the full JSON response.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Checking preset.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ModeArg {
+    /// No grading.
+    Speed,
+    /// Grade documents and check grounding.
+    Balanced,
+    /// Every check.
+    Quality,
+}
+
+/// `ask` arguments; the flags mirror the request fields of the HTTP API.
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The question (1..=2000 characters).
+    #[arg(required_unless_present = "resume")]
+    pub question: Option<String>,
+    /// Continue a stopped run instead of starting one.
+    #[arg(long, value_name = "RUN_ID", conflicts_with = "question")]
+    pub resume: Option<String>,
+    /// Print the full JSON response (the HTTP API's body).
+    #[arg(long)]
+    pub json: bool,
+    /// Knowledge-base documents to retrieve (1..=10).
+    #[arg(long)]
+    pub n_retrieved_documents: Option<u32>,
+    /// Web results to fetch (1..=10).
+    #[arg(long)]
+    pub n_web_searches: Option<u32>,
+    /// Search entities (true/false).
+    #[arg(long)]
+    pub node_retrieval: Option<bool>,
+    /// Search relations (true/false).
+    #[arg(long)]
+    pub edge_retrieval: Option<bool>,
+    /// Search text passages (true/false).
+    #[arg(long)]
+    pub episode_retrieval: Option<bool>,
+    /// Search community summaries (true/false).
+    #[arg(long)]
+    pub community_retrieval: Option<bool>,
+    /// Checking preset.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Grade retrieved documents (true/false).
+    #[arg(long)]
+    pub enable_retrieved_documents_grading: Option<bool>,
+    /// Check the answer is grounded (true/false).
+    #[arg(long)]
+    pub enable_hallucination_checking: Option<bool>,
+    /// Check the answer resolves the question (true/false).
+    #[arg(long)]
+    pub enable_answer_quality_checking: Option<bool>,
+}
+
+impl AskArgs {
+    /// The request these flags describe, validated.
+    pub fn request(&self, question: &str) -> Result<RunRequest, String> {
+        let mut r = RunRequest::new(question);
+        if let Some(v) = self.n_retrieved_documents {
+            r.n_retrieved_documents = v;
+        }
+        if let Some(v) = self.n_web_searches {
+            r.n_web_searches = v;
+        }
+        r.node_retrieval = self.node_retrieval.unwrap_or(r.node_retrieval);
+        r.edge_retrieval = self.edge_retrieval.unwrap_or(r.edge_retrieval);
+        r.episode_retrieval = self.episode_retrieval.unwrap_or(r.episode_retrieval);
+        r.community_retrieval = self.community_retrieval.unwrap_or(r.community_retrieval);
+        if let Some(mode) = self.mode {
+            r.mode = match mode {
+                ModeArg::Speed => Mode::Speed,
+                ModeArg::Balanced => Mode::Balanced,
+                ModeArg::Quality => Mode::Quality,
+            };
+        }
+        r.enable_retrieved_documents_grading = self.enable_retrieved_documents_grading;
+        r.enable_hallucination_checking = self.enable_hallucination_checking;
+        r.enable_answer_quality_checking = self.enable_answer_quality_checking;
+        r.validate().map_err(|e| {
+            let flag = e.field.replace('_', "-");
+            format!("invalid --{flag}: {}", e.message)
+        })?;
+        Ok(r)
+    }
+}
+
+/// Runs the CLI; returns the process exit code (0 answered, 1 failed, 2 bad input).
+pub async fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Ingest { source, out } => match ingest_dir(&source, &out) {
+            Ok(summary) => {
+                println!("{summary}");
+                println!("use it with: KB_PATH={}", out.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(2, &format!("ingest failed: {e}")),
+        },
+        Command::Status { run_id, json } => {
+            let app = match App::from_env().await {
+                Ok(app) => app,
+                Err(e) => return fail(2, &e.to_string()),
+            };
+            match app.workflow().status(&run_id).await {
+                Ok(response) => print_response(&response, json),
+                Err(e) => fail(1, &e.to_string()),
+            }
+        }
+        Command::Ask(args) => ask(args).await,
+    }
+}
+
+async fn ask(args: AskArgs) -> ExitCode {
+    let request = match &args.question {
+        Some(q) => match args.request(q) {
+            Ok(r) => Some(r),
+            Err(message) => return fail(2, &message),
+        },
+        None => None,
+    };
+    let app = match App::from_env().await {
+        Ok(app) => app,
+        Err(e) => return fail(2, &e.to_string()),
+    };
+    let budget = app.budget(None);
+    let workflow = app.workflow();
+    let result = match (request, &args.resume) {
+        (Some(request), _) => {
+            let run_id = uuid::Uuid::new_v4().to_string();
+            workflow.run_new(&run_id, request, &budget).await
+        }
+        (None, Some(run_id)) => workflow.resume(run_id, &budget).await,
+        (None, None) => return fail(2, "a question or --resume RUN_ID is required"),
+    };
+    match result {
+        Ok(response) => print_response(&response, args.json),
+        Err(e) => fail(1, &e.to_string()),
+    }
+}
+
+fn print_response(response: &RunResponse, json: bool) -> ExitCode {
+    if json {
+        match serde_json::to_string_pretty(response) {
+            Ok(text) => println!("{text}"),
+            Err(e) => return fail(1, &e.to_string()),
+        }
+    } else {
+        println!("{}", render(response));
+    }
+    match response.status {
+        RunStatus::Failed => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+/// Human-readable answer, sources and a one-line summary.
+pub fn render(r: &RunResponse) -> String {
+    let mut out = String::new();
+    if let Some(error) = &r.error {
+        out.push_str(&format!("error in {}: {} ({:?})\n", error.node, error.message, error.class));
+    }
+    if !r.answer.is_empty() {
+        out.push_str(&r.answer);
+        out.push('\n');
+    }
+    if !r.citations.is_empty() {
+        out.push_str("\nSources:\n");
+        for (i, c) in r.citations.iter().enumerate() {
+            out.push_str(&format!("  [{}] {} <{}>\n", i + 1, c.title, c.url));
+        }
+    }
+    let m = &r.metadata;
+    let status = serde_json::to_value(r.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let route = m.route.map(|d| d.as_str()).unwrap_or("-");
+    let limits = if m.limits_hit.is_empty() {
+        "none".to_owned()
+    } else {
+        m.limits_hit.join(",")
+    };
+    out.push_str(&format!(
+        "\n{status} · {} steps · route {route} · rewrites {} · regenerations {} · limits {limits} · {:.3}s · provider {} · run {}",
+        m.total_steps,
+        m.query_transformation_retry_count,
+        m.hallucination_retry_count,
+        m.total_processing_time,
+        m.provider,
+        r.run_id,
+    ));
+    out
+}
+
+fn fail(code: u8, message: &str) -> ExitCode {
+    eprintln!("bounded-rag: {message}");
+    ExitCode::from(code)
+}

@@ -1,0 +1,8 @@
+//! Entry points: the CLI and the Lambda handlers. They parse input, call the
+//! [`crate::rag::Workflow`] service and shape its answer; they hold no workflow logic.
+
+mod app;
+pub mod logging;
+pub mod cli;
+
+pub use app::{App, StartupError};

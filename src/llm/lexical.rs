@@ -1,0 +1,255 @@
+//! Plain-text helpers of the offline provider: content words, a light suffix stemmer and a
+//! sentence splitter that understands the Markdown of the bundled knowledge base.
+//!
+//! Deliberately simple and deterministic: the same text always gives the same tokens, so the
+//! offline provider's grades and answers are reproducible in tests and benchmarks.
+
+use std::collections::HashSet;
+
+/// Lowercase alphanumeric words of `text`, in order (`today's` gives `today`, `s`).
+pub(crate) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+}
+
+/// Words that carry meaning: no stopwords, no single letters.
+pub(crate) fn content_words(text: &str) -> impl Iterator<Item = String> + '_ {
+    words(text)
+        .filter(|w| (w.chars().count() > 1 || w.chars().all(char::is_numeric)) && !is_stopword(w))
+}
+
+/// The distinct stems of the content words of `text`.
+pub(crate) fn stems(text: &str) -> HashSet<String> {
+    content_words(text).map(|w| stem(&w)).collect()
+}
+
+/// Strips common English inflections so `causes`, `caused`, `causing` and `cause` meet.
+///
+/// Not a full Porter stemmer: it only has to map a question's words and a passage's words to
+/// the same key, and it must never make two different common words collide often.
+pub(crate) fn stem(word: &str) -> String {
+    if !word.is_ascii() || word.bytes().any(|b| b.is_ascii_digit()) {
+        return word.to_owned();
+    }
+    let mut w = word.to_owned();
+    if w.len() > 4 && (w.ends_with("ies") || w.ends_with("ied")) {
+        w.truncate(w.len() - 3);
+        w.push('y');
+    } else if w.ends_with("sses") {
+        w.truncate(w.len() - 2);
+    } else if w.len() > 3
+        && w.ends_with('s')
+        && !(w.ends_with("ss") || w.ends_with("us") || w.ends_with("is"))
+    {
+        w.pop();
+    }
+    let verb_suffix = if w.len() > 5 && w.ends_with("ing") {
+        3
+    } else if w.len() > 4 && w.ends_with("ed") {
+        2
+    } else {
+        0
+    };
+    if verb_suffix > 0 {
+        w.truncate(w.len() - verb_suffix);
+        // running -> run, stopped -> stop; but falling -> fall, missed -> miss.
+        let b = w.as_bytes();
+        let n = b.len();
+        if n > 2 && b[n - 1] == b[n - 2] && !matches!(b[n - 1], b'l' | b's' | b'z' | b'e' | b'o') {
+            w.pop();
+        }
+    }
+    if w.len() > 3 && w.ends_with('e') {
+        w.pop();
+    }
+    w
+}
+
+/// English function words plus the question scaffolding (`what`, `explain`, `tell me`); sorted.
+const STOPWORDS: &[&str] = &[
+    "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any",
+    "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both",
+    "but", "by", "can", "could", "describe", "did", "do", "does", "doing", "done", "down",
+    "during", "each", "either", "else", "etc", "ever", "explain", "few", "for", "from", "further",
+    "get", "gets", "give", "had", "has", "have", "having", "he", "her", "here", "hers", "him",
+    "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "know", "let",
+    "like", "may", "me", "might", "more", "most", "much", "must", "my", "no", "nor", "not", "now",
+    "of", "off", "on", "once", "only", "or", "other", "our", "ours", "out", "over", "own",
+    "please", "same", "shall", "she", "should", "so", "some", "such", "tell", "than", "that",
+    "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "to",
+    "too", "under", "until", "up", "us", "very", "was", "we", "were", "what", "whats", "when",
+    "where", "which", "while", "who", "whom", "whose", "why", "will", "with", "would", "you",
+    "your", "yours",
+];
+
+/// True for a word in [`STOPWORDS`].
+pub(crate) fn is_stopword(word: &str) -> bool {
+    STOPWORDS.binary_search(&word).is_ok()
+}
+
+/// Sentences of `text`, trimmed, Markdown headings dropped and list markers and `**` removed.
+///
+/// Lines are joined into blocks (so hard-wrapped prose stays whole); a blank line, a heading
+/// or a list item starts a new block. Inside a block a sentence ends at `.`, `!` or `?`
+/// followed by a space and a word that does not start in lowercase, except after an initial
+/// (`P. palmivora`) or a common abbreviation (`e.g.`, `Dr.`).
+pub(crate) fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut block = String::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let item = list_item(line);
+        if line.is_empty() || line.starts_with('#') || item.is_some() {
+            split_block(&block, &mut out);
+            block.clear();
+        }
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if !block.is_empty() {
+            block.push(' ');
+        }
+        block.push_str(item.unwrap_or(line));
+    }
+    split_block(&block, &mut out);
+    out
+}
+
+/// The text of a Markdown list item (`- x`, `* x`, `+ x`, `1. x`), if `line` is one.
+fn list_item(line: &str) -> Option<&str> {
+    for marker in ["- ", "* ", "+ "] {
+        if let Some(rest) = line.strip_prefix(marker) {
+            return Some(rest.trim_start());
+        }
+    }
+    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0 {
+        if let Some(rest) = line[digits..].strip_prefix(". ") {
+            return Some(rest.trim_start());
+        }
+    }
+    None
+}
+
+fn split_block(block: &str, out: &mut Vec<String>) {
+    let block = block.replace("**", "");
+    let chars: Vec<(usize, char)> = block.char_indices().collect();
+    let mut start = 0;
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        if !matches!(c, '.' | '!' | '?') {
+            continue;
+        }
+        // Closing quotes or brackets stay with the sentence they end.
+        let mut end = k + 1;
+        while end < chars.len() && matches!(chars[end].1, '"' | '\'' | ')' | ']' | '”' | '’') {
+            end += 1;
+        }
+        let Some(&(_, space)) = chars.get(end) else {
+            continue;
+        };
+        let next = chars.get(end + 1).map(|&(_, n)| n);
+        if !space.is_whitespace() || next.is_none_or(char::is_lowercase) {
+            continue;
+        }
+        if c == '.' && is_abbreviation(&block[start..i]) {
+            continue;
+        }
+        push_sentence(&block[start..chars[end].0], out);
+        start = chars[end].0;
+    }
+    push_sentence(&block[start..], out);
+}
+
+/// True when the word just before a period is an initial or a known abbreviation.
+fn is_abbreviation(before: &str) -> bool {
+    let word = before
+        .rsplit(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .unwrap_or("")
+        .to_lowercase();
+    word.chars().count() == 1
+        || matches!(
+            word.as_str(),
+            "e.g"
+                | "i.e"
+                | "dr"
+                | "mr"
+                | "mrs"
+                | "ms"
+                | "st"
+                | "vs"
+                | "cf"
+                | "fig"
+                | "no"
+                | "approx"
+                | "spp"
+                | "sp"
+                | "var"
+                | "cv"
+        )
+}
+
+fn push_sentence(sentence: &str, out: &mut Vec<String>) {
+    let sentence = sentence.trim();
+    if !sentence.is_empty() {
+        out.push(sentence.to_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stopwords_are_sorted_for_binary_search() {
+        assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]));
+        assert!(is_stopword("what") && !is_stopword("canker"));
+    }
+
+    #[test]
+    fn inflections_meet_at_one_stem() {
+        for group in [
+            ["cause", "causes", "caused", "causing"],
+            ["disease", "diseases", "diseased", "disease"],
+            ["canker", "cankers", "canker", "canker"],
+            ["study", "studies", "studied", "study"],
+            ["run", "running", "run", "runs"],
+        ] {
+            let first = stem(group[0]);
+            for word in group {
+                assert_eq!(stem(word), first, "{word}");
+            }
+        }
+        assert_eq!(stem("virus"), "virus");
+        assert_eq!(stem("grass"), "grass");
+        assert_eq!(stem("falling"), "fall");
+        assert_eq!(stem("2024"), "2024");
+    }
+
+    #[test]
+    fn content_words_drop_stopwords_and_letters() {
+        let words: Vec<String> =
+            content_words("What is the cause of P. palmivora's 2 cankers?").collect();
+        assert_eq!(words, ["cause", "palmivora", "2", "cankers"]);
+    }
+
+    #[test]
+    fn sentences_split_prose_but_not_initials_or_abbreviations() {
+        let text = "# Title\n\nPatch canker is caused by P. palmivora, e.g. in wet soil. It spreads \
+                    with rain!\nStill the same sentence? Yes.\n\n## Management\n\n- **Drainage.** Plant on \
+                    mounds.\n1. Prune low branches.";
+        assert_eq!(
+            sentences(text),
+            [
+                "Patch canker is caused by P. palmivora, e.g. in wet soil.",
+                "It spreads with rain!",
+                "Still the same sentence?",
+                "Yes.",
+                "Drainage.",
+                "Plant on mounds.",
+                "Prune low branches.",
+            ]
+        );
+    }
+}

@@ -1,0 +1,130 @@
+//! The adaptive-RAG graph: its dependencies, limits and the engine hooks.
+
+use super::{nodes, BestEffortReason, Outcome, RagError, RagNode, RagState};
+use crate::engine::{Graph, Limit, RetryPolicy, StepCtx, StepOutput};
+use crate::llm::ChatModel;
+use crate::retrieval::{Retriever, WebSearch};
+use async_trait::async_trait;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Workflow-level loop bounds (the engine owns the step limit and the deadline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RagLimits {
+    /// Query rewrites allowed (`MAX_RETRIES`).
+    pub max_retries: u32,
+    /// Regenerations of an ungrounded answer allowed (`MAX_REGENERATIONS`).
+    pub max_regenerations: u32,
+}
+
+impl Default for RagLimits {
+    fn default() -> Self {
+        Self {
+            max_retries: 3,
+            max_regenerations: 3,
+        }
+    }
+}
+
+/// The graph and its clients, built once per process and shared by every run.
+#[derive(Clone)]
+pub struct RagGraph {
+    pub(crate) model: Arc<dyn ChatModel>,
+    pub(crate) kb: Arc<dyn Retriever>,
+    pub(crate) web: Option<Arc<dyn WebSearch>>,
+    pub(crate) limits: RagLimits,
+    pub(crate) remote_policy: RetryPolicy,
+}
+
+impl RagGraph {
+    /// A graph over these clients.
+    pub fn new(
+        model: Arc<dyn ChatModel>,
+        kb: Arc<dyn Retriever>,
+        web: Option<Arc<dyn WebSearch>>,
+        limits: RagLimits,
+    ) -> Self {
+        Self {
+            model,
+            kb,
+            web,
+            limits,
+            remote_policy: RetryPolicy::REMOTE,
+        }
+    }
+
+    /// Replaces the retry policy of remote calls (model, web search).
+    pub fn with_remote_policy(mut self, policy: RetryPolicy) -> Self {
+        self.remote_policy = policy;
+        self
+    }
+
+    /// The model's provider name.
+    pub fn provider(&self) -> &'static str {
+        self.model.name()
+    }
+}
+
+#[async_trait]
+impl Graph for RagGraph {
+    type State = RagState;
+    type Node = RagNode;
+    type Error = RagError;
+
+    fn start(&self, _state: &RagState) -> RagNode {
+        RagNode::RouteQuestion
+    }
+
+    fn retry_policy(&self, node: RagNode) -> RetryPolicy {
+        match node {
+            RagNode::KgRetrieval => RetryPolicy::NONE,
+            _ => self.remote_policy,
+        }
+    }
+
+    fn estimate(&self, node: RagNode) -> Duration {
+        match node {
+            RagNode::KgRetrieval => Duration::from_millis(5),
+            _ => Duration::from_millis(50),
+        }
+    }
+
+    async fn step(
+        &self,
+        node: RagNode,
+        state: &mut RagState,
+        ctx: &StepCtx<'_>,
+    ) -> Result<StepOutput<RagNode>, RagError> {
+        match node {
+            RagNode::RouteQuestion => nodes::route_question(self, state, ctx).await,
+            RagNode::KgRetrieval => nodes::kg_retrieval(self, state, ctx).await,
+            RagNode::GradeDocuments => nodes::grade_documents(self, state, ctx).await,
+            RagNode::TransformQuery => nodes::transform_query(self, state, ctx).await,
+            RagNode::WebSearch => nodes::web_search(self, state, ctx).await,
+            RagNode::Generate => nodes::generate(self, state, ctx).await,
+            RagNode::GradeHallucinations => nodes::grade_hallucinations(self, state, ctx).await,
+            RagNode::GradeAnswer => nodes::grade_answer(self, state, ctx).await,
+        }
+    }
+
+    fn on_limit(&self, state: &mut RagState, limit: Limit) {
+        let answer = best_answer_so_far(state);
+        if limit == Limit::Deadline && state.continue_on_deadline {
+            state.outcome = Some(Outcome::Suspended);
+            state.answer = Some(answer);
+        } else {
+            state.finish(Outcome::BestEffort(BestEffortReason::Limit(limit)), answer);
+        }
+    }
+}
+
+/// The latest answer if there is one, else an extractive answer from the documents found.
+fn best_answer_so_far(state: &RagState) -> String {
+    if let Some(generation) = &state.generation {
+        return generation.clone();
+    }
+    if state.documents.is_empty() {
+        return "No answer could be produced before the workflow was stopped.".to_owned();
+    }
+    crate::llm::extractive_answer(&state.request.question, &state.documents)
+}

@@ -1,0 +1,30 @@
+//! The adaptive-RAG workflow on top of the engine: state with typed counters, nodes, routers,
+//! prompts, fallbacks, and the [`Workflow`] service that runs, resumes and reads runs.
+//!
+//! ```text
+//! route_question -> kg_retrieval -> grade_documents -> decide_to_generate
+//!                -> web_search -> generate
+//!                -> generate (model alone)
+//! decide_to_generate: relevant -> generate | none, rewrites left -> transform_query -> kg_retrieval
+//!                     | rewrites exhausted -> web_search (fallback) -> generate
+//! generate -> grade_hallucinations: grounded -> grade_answer | not grounded -> generate (bounded)
+//! grade_answer: useful -> END | not useful -> transform_query (bounded) | exhausted -> END best-effort
+//! ```
+
+mod error;
+mod graph;
+mod node;
+mod nodes;
+mod prompts;
+mod request;
+mod response;
+mod service;
+mod state;
+
+pub use error::RagError;
+pub use graph::{RagGraph, RagLimits};
+pub use node::RagNode;
+pub use request::{Mode, RunRequest, ValidationError, MAX_QUESTION_CHARS};
+pub use response::{Metadata, RunError, RunResponse, RunStatus};
+pub use service::{RagCheckpoint, Workflow};
+pub use state::{BestEffortReason, Citation, Outcome, RagState};

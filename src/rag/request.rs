@@ -1,0 +1,259 @@
+//! The run request (the body of `POST /workflow/run`), validated into typed options.
+
+use crate::retrieval::RetrievalOptions;
+use serde::{Deserialize, Serialize};
+
+/// Longest accepted question, in characters.
+pub const MAX_QUESTION_CHARS: usize = 2000;
+
+/// How much checking a request wants; explicit `enable_*` fields override it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// No grading: retrieve and answer.
+    Speed,
+    /// Grade documents and check grounding.
+    Balanced,
+    /// Every check, answer quality included.
+    #[default]
+    Quality,
+}
+
+/// A request as sent by callers. Unknown fields are rejected so typos are not silently ignored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    /// The question (1..=2000 characters).
+    pub question: String,
+    /// Knowledge-base documents to retrieve (1..=10, default 3).
+    #[serde(default = "default_three")]
+    pub n_retrieved_documents: u32,
+    /// Web results to fetch (1..=10, default 3).
+    #[serde(default = "default_three")]
+    pub n_web_searches: u32,
+    /// Search entities (default true).
+    #[serde(default = "yes")]
+    pub node_retrieval: bool,
+    /// Search relations (default true).
+    #[serde(default = "yes")]
+    pub edge_retrieval: bool,
+    /// Search text passages (default true).
+    #[serde(default = "yes")]
+    pub episode_retrieval: bool,
+    /// Search community summaries (default false).
+    #[serde(default)]
+    pub community_retrieval: bool,
+    /// Checking preset (default `quality`).
+    #[serde(default)]
+    pub mode: Mode,
+    /// Grade retrieved documents (default from `mode`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_retrieved_documents_grading: Option<bool>,
+    /// Check the answer is grounded (default from `mode`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_hallucination_checking: Option<bool>,
+    /// Check the answer resolves the question (default from `mode`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_answer_quality_checking: Option<bool>,
+}
+
+fn default_three() -> u32 {
+    3
+}
+fn yes() -> bool {
+    true
+}
+
+/// A request field that failed validation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[error("invalid field `{field}`: {message}")]
+pub struct ValidationError {
+    /// The field name (or `body` when the JSON itself is malformed).
+    pub field: String,
+    /// What is wrong and what is accepted.
+    pub message: String,
+}
+
+impl ValidationError {
+    fn new(field: &str, message: impl Into<String>) -> Self {
+        Self {
+            field: field.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+impl RunRequest {
+    /// A request with defaults for everything but the question.
+    pub fn new(question: impl Into<String>) -> Self {
+        Self {
+            question: question.into(),
+            n_retrieved_documents: 3,
+            n_web_searches: 3,
+            node_retrieval: true,
+            edge_retrieval: true,
+            episode_retrieval: true,
+            community_retrieval: false,
+            mode: Mode::default(),
+            enable_retrieved_documents_grading: None,
+            enable_hallucination_checking: None,
+            enable_answer_quality_checking: None,
+        }
+    }
+
+    /// Parses and validates a JSON body; errors name the offending field.
+    pub fn from_json(body: &[u8]) -> Result<Self, ValidationError> {
+        let de = &mut serde_json::Deserializer::from_slice(body);
+        let request: RunRequest = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let message = inner.to_string();
+            let field = unknown_field(&message)
+                .or_else(|| missing_field(&message))
+                .unwrap_or(if path == "." { "body".to_owned() } else { path });
+            ValidationError::new(&field, message)
+        })?;
+        request.validate()?;
+        Ok(request)
+    }
+
+    /// Checks every range; the error names the first bad field.
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        let chars = self.question.trim().chars().count();
+        if chars == 0 {
+            return Err(ValidationError::new("question", "must not be empty"));
+        }
+        if self.question.chars().count() > MAX_QUESTION_CHARS {
+            return Err(ValidationError::new(
+                "question",
+                format!("must be at most {MAX_QUESTION_CHARS} characters"),
+            ));
+        }
+        for (field, value) in [
+            ("n_retrieved_documents", self.n_retrieved_documents),
+            ("n_web_searches", self.n_web_searches),
+        ] {
+            if !(1..=10).contains(&value) {
+                return Err(ValidationError::new(
+                    field,
+                    format!("must be between 1 and 10, got {value}"),
+                ));
+            }
+        }
+        if !(self.node_retrieval
+            || self.edge_retrieval
+            || self.episode_retrieval
+            || self.community_retrieval)
+        {
+            return Err(ValidationError::new(
+                "episode_retrieval",
+                "at least one of node_retrieval, edge_retrieval, episode_retrieval, community_retrieval must be true",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether retrieved documents are graded.
+    pub fn grade_documents(&self) -> bool {
+        self.enable_retrieved_documents_grading
+            .unwrap_or(self.mode != Mode::Speed)
+    }
+
+    /// Whether the answer's grounding is checked.
+    pub fn check_hallucinations(&self) -> bool {
+        self.enable_hallucination_checking
+            .unwrap_or(self.mode != Mode::Speed)
+    }
+
+    /// Whether the answer's usefulness is checked.
+    pub fn check_answer(&self) -> bool {
+        self.enable_answer_quality_checking
+            .unwrap_or(self.mode == Mode::Quality)
+    }
+
+    /// Knowledge-base search options.
+    pub fn retrieval_options(&self) -> RetrievalOptions {
+        RetrievalOptions {
+            limit: self.n_retrieved_documents as usize,
+            nodes: self.node_retrieval,
+            edges: self.edge_retrieval,
+            episodes: self.episode_retrieval,
+            communities: self.community_retrieval,
+        }
+    }
+}
+
+/// serde reports unknown and missing fields without a path; pull the name out of the message.
+fn unknown_field(message: &str) -> Option<String> {
+    message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split('`').next())
+        .map(str::to_owned)
+}
+
+fn missing_field(message: &str) -> Option<String> {
+    message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.split('`').next())
+        .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(body: &str) -> String {
+        RunRequest::from_json(body.as_bytes()).unwrap_err().field
+    }
+
+    #[test]
+    fn defaults_fill_in() {
+        let r = RunRequest::from_json(br#"{"question":"What causes patch canker?"}"#).unwrap();
+        assert_eq!(r, RunRequest::new("What causes patch canker?"));
+        assert!(r.grade_documents() && r.check_hallucinations() && r.check_answer());
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        assert_eq!(field_of(r#"{"question":""}"#), "question");
+        assert_eq!(field_of(r#"{"question":"   "}"#), "question");
+        assert_eq!(
+            field_of(&format!(r#"{{"question":"{}"}}"#, "a".repeat(2001))),
+            "question"
+        );
+        assert_eq!(field_of(r#"{}"#), "question");
+        assert_eq!(
+            field_of(r#"{"question":"q","n_retrieved_documents":0}"#),
+            "n_retrieved_documents"
+        );
+        assert_eq!(
+            field_of(r#"{"question":"q","n_web_searches":11}"#),
+            "n_web_searches"
+        );
+        assert_eq!(
+            field_of(r#"{"question":"q","n_web_searches":"3"}"#),
+            "n_web_searches"
+        );
+        assert_eq!(field_of(r#"{"question":"q","mode":"fast"}"#), "mode");
+        assert_eq!(field_of(r#"{"question":"q","colour":1}"#), "colour");
+        assert_eq!(field_of(r#"{"question":"q""#), "body");
+    }
+
+    #[test]
+    fn modes_set_checks_and_explicit_flags_win() {
+        let mut r = RunRequest::new("q");
+        r.mode = Mode::Speed;
+        assert!(!r.grade_documents() && !r.check_hallucinations() && !r.check_answer());
+        r.mode = Mode::Balanced;
+        assert!(r.grade_documents() && r.check_hallucinations() && !r.check_answer());
+        r.enable_answer_quality_checking = Some(true);
+        r.enable_retrieved_documents_grading = Some(false);
+        assert!(!r.grade_documents() && r.check_answer());
+    }
+
+    #[test]
+    fn question_of_exactly_2000_chars_is_accepted() {
+        let q = "é".repeat(2000);
+        assert!(RunRequest::new(q).validate().is_ok());
+    }
+}

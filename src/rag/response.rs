@@ -1,0 +1,145 @@
+//! The caller-facing answer (DESIGN.md "HTTP API"), built from a checkpoint.
+
+use super::{Citation, Outcome, RagNode, RagState};
+use crate::engine::{Checkpoint, NodeFailure, Phase, StepRecord};
+use crate::llm::DataSource;
+use serde::{Deserialize, Serialize};
+
+/// A run's status as callers see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Queued or being advanced.
+    Running,
+    /// Answered, grounded and useful (or unchecked by request).
+    Completed,
+    /// The best answer available, marked with a disclaimer; `limits_hit` says why.
+    BestEffort,
+    /// Out of time in this invocation; a continuation is queued.
+    Suspended,
+    /// A node failed; `error` says why.
+    Failed,
+}
+
+/// Counters and limits of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metadata {
+    /// Steps taken across every invocation.
+    pub total_steps: u32,
+    /// Seconds spent in steps.
+    pub total_processing_time: f64,
+    /// Limits that shaped the answer: `step_limit`, `deadline`, `max_retries`,
+    /// `max_regenerations`, `no_sources`.
+    pub limits_hit: Vec<String>,
+    /// Query rewrites.
+    pub query_transformation_retry_count: u32,
+    /// Regenerations of ungrounded answers.
+    pub hallucination_retry_count: u32,
+    /// Route chosen.
+    pub route: Option<DataSource>,
+    /// Whether the web-search fallback ran.
+    pub web_fallback: bool,
+    /// Whether web search was wanted but not configured.
+    pub web_search_unavailable: bool,
+    /// Silent infrastructure retries (timeouts, 5xx, 429).
+    pub infrastructure_retries: u32,
+    /// Model provider (`openai`, `offline`).
+    pub provider: String,
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunError {
+    /// Failing node.
+    pub node: String,
+    /// `transient` (may succeed if resumed) or `permanent`.
+    pub class: crate::error::ErrorClass,
+    /// Message.
+    pub message: String,
+}
+
+/// The full answer of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResponse {
+    /// True for `completed` and `best_effort`.
+    pub success: bool,
+    /// Status.
+    pub status: RunStatus,
+    /// Run id.
+    pub run_id: String,
+    /// The answer (with a disclaimer when best-effort); empty while running.
+    pub answer: String,
+    /// The question as asked.
+    pub question: String,
+    /// Executed steps.
+    pub workflow_steps: Vec<StepRecord>,
+    /// Sources of the answer.
+    pub citations: Vec<Citation>,
+    /// Counters and limits.
+    pub metadata: Metadata,
+    /// Set when `status` is `failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RunError>,
+}
+
+impl RunResponse {
+    /// Builds the response of a checkpoint.
+    pub fn from_checkpoint(cp: &Checkpoint<RagState, RagNode>, provider: &str) -> Self {
+        let state = &cp.state;
+        let status = status_of(cp);
+        let mut limits_hit: Vec<String> = cp
+            .limits_hit
+            .iter()
+            .map(|l| l.as_str().to_owned())
+            .collect();
+        if let Some(Outcome::BestEffort(reason)) = state.outcome {
+            let name = reason.as_str().to_owned();
+            if !limits_hit.contains(&name) {
+                limits_hit.push(name);
+            }
+        }
+        let answered = state.answer.is_some();
+        Self {
+            success: matches!(status, RunStatus::Completed | RunStatus::BestEffort),
+            status,
+            run_id: cp.run_id.clone(),
+            answer: state.answer.clone().unwrap_or_default(),
+            question: state.request.question.clone(),
+            workflow_steps: cp.records.clone(),
+            citations: if answered && state.generation.is_some() {
+                state.citations()
+            } else {
+                Vec::new()
+            },
+            metadata: Metadata {
+                total_steps: cp.steps,
+                total_processing_time: cp.total_processing_time(),
+                limits_hit,
+                query_transformation_retry_count: state.query_transformation_retry_count,
+                hallucination_retry_count: state.hallucination_retry_count,
+                route: state.route,
+                web_fallback: state.web_fallback,
+                web_search_unavailable: state.web_search_unavailable,
+                infrastructure_retries: cp.infra_retries,
+                provider: provider.to_owned(),
+            },
+            error: cp.failure.as_ref().map(|f: &NodeFailure| RunError {
+                node: f.node.clone(),
+                class: f.class,
+                message: f.message.clone(),
+            }),
+        }
+    }
+}
+
+fn status_of(cp: &Checkpoint<RagState, RagNode>) -> RunStatus {
+    match cp.phase {
+        Phase::Running => RunStatus::Running,
+        Phase::Failed => RunStatus::Failed,
+        Phase::Finished | Phase::Stopped => match cp.state.outcome {
+            Some(Outcome::Completed) => RunStatus::Completed,
+            Some(Outcome::Suspended) => RunStatus::Suspended,
+            Some(Outcome::BestEffort(_)) | None => RunStatus::BestEffort,
+        },
+    }
+}

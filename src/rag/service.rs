@@ -1,0 +1,123 @@
+//! Running, resuming and reading runs: the one entry point the CLI and the Lambda handlers
+//! call. It owns no workflow logic: the graph decides, the engine bounds, the store persists.
+
+use super::{RagGraph, RagNode, RagState, RunRequest, RunResponse};
+use crate::engine::{advance, Budget, Checkpoint, Clock, EngineError, Session};
+use crate::store::{CheckpointStore, Lease};
+use std::time::Duration;
+
+/// Extra lease time past the budget's deadline, so a slow final write still holds it.
+const LEASE_GRACE: Duration = Duration::from_secs(10);
+
+/// A run checkpoint of the adaptive-RAG graph.
+pub type RagCheckpoint = Checkpoint<RagState, RagNode>;
+
+/// Runs the adaptive-RAG graph against a store.
+pub struct Workflow<'a> {
+    /// The graph and its clients.
+    pub graph: &'a RagGraph,
+    /// Where checkpoints go.
+    pub store: &'a dyn CheckpointStore,
+    /// Time source.
+    pub clock: &'a dyn Clock,
+    /// Whether a deadline stop will be continued by another invocation (a queue exists).
+    pub continue_on_deadline: bool,
+}
+
+impl Workflow<'_> {
+    /// Starts a new run and advances it within `budget`.
+    pub async fn run_new(
+        &self,
+        run_id: &str,
+        request: RunRequest,
+        budget: &Budget,
+    ) -> Result<RunResponse, EngineError> {
+        let mut cp = self.new_checkpoint(run_id, request);
+        let mut session = Session::create(self.store, run_id, &cp, self.lease(budget)).await?;
+        advance(self.graph, &mut cp, budget, self.clock, &mut session).await?;
+        Ok(self.respond(&cp))
+    }
+
+    /// Stores a new run without advancing it (an asynchronous run, to be continued by a worker).
+    pub async fn submit(
+        &self,
+        run_id: &str,
+        request: RunRequest,
+    ) -> Result<RunResponse, EngineError> {
+        let cp = self.new_checkpoint(run_id, request);
+        let key = crate::engine::run_key(run_id);
+        let body = serde_json::to_vec(&cp).map_err(|e| EngineError::Corrupt {
+            run_id: run_id.to_owned(),
+            message: e.to_string(),
+        })?;
+        self.store
+            .put(&key, 0, &body, None)
+            .await
+            .map_err(|e| match e {
+                crate::store::StoreError::Conflict { .. } => EngineError::Exists {
+                    run_id: run_id.to_owned(),
+                },
+                other => EngineError::Store(other),
+            })?;
+        Ok(self.respond(&cp))
+    }
+
+    /// Continues a stored run within `budget`. A finished or permanently failed run is not
+    /// advanced; its stored answer is returned.
+    pub async fn resume(&self, run_id: &str, budget: &Budget) -> Result<RunResponse, EngineError> {
+        let loaded = Session::load::<RagCheckpoint>(self.store, run_id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound {
+                run_id: run_id.to_owned(),
+            })?;
+        if !loaded.checkpoint.is_resumable() {
+            return Ok(self.respond(&loaded.checkpoint));
+        }
+        let mut session = Session::lock(
+            self.store,
+            run_id,
+            &loaded,
+            self.lease(budget),
+            self.clock.now_ms(),
+        )
+        .await?;
+        let mut cp = loaded.checkpoint;
+        cp.state.continue_on_deadline = self.continue_on_deadline;
+        if cp.state.outcome == Some(super::Outcome::Suspended) {
+            cp.state.outcome = None;
+        }
+        advance(self.graph, &mut cp, budget, self.clock, &mut session).await?;
+        Ok(self.respond(&cp))
+    }
+
+    /// The stored state of a run.
+    pub async fn status(&self, run_id: &str) -> Result<RunResponse, EngineError> {
+        let loaded = Session::load::<RagCheckpoint>(self.store, run_id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound {
+                run_id: run_id.to_owned(),
+            })?;
+        Ok(self.respond(&loaded.checkpoint))
+    }
+
+    fn new_checkpoint(&self, run_id: &str, request: RunRequest) -> RagCheckpoint {
+        let mut state = RagState::new(request);
+        state.continue_on_deadline = self.continue_on_deadline;
+        Checkpoint::new(
+            run_id,
+            crate::engine::Graph::start(self.graph, &state),
+            state,
+        )
+    }
+
+    fn lease(&self, budget: &Budget) -> Lease {
+        Lease {
+            owner: uuid::Uuid::new_v4().to_string(),
+            expires_at_ms: budget.deadline_ms + LEASE_GRACE.as_millis() as u64,
+        }
+    }
+
+    fn respond(&self, cp: &RagCheckpoint) -> RunResponse {
+        RunResponse::from_checkpoint(cp, self.graph.provider())
+    }
+}

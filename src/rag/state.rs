@@ -1,0 +1,147 @@
+//! The workflow state checkpointed after every step: typed counters, never string keys.
+
+use super::RunRequest;
+use crate::engine::Limit;
+use crate::llm::DataSource;
+use crate::retrieval::Document;
+use serde::{Deserialize, Serialize};
+
+/// A source the answer cites.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Citation {
+    /// Title.
+    pub title: String,
+    /// URL, or `kb://` path for the knowledge base.
+    pub url: String,
+}
+
+/// Why an answer is best-effort rather than complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BestEffortReason {
+    /// The answer was still not grounded after `MAX_REGENERATIONS` regenerations.
+    MaxRegenerations,
+    /// The answer was still not useful after `MAX_RETRIES` query rewrites.
+    MaxRetries,
+    /// No relevant documents were found and web search gave nothing to answer from.
+    NoSources,
+    /// An engine limit stopped the run.
+    Limit(Limit),
+}
+
+impl BestEffortReason {
+    /// Name in `metadata.limits_hit`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BestEffortReason::MaxRegenerations => "max_regenerations",
+            BestEffortReason::MaxRetries => "max_retries",
+            BestEffortReason::NoSources => "no_sources",
+            BestEffortReason::Limit(limit) => limit.as_str(),
+        }
+    }
+
+    /// The disclaimer appended to the answer.
+    pub fn disclaimer(self) -> &'static str {
+        match self {
+            BestEffortReason::MaxRegenerations => {
+                "Note: this answer could not be verified against the sources after the maximum number of regenerations; treat it with caution."
+            }
+            BestEffortReason::MaxRetries => {
+                "Note: this answer may not fully resolve the question; the query was rewritten the maximum number of times."
+            }
+            BestEffortReason::NoSources => {
+                "Note: no relevant sources were found (knowledge base and web search); this answer is not backed by any source."
+            }
+            BestEffortReason::Limit(Limit::StepLimit) => {
+                "Note: the workflow reached its step limit; this is the best answer found so far."
+            }
+            BestEffortReason::Limit(Limit::Deadline) => {
+                "Note: the workflow ran out of time; this is the best answer found so far."
+            }
+        }
+    }
+}
+
+/// How the workflow ended, as far as the workflow is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "reason")]
+pub enum Outcome {
+    /// Grounded and useful (or unchecked by request).
+    Completed,
+    /// The best answer available, with a disclaimer.
+    BestEffort(BestEffortReason),
+    /// Stopped by the deadline; a continuation will finish it.
+    Suspended,
+}
+
+/// Adaptive-RAG state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RagState {
+    /// The validated request.
+    pub request: RunRequest,
+    /// The current retrieval query (the question, or its latest rewrite).
+    pub query: String,
+    /// Source chosen by `route_question`.
+    pub route: Option<DataSource>,
+    /// Current context documents (after grading: the relevant ones).
+    pub documents: Vec<Document>,
+    /// Latest generated answer.
+    pub generation: Option<String>,
+    /// Query rewrites so far (document grading and answer grading share this budget).
+    pub query_transformation_retry_count: u32,
+    /// Regenerations after an ungrounded answer.
+    pub hallucination_retry_count: u32,
+    /// Whether the web-search fallback ran after the rewrites were exhausted.
+    pub web_fallback: bool,
+    /// Set when web search was wanted but is not configured.
+    pub web_search_unavailable: bool,
+    /// Whether a deadline stop is continued by another invocation (a queue is configured).
+    pub continue_on_deadline: bool,
+    /// How it ended.
+    pub outcome: Option<Outcome>,
+    /// The answer shown to the caller (disclaimer included).
+    pub answer: Option<String>,
+}
+
+impl RagState {
+    /// The initial state of a run.
+    pub fn new(request: RunRequest) -> Self {
+        Self {
+            query: request.question.clone(),
+            request,
+            route: None,
+            documents: Vec::new(),
+            generation: None,
+            query_transformation_retry_count: 0,
+            hallucination_retry_count: 0,
+            web_fallback: false,
+            web_search_unavailable: false,
+            continue_on_deadline: false,
+            outcome: None,
+            answer: None,
+        }
+    }
+
+    /// The citations of the current context, deduplicated by URL, in order.
+    pub fn citations(&self) -> Vec<Citation> {
+        let mut seen = std::collections::HashSet::new();
+        self.documents
+            .iter()
+            .filter(|d| seen.insert(d.url.as_str()))
+            .map(|d| Citation {
+                title: d.title.clone(),
+                url: d.url.clone(),
+            })
+            .collect()
+    }
+
+    /// Ends the workflow with `outcome`, fixing the caller-facing answer.
+    pub fn finish(&mut self, outcome: Outcome, answer: String) {
+        let answer = match outcome {
+            Outcome::BestEffort(reason) => format!("{answer}\n\n{}", reason.disclaimer()),
+            Outcome::Completed | Outcome::Suspended => answer,
+        };
+        self.outcome = Some(outcome);
+        self.answer = Some(answer);
+    }
+}
