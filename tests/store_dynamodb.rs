@@ -1,15 +1,22 @@
-//! `DynamoStore` against a real DynamoDB wire API (moto on loopback): the store contract, then
-//! compression, chunking, the size limit, expiry, racing writers and error classification.
+//! `DynamoStore` against a real DynamoDB wire API (moto on loopback): the shared conformance
+//! suite, then compression, chunking, the size limit, expiry, racing writers, lost responses
+//! and error classification.
 
 mod support;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use aws_sdk_dynamodb::config::interceptors::BeforeDeserializationInterceptorContextMut;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::error::BoxError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use bounded_rag::error::{Classify, ErrorClass};
-use bounded_rag::store::{CheckpointStore, DynamoStore, Lease, StoreError};
+use bounded_rag::store::{CheckpointStore, DynamoStore, StoreError};
 use rand::RngCore;
 use support::moto::moto;
+use support::store_conformance;
 
 const TTL: Duration = Duration::from_secs(3600);
 
@@ -63,37 +70,12 @@ fn assert_conflict(result: Result<u64, StoreError>) {
     );
 }
 
-#[tokio::test]
-async fn contract_versions_leases_and_conflicts() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conforms_to_the_store_contract() {
     let (store, _, _) = fresh_store().await;
     assert_eq!(store.name(), "dynamodb");
-    assert_eq!(store.get("run#a").await.unwrap(), None);
-
-    assert_eq!(store.put("run#a", 0, b"one", None).await.unwrap(), 1);
-    assert_conflict(store.put("run#a", 0, b"again", None).await);
-    let lease = Lease {
-        owner: "invocation-1".into(),
-        expires_at_ms: 1_900_000_000_000,
-    };
-    assert_eq!(
-        store.put("run#a", 1, b"two", Some(&lease)).await.unwrap(),
-        2
-    );
-    assert_conflict(store.put("run#a", 1, b"stale", None).await);
-    assert_conflict(store.put("run#a", 3, b"ahead", None).await);
-
-    let item = store.get("run#a").await.unwrap().unwrap();
-    assert_eq!((item.version, item.body.as_slice()), (2, &b"two"[..]));
-    assert_eq!(item.lease, Some(lease));
-
-    assert_eq!(store.put("run#a", 2, b"", None).await.unwrap(), 3);
-    let item = store.get("run#a").await.unwrap().unwrap();
-    assert_eq!((item.version, item.body.len(), item.lease), (3, 0, None));
-    assert_eq!(
-        store.get("run#b").await.unwrap(),
-        None,
-        "keys are independent"
-    );
+    store_conformance::check_all(&store).await;
+    store_conformance::check_parallel_tasks(Arc::new(store)).await;
 }
 
 #[tokio::test]
@@ -219,6 +201,49 @@ async fn of_two_racing_writers_exactly_one_wins() {
         ));
         assert_eq!(store.get(&key).await.unwrap().unwrap().version, 2);
     }
+}
+
+/// Turns the next response into a 500, as if the write landed but its answer was lost.
+#[derive(Debug, Default)]
+struct LoseNextResponse(Arc<AtomicBool>);
+
+impl Intercept for LoseNextResponse {
+    fn name(&self) -> &'static str {
+        "LoseNextResponse"
+    }
+
+    fn modify_before_deserialization(
+        &self,
+        context: &mut BeforeDeserializationInterceptorContextMut<'_>,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if self.0.swap(false, Ordering::SeqCst) {
+            *context.response_mut().status_mut() = 500.try_into()?;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_retried_write_recognises_its_own_success() {
+    let moto = moto().await;
+    let table = moto.create_table().await;
+    let lose = Arc::new(AtomicBool::new(false));
+    let config = DynamoStore::client_config(&moto.sdk_config().await, Duration::from_secs(20))
+        .to_builder()
+        .interceptor(LoseNextResponse(lose.clone()))
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    let store = DynamoStore::new(client, table, TTL);
+
+    lose.store(true, Ordering::SeqCst);
+    assert_eq!(store.put("run#r", 0, b"first", None).await.unwrap(), 1);
+    assert!(!lose.load(Ordering::SeqCst), "the first response was lost");
+    lose.store(true, Ordering::SeqCst);
+    let big = random_bytes(800_000);
+    assert_eq!(store.put("run#r", 1, &big, None).await.unwrap(), 2);
+    assert_eq!(store.get("run#r").await.unwrap().unwrap().body, big);
 }
 
 #[tokio::test]

@@ -108,14 +108,17 @@ fn stop<G: Graph>(graph: &G, cp: &mut Checkpoint<G::State, G::Node>, limit: Limi
     graph.on_limit(&mut cp.state, limit);
 }
 
-/// The longest this node has taken in this run: a better estimate than any constant.
+/// The longest this node has taken in this run, or, for a node not run yet, the longest any
+/// step has taken: measured durations are a better estimate than any constant.
 fn longest_so_far<S, N>(cp: &Checkpoint<S, N>, name: &str) -> Duration {
-    cp.records
-        .iter()
-        .filter(|r| r.name == name)
-        .map(|r| Duration::from_secs_f64(r.processing_time))
-        .max()
-        .unwrap_or_default()
+    let longest = |same_node: bool| {
+        cp.records
+            .iter()
+            .filter(|r| !same_node || r.name == name)
+            .map(|r| Duration::from_secs_f64(r.processing_time))
+            .max()
+    };
+    longest(true).or_else(|| longest(false)).unwrap_or_default()
 }
 
 #[cfg(test)]

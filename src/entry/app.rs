@@ -88,7 +88,11 @@ impl App {
             (Some(table), Some(sdk)) => {
                 let config = DynamoStore::client_config(sdk, STORE_OPERATION_TIMEOUT);
                 let client = aws_sdk_dynamodb::Client::from_conf(config);
-                Arc::new(DynamoStore::new(client, table.clone(), settings.aws.run_ttl))
+                Arc::new(DynamoStore::new(
+                    client,
+                    table.clone(),
+                    settings.aws.run_ttl,
+                ))
             }
             _ => Arc::new(FileStore::open(&settings.state_dir)?.with_ttl(settings.aws.run_ttl)),
         };
@@ -131,8 +135,10 @@ fn build_model(
     Ok(match settings.llm.provider {
         LlmProvider::Offline => Arc::new(OfflineModel),
         LlmProvider::OpenAi => {
-            let mut config =
-                OpenAiConfig::new(settings.llm.base_url.as_str().trim_end_matches('/'), &settings.llm.model);
+            let mut config = OpenAiConfig::new(
+                settings.llm.base_url.as_str().trim_end_matches('/'),
+                &settings.llm.model,
+            );
             config.request_timeout = settings.llm.timeout;
             config.api_key = settings
                 .llm

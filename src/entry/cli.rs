@@ -201,7 +201,10 @@ fn print_response(response: &RunResponse, json: bool) -> ExitCode {
 pub fn render(r: &RunResponse) -> String {
     let mut out = String::new();
     if let Some(error) = &r.error {
-        out.push_str(&format!("error in {}: {} ({:?})\n", error.node, error.message, error.class));
+        out.push_str(&format!(
+            "error in {}: {} ({:?})\n",
+            error.node, error.message, error.class
+        ));
     }
     if !r.answer.is_empty() {
         out.push_str(&r.answer);

@@ -9,7 +9,11 @@ fn filter(default: &str) -> EnvFilter {
 
 /// CLI logging: one short line per step and per retry on stderr; `quiet` keeps warnings only.
 pub fn init_cli(quiet: bool) {
-    let default = if quiet { "warn" } else { "bounded_rag=info,warn" };
+    let default = if quiet {
+        "warn"
+    } else {
+        "bounded_rag=info,warn"
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter(default))
         .with_writer(std::io::stderr)

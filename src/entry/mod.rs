@@ -2,7 +2,7 @@
 //! [`crate::rag::Workflow`] service and shape its answer; they hold no workflow logic.
 
 mod app;
-pub mod logging;
 pub mod cli;
+pub mod logging;
 
 pub use app::{App, StartupError};

@@ -197,6 +197,39 @@ fn push_sentence(sentence: &str, out: &mut Vec<String>) {
     }
 }
 
+/// Removes citation markers like `[1]` or `[12]`.
+pub(crate) fn strip_markers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find(']') {
+            Some(close) if close > 0 && after[..close].bytes().all(|b| b.is_ascii_digit()) => {
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('[');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `sentence` cut at a word boundary to at most `max` characters, marked with ` ...`.
+pub(crate) fn shorten(sentence: &str, max: usize) -> String {
+    match sentence.char_indices().nth(max) {
+        None => sentence.to_owned(),
+        Some((cut, _)) => {
+            let head = &sentence[..cut];
+            let head = head.rsplit_once(' ').map_or(head, |(h, _)| h);
+            format!("{head} ...")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,5 +284,16 @@ mod tests {
                 "Prune low branches.",
             ]
         );
+    }
+
+    #[test]
+    fn citation_markers_are_stripped_but_brackets_kept() {
+        assert_eq!(strip_markers("A [1] b [12]. [x] [] c"), "A  b . [x] [] c");
+    }
+
+    #[test]
+    fn long_sentences_are_cut_at_a_word_boundary() {
+        assert_eq!(shorten("one two three", 9), "one two ...");
+        assert_eq!(shorten("one two", 9), "one two");
     }
 }

@@ -15,7 +15,7 @@
 //!   one of the provider's "cannot answer" messages.
 //! - `refine_query`: the question's content words, deduplicated (it cannot paraphrase).
 
-use super::lexical::{content_words, sentences, stem, stems, words};
+use super::lexical::{content_words, sentences, shorten, stem, stems, strip_markers, words};
 use super::{ChatModel, ChatRequest, DataSource, LlmError, Task};
 use crate::retrieval::Document;
 use async_trait::async_trait;
@@ -128,7 +128,7 @@ pub fn extractive_answer(question: &str, documents: &[Document]) -> String {
     picked.sort_by(|a, b| a.1.cmp(&b.1).then(a.2.cmp(&b.2)));
     picked
         .iter()
-        .map(|(_, d, _, text)| format!("{} [{}]", shorten(text), d + 1))
+        .map(|(_, d, _, text)| format!("{} [{}]", shorten(text, MAX_SENTENCE_CHARS), d + 1))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -210,38 +210,6 @@ fn document_stems(documents: &[Document]) -> HashSet<String> {
 fn is_canned(answer: &str) -> bool {
     let answer = answer.trim();
     answer == NO_KNOWLEDGE_ANSWER || answer == NO_MATCH_ANSWER
-}
-
-/// Removes citation markers like `[1]` or `[12]`.
-fn strip_markers(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(open) = rest.find('[') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        match after.find(']') {
-            Some(close) if close > 0 && after[..close].bytes().all(|b| b.is_ascii_digit()) => {
-                rest = &after[close + 1..];
-            }
-            _ => {
-                out.push('[');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-fn shorten(sentence: &str) -> String {
-    match sentence.char_indices().nth(MAX_SENTENCE_CHARS) {
-        None => sentence.to_owned(),
-        Some((cut, _)) => {
-            let head = &sentence[..cut];
-            let head = head.rsplit_once(' ').map_or(head, |(h, _)| h);
-            format!("{head} ...")
-        }
-    }
 }
 
 fn yes_no(yes: bool) -> &'static str {
@@ -418,11 +386,6 @@ mod tests {
             "causes patch canker"
         );
         assert_eq!(refine("What is it?"), "What is it?");
-    }
-
-    #[test]
-    fn citation_markers_are_stripped_but_brackets_kept() {
-        assert_eq!(strip_markers("A [1] b [12]. [x] [] c"), "A  b . [x] [] c");
     }
 
     #[tokio::test]

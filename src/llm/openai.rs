@@ -142,7 +142,9 @@ impl OpenAiModel {
         if error.is_timeout() {
             LlmError::Timeout { after: timeout }
         } else if error.is_connect() {
-            LlmError::Connect(self.redact(chain(&error)))
+            // The origin names the server without path, query or credentials.
+            let origin = self.endpoint.origin().ascii_serialization();
+            LlmError::Connect(self.redact(format!("{origin}: {}", chain(&error))))
         } else if error.is_builder() {
             LlmError::Config(self.redact(chain(&error)))
         } else {

@@ -66,7 +66,10 @@ impl ScriptedModel {
 
     /// All calls, in order.
     pub fn call_log(&self) -> Vec<Task> {
-        self.script.lock().map(|s| s.calls.clone()).unwrap_or_default()
+        self.script
+            .lock()
+            .map(|s| s.calls.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -79,14 +82,20 @@ impl ChatModel for ScriptedModel {
                 .lock()
                 .map_err(|_| LlmError::Config("script lock poisoned".into()))?;
             s.calls.push(request.task);
-            let next = s.queues.get_mut(&request.task).and_then(VecDeque::pop_front);
+            let next = s
+                .queues
+                .get_mut(&request.task)
+                .and_then(VecDeque::pop_front);
             match next {
                 Some(reply) => {
                     s.last.insert(request.task, reply.clone());
                     reply
                 }
                 None => s.last.get(&request.task).cloned().ok_or_else(|| {
-                    LlmError::Config(format!("no scripted reply for {}", request.task.schema_name()))
+                    LlmError::Config(format!(
+                        "no scripted reply for {}",
+                        request.task.schema_name()
+                    ))
                 })?,
             }
         };

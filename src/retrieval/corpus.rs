@@ -35,7 +35,9 @@ fn is_source(path: &Path) -> bool {
         return true;
     }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    ["md", "markdown", "txt"].iter().any(|known| ext.eq_ignore_ascii_case(known))
+    ["md", "markdown", "txt"]
+        .iter()
+        .any(|known| ext.eq_ignore_ascii_case(known))
 }
 
 /// Reads every source file under `root`, sorted by relative path.
@@ -51,7 +53,9 @@ pub(crate) fn read_dir(root: &Path) -> Result<(Vec<SourceFile>, usize), Retrieva
             if entry.file_name().to_string_lossy().starts_with('.') {
                 continue;
             }
-            let file_type = entry.file_type().map_err(|e| RetrievalError::io(&path, e))?;
+            let file_type = entry
+                .file_type()
+                .map_err(|e| RetrievalError::io(&path, e))?;
             if file_type.is_dir() {
                 // A folder written by ingest holds an index, not sources.
                 if !path.join(MANIFEST).exists() {
@@ -73,7 +77,10 @@ pub(crate) fn read_dir(root: &Path) -> Result<(Vec<SourceFile>, usize), Retrieva
                 message: "not valid UTF-8 text".into(),
             })?;
             let rel = path.strip_prefix(root).unwrap_or(&path);
-            let rel: Vec<_> = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect();
+            let rel: Vec<_> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect();
             files.push(SourceFile {
                 rel: rel.join("/"),
                 path,
@@ -166,12 +173,23 @@ mod tests {
         fs::create_dir_all(root.join(".git")).unwrap();
         fs::write(root.join("b.md"), "# B\n\nbee text").unwrap();
         fs::write(root.join("sub/deeper/a.TXT"), "ay text").unwrap();
-        fs::write(root.join("sub/nodes.jsonl"), "{\"id\":\"n\",\"name\":\"N\"}\n").unwrap();
+        fs::write(
+            root.join("sub/nodes.jsonl"),
+            "{\"id\":\"n\",\"name\":\"N\"}\n",
+        )
+        .unwrap();
         fs::write(root.join("image.png"), [0u8, 159]).unwrap();
         fs::write(root.join(".git/x.md"), "hidden").unwrap();
         let corpus = load_dir(root).unwrap();
         let urls: Vec<&str> = corpus.docs.iter().map(|d| d.url.as_str()).collect();
-        assert_eq!(urls, ["kb://b.md#1", "kb://sub/deeper/a.TXT#1", "kb://sub/nodes.jsonl#n"]);
+        assert_eq!(
+            urls,
+            [
+                "kb://b.md#1",
+                "kb://sub/deeper/a.TXT#1",
+                "kb://sub/nodes.jsonl#n"
+            ]
+        );
         assert_eq!(corpus.docs[1].title, "A");
         assert_eq!(corpus.skipped_files, 1);
         let stats = corpus.stats;
@@ -187,7 +205,10 @@ mod tests {
         assert!(matches!(err, RetrievalError::NoDocuments { .. }), "{err}");
         fs::write(dir.path().join("bad.txt"), [0xffu8, 0xfe]).unwrap();
         let err = load_dir(dir.path()).err().unwrap();
-        assert!(err.to_string().ends_with("bad.txt: not valid UTF-8 text"), "{err}");
+        assert!(
+            err.to_string().ends_with("bad.txt: not valid UTF-8 text"),
+            "{err}"
+        );
         let err = load_dir(&dir.path().join("missing")).err().unwrap();
         assert!(matches!(err, RetrievalError::Io { .. }), "{err}");
     }

@@ -66,7 +66,9 @@ fn parse_lines<T: DeserializeOwned>(file: &JsonlFile) -> Result<Vec<(usize, T)>,
 fn parse_error(file: &JsonlFile, line: usize, err: &serde_json::Error) -> RetrievalError {
     // serde_json appends "at line 1 column N"; the line is ours, the column is still useful.
     let text = err.to_string();
-    let message = text.rsplit_once(" at line ").map_or(text.as_str(), |(m, _)| m);
+    let message = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(m, _)| m);
     invalid_line(file, line, format!("{message} (column {})", err.column()))
 }
 
@@ -80,7 +82,11 @@ fn invalid_line(file: &JsonlFile, line: usize, message: impl Into<String>) -> Re
 
 fn require(file: &JsonlFile, line: usize, field: &str, value: &str) -> Result<(), RetrievalError> {
     if value.trim().is_empty() {
-        return Err(invalid_line(file, line, format!("field `{field}` is empty")));
+        return Err(invalid_line(
+            file,
+            line,
+            format!("field `{field}` is empty"),
+        ));
     }
     Ok(())
 }
@@ -98,7 +104,11 @@ fn check_known(
     if names.is_empty() || names.contains_key(id) {
         return Ok(());
     }
-    Err(invalid_line(file, line, format!("{what} `{id}` is not a node id in nodes.jsonl")))
+    Err(invalid_line(
+        file,
+        line,
+        format!("{what} `{id}` is not a node id in nodes.jsonl"),
+    ))
 }
 
 /// Parses and validates the graph files into documents, nodes first.
@@ -121,7 +131,13 @@ pub(crate) fn documents(
                 ("", summary) => format!("{}: {summary}", node.name),
                 (kind, summary) => format!("{} ({kind}): {summary}", node.name),
             };
-            docs.push(doc(&node.id, &node.name, url(&file.rel, &node.id), content, DocKind::Node));
+            docs.push(doc(
+                &node.id,
+                &node.name,
+                url(&file.rel, &node.id),
+                content,
+                DocKind::Node,
+            ));
         }
     }
     for file in edges {
@@ -221,8 +237,10 @@ mod tests {
 
     #[test]
     fn graph_files_become_documents_of_their_kind() {
-        let edges = r#"{"source":"pp","target":"pc","relation":"causes","fact":"It causes patch canker."}"#;
-        let communities = r#"{"id":"c1","name":"Phytophthora","summary":"Diseases.","members":["pp","pc"]}"#;
+        let edges =
+            r#"{"source":"pp","target":"pc","relation":"causes","fact":"It causes patch canker."}"#;
+        let communities =
+            r#"{"id":"c1","name":"Phytophthora","summary":"Diseases.","members":["pp","pc"]}"#;
         let docs = documents(
             &[file("nodes.jsonl", NODES)],
             &[file("edges.jsonl", edges)],
@@ -234,11 +252,16 @@ mod tests {
         assert_eq!(docs[1].url, "kb://nodes.jsonl#pc");
         assert_eq!(docs[1].content, "Patch canker (disease): A bark disease.");
         assert_eq!(docs[2].kind, DocKind::Edge);
-        assert_eq!(docs[2].title, "Phytophthora palmivora — causes — Patch canker");
+        assert_eq!(
+            docs[2].title,
+            "Phytophthora palmivora — causes — Patch canker"
+        );
         assert_eq!(docs[2].content, "It causes patch canker.");
         assert_eq!(docs[2].url, "kb://edges.jsonl#1");
         assert_eq!(docs[3].kind, DocKind::Community);
-        assert!(docs[3].content.ends_with("Members: Phytophthora palmivora, Patch canker."));
+        assert!(docs[3]
+            .content
+            .ends_with("Members: Phytophthora palmivora, Patch canker."));
     }
 
     #[test]
@@ -251,7 +274,11 @@ mod tests {
 
         let missing = r#"{"source":"a","target":"b","relation":"r"}"#;
         let err = documents(&[], &[file("edges.jsonl", missing)], &[]).unwrap_err();
-        assert!(err.to_string().contains("edges.jsonl:1: missing field `fact`"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("edges.jsonl:1: missing field `fact`"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -259,11 +286,17 @@ mod tests {
         let nodes = [file("nodes.jsonl", NODES)];
         let dangling = r#"{"source":"pp","target":"zz","relation":"r","fact":"f"}"#;
         let err = documents(&nodes, &[file("edges.jsonl", dangling)], &[]).unwrap_err();
-        assert!(err.to_string().contains(":1: target `zz` is not a node id"), "{err}");
+        assert!(
+            err.to_string().contains(":1: target `zz` is not a node id"),
+            "{err}"
+        );
 
         let dup = "{\"id\":\"a\",\"name\":\"A\"}\n{\"id\":\"a\",\"name\":\"B\"}";
         let err = documents(&[file("nodes.jsonl", dup)], &[], &[]).unwrap_err();
-        assert!(err.to_string().contains(":2: duplicate node id `a`"), "{err}");
+        assert!(
+            err.to_string().contains(":2: duplicate node id `a`"),
+            "{err}"
+        );
 
         let empty = r#"{"id":" ","name":"A"}"#;
         let err = documents(&[file("nodes.jsonl", empty)], &[], &[]).unwrap_err();
@@ -271,6 +304,11 @@ mod tests {
 
         // Without nodes, edges may name free-form entities.
         let free = r#"{"source":"x","target":"y","relation":"r","fact":"f"}"#;
-        assert_eq!(documents(&[], &[file("edges.jsonl", free)], &[]).unwrap().len(), 1);
+        assert_eq!(
+            documents(&[], &[file("edges.jsonl", free)], &[])
+                .unwrap()
+                .len(),
+            1
+        );
     }
 }

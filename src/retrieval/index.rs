@@ -31,8 +31,8 @@ const STOP_WORDS: &[&str] = &[
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
     "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
     "they", "this", "to", "was", "will", "with", "what", "which", "who", "whom", "how", "why",
-    "when", "where", "do", "does", "did", "can", "could", "should", "would", "i", "my", "me",
-    "we", "our", "you", "your", "about", "tell", "please",
+    "when", "where", "do", "does", "did", "can", "could", "should", "would", "i", "my", "me", "we",
+    "our", "you", "your", "about", "tell", "please",
 ];
 
 /// The fields of the schema.
@@ -66,7 +66,9 @@ fn analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(SimpleTokenizer::default())
         .filter(RemoveLongFilter::limit(40))
         .filter(LowerCaser)
-        .filter(StopWordFilter::remove(STOP_WORDS.iter().map(|w| w.to_string())))
+        .filter(StopWordFilter::remove(
+            STOP_WORDS.iter().map(|w| w.to_string()),
+        ))
         .filter(Stemmer::new(Language::English))
         .build()
 }
@@ -118,7 +120,9 @@ impl SearchIndex {
         index.tokenizers().register(TOKENIZER, analyzer());
         let (_, fields) = schema();
         let err = |e: tantivy::TantivyError| RetrievalError::index("indexing documents", e);
-        let mut writer: IndexWriter = index.writer_with_num_threads(1, WRITER_MEMORY).map_err(err)?;
+        let mut writer: IndexWriter = index
+            .writer_with_num_threads(1, WRITER_MEMORY)
+            .map_err(err)?;
         for doc in docs {
             let mut indexed = TantivyDocument::default();
             indexed.add_text(fields.id, &doc.id);
@@ -269,9 +273,24 @@ mod tests {
 
     fn sample() -> SearchIndex {
         SearchIndex::build_in_ram(&[
-            doc("a", "Pink disease", "A fungus forms pink crusts on branches.", DocKind::Episode),
-            doc("b", "Psyllid", "Psyllids suck sap from young flushes.", DocKind::Node),
-            doc("c", "pink — on — branch", "Pink crusts girdle branches.", DocKind::Edge),
+            doc(
+                "a",
+                "Pink disease",
+                "A fungus forms pink crusts on branches.",
+                DocKind::Episode,
+            ),
+            doc(
+                "b",
+                "Psyllid",
+                "Psyllids suck sap from young flushes.",
+                DocKind::Node,
+            ),
+            doc(
+                "c",
+                "pink — on — branch",
+                "Pink crusts girdle branches.",
+                DocKind::Edge,
+            ),
         ])
         .unwrap()
     }
@@ -289,7 +308,9 @@ mod tests {
     #[test]
     fn stemmed_words_match_and_round_trip_every_field() {
         let index = sample();
-        let hits = index.search("Why do psyllids SUCKING flush?", &all(3)).unwrap();
+        let hits = index
+            .search("Why do psyllids SUCKING flush?", &all(3))
+            .unwrap();
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].id, "b");
         assert_eq!(hits[0].url, "kb://b");
@@ -300,7 +321,13 @@ mod tests {
     #[test]
     fn query_syntax_and_stop_words_are_plain_text() {
         let index = sample();
-        for q in ["title:pink AND (NOT", "\"pink", "pink^2 ~ [a TO", "pink*?", ":::"] {
+        for q in [
+            "title:pink AND (NOT",
+            "\"pink",
+            "pink^2 ~ [a TO",
+            "pink*?",
+            ":::",
+        ] {
             index.search(q, &all(3)).unwrap();
         }
         assert!(index.search("what is the", &all(3)).unwrap().is_empty());
@@ -320,7 +347,10 @@ mod tests {
             ..all(10)
         };
         let hits = index.search("pink branches", &only_edges).unwrap();
-        assert_eq!(hits.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(), ["c"]);
+        assert_eq!(
+            hits.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(),
+            ["c"]
+        );
         assert_eq!(index.search("pink branches", &all(1)).unwrap().len(), 1);
         let none = RetrievalOptions {
             episodes: false,

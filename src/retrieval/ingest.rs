@@ -212,7 +212,11 @@ mod tests {
 
     fn source() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("a.md"), "# Pink disease\n\nPink crusts on branches.").unwrap();
+        fs::write(
+            dir.path().join("a.md"),
+            "# Pink disease\n\nPink crusts on branches.",
+        )
+        .unwrap();
         dir
     }
 
@@ -243,8 +247,14 @@ mod tests {
         fs::write(out.path().join("keep.txt"), "mine").unwrap();
         let err = ingest_dir(src.path(), out.path()).unwrap_err();
         assert!(matches!(err, RetrievalError::Target { .. }), "{err}");
-        assert!(err.to_string().contains("not a previous ingest output"), "{err}");
-        assert_eq!(fs::read_to_string(out.path().join("keep.txt")).unwrap(), "mine");
+        assert!(
+            err.to_string().contains("not a previous ingest output"),
+            "{err}"
+        );
+        assert_eq!(
+            fs::read_to_string(out.path().join("keep.txt")).unwrap(),
+            "mine"
+        );
         let err = ingest_dir(src.path(), src.path()).unwrap_err();
         assert!(err.to_string().contains("contains the source"), "{err}");
     }
@@ -256,7 +266,11 @@ mod tests {
         ingest_dir(src.path(), out.path()).unwrap();
         let path = out.path().join(MANIFEST);
         let text = fs::read_to_string(&path).unwrap();
-        fs::write(&path, text.replace("\"format_version\": 1", "\"format_version\": 9")).unwrap();
+        fs::write(
+            &path,
+            text.replace("\"format_version\": 1", "\"format_version\": 9"),
+        )
+        .unwrap();
         let err = KnowledgeBase::load(out.path()).unwrap_err();
         assert!(err.to_string().contains("format version 9"), "{err}");
         fs::remove_dir_all(out.path().join(INDEX_DIR)).unwrap();

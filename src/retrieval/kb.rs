@@ -19,7 +19,10 @@ use std::path::{Path, PathBuf};
 
 /// The `kb/` sample, compiled in: (relative path, text).
 const EMBEDDED: &[(&str, &str)] = &[
-    ("communities.jsonl", include_str!("../../kb/communities.jsonl")),
+    (
+        "communities.jsonl",
+        include_str!("../../kb/communities.jsonl"),
+    ),
     ("edges.jsonl", include_str!("../../kb/edges.jsonl")),
     ("fruit-borer.md", include_str!("../../kb/fruit-borer.md")),
     ("fruit-rot.md", include_str!("../../kb/fruit-rot.md")),

@@ -42,7 +42,10 @@ pub(crate) fn split(text: &str, fallback_title: &str) -> (String, Vec<Passage>) 
 pub(crate) fn title_from_path(rel_path: &str) -> String {
     let name = rel_path.rsplit('/').next().unwrap_or(rel_path);
     let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
-    let words: Vec<&str> = stem.split(['-', '_', ' ']).filter(|w| !w.is_empty()).collect();
+    let words: Vec<&str> = stem
+        .split(['-', '_', ' '])
+        .filter(|w| !w.is_empty())
+        .collect();
     let joined = words.join(" ");
     let mut chars = joined.chars();
     match chars.next() {
@@ -247,7 +250,11 @@ mod tests {
         let (_, passages) = split(&text, "x");
         assert_eq!(passages.len(), 1);
         assert_eq!(passages[0].title, "Doc — A");
-        assert!(passages[0].text.contains("\n\nB\nb b"), "{}", passages[0].text);
+        assert!(
+            passages[0].text.contains("\n\nB\nb b"),
+            "{}",
+            passages[0].text
+        );
     }
 
     #[test]

@@ -122,7 +122,11 @@ impl WebSearch for TavilyClient {
             return Ok(Vec::new());
         }
         let body = SearchRequest { query, max_results };
-        let mut request = self.http.post(self.endpoint.clone()).json(&body).timeout(timeout);
+        let mut request = self
+            .http
+            .post(self.endpoint.clone())
+            .json(&body)
+            .timeout(timeout);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key.expose());
         }
@@ -212,8 +216,14 @@ mod tests {
     fn endpoint_is_base_url_plus_search() {
         let c = client("http://127.0.0.1:9/v1/", None).unwrap();
         assert_eq!(c.endpoint(), "http://127.0.0.1:9/v1/search");
-        assert!(matches!(client("not a url", None), Err(RetrievalError::Config(_))));
-        assert!(matches!(client("ftp://x", None), Err(RetrievalError::Config(_))));
+        assert!(matches!(
+            client("not a url", None),
+            Err(RetrievalError::Config(_))
+        ));
+        assert!(matches!(
+            client("ftp://x", None),
+            Err(RetrievalError::Config(_))
+        ));
     }
 
     #[test]
@@ -247,6 +257,10 @@ mod tests {
         let c = client(&format!("http://127.0.0.1:{port}"), None).unwrap();
         let err = c.search("q", 3, Duration::from_secs(5)).await.unwrap_err();
         assert!(err.is_transient(), "{err}");
-        assert!(c.search("q", 0, Duration::from_secs(5)).await.unwrap().is_empty());
+        assert!(c
+            .search("q", 0, Duration::from_secs(5))
+            .await
+            .unwrap()
+            .is_empty());
     }
 }

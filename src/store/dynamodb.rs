@@ -23,7 +23,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::error::{BuildError, DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::primitives::Blob;
@@ -169,37 +169,29 @@ impl DynamoStore {
                 limit: SPLIT_LIMIT,
             });
         }
-        let digest = Sha256::digest(stored).to_vec();
         let parts = stored.chunks(CHUNK_BYTES);
         head.insert("chunks".to_owned(), n(parts.len() as u64));
+        let digest = Sha256::digest(stored).to_vec();
         head.insert("digest".to_owned(), AttributeValue::B(Blob::new(digest)));
         let (condition, values) = condition(expected, now);
-        let head = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(head))
+        let put = |item| Put::builder().table_name(&self.table).set_item(Some(item));
+        let mut items = vec![put(head)
             .condition_expression(condition)
             .set_expression_attribute_values(Some(values))
-            .return_values_on_condition_check_failure(OnFailure::AllOld);
-        let mut puts = vec![head];
-        for (index, part) in parts.enumerate() {
-            let chunk = Item::from([
+            .return_values_on_condition_check_failure(OnFailure::AllOld)];
+        items.extend(parts.enumerate().map(|(index, part)| {
+            put(Item::from([
                 ("pk".to_owned(), s(key)),
                 ("sk".to_owned(), s(&chunk_sk(w.version, index))),
                 ("body".to_owned(), AttributeValue::B(Blob::new(part))),
                 ("expires_at".to_owned(), n(w.expires_at)),
-            ]);
-            puts.push(Put::builder().table_name(&self.table).set_item(Some(chunk)));
-        }
-        let items = puts
+            ]))
+        }));
+        let items = items
             .into_iter()
-            .map(|put| {
-                put.build()
-                    .map(|put| TransactWriteItem::builder().put(put).build())
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| {
-                StoreError::Permanent(format!("dynamodb TransactWriteItems for {key}: {e}"))
-            })?;
+            .map(|put| Ok(TransactWriteItem::builder().put(put.build()?).build()))
+            .collect::<Result<Vec<_>, BuildError>>()
+            .map_err(|e| StoreError::Permanent(format!("TransactWriteItems for {key}: {e}")))?;
         let result = self
             .client
             .transact_write_items()
@@ -512,4 +504,69 @@ fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::error::ConnectorError;
+    use aws_sdk_dynamodb::operation::get_item::GetItemError;
+
+    #[test]
+    fn gzip_only_when_large_and_smaller() {
+        assert_eq!(encode(b"{}"), ("raw", Cow::Borrowed(&b"{}"[..])));
+        let text = b"checkpoint ".repeat(2_000);
+        let (enc, stored) = encode(&text);
+        assert!(enc == "gzip" && stored.len() < text.len() / 10);
+        assert_eq!(decode(enc, stored.into_owned()).unwrap().unwrap(), text);
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let noise: Vec<u8> = (0..20_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 32) as u8
+            })
+            .collect();
+        assert_eq!(encode(&noise).0, "raw");
+        assert!(decode("zstd", Vec::new()).is_none());
+    }
+
+    #[test]
+    fn chunk_keys_sort_by_index_within_one_version_only() {
+        assert!(chunk_sk(12, 9) < chunk_sk(12, 10));
+        let other = chunk_sk(123, 0);
+        assert!(!(chunk_sk(12, 0)..=chunk_sk(12, 99)).contains(&other));
+    }
+
+    #[test]
+    fn classifies_sdk_errors_once() {
+        use ErrorClass::{Permanent, Transient};
+        assert_eq!(class_of(Some("ThrottlingException"), Some(400)), Transient);
+        assert_eq!(
+            class_of(Some("ProvisionedThroughputExceededException"), None),
+            Transient
+        );
+        assert_eq!(class_of(None, Some(503)), Transient);
+        assert_eq!(class_of(None, Some(429)), Transient);
+        assert_eq!(class_of(Some("ValidationException"), Some(400)), Permanent);
+        assert_eq!(
+            class_of(Some("ResourceNotFoundException"), Some(400)),
+            Permanent
+        );
+        assert_eq!(
+            class_of(Some("AccessDeniedException"), Some(403)),
+            Permanent
+        );
+        type E = SdkError<GetItemError, HttpResponse>;
+        assert_eq!(sdk_error_class(&E::timeout_error("slow")), Transient);
+        let io = ConnectorError::io("connection reset".into());
+        assert_eq!(sdk_error_class(&E::dispatch_failure(io)), Transient);
+        let user = ConnectorError::user("bad endpoint".into());
+        assert_eq!(sdk_error_class(&E::dispatch_failure(user)), Permanent);
+        assert_eq!(
+            sdk_error_class(&E::construction_failure("no table")),
+            Permanent
+        );
+    }
 }

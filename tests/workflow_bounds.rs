@@ -1,0 +1,311 @@
+//! The loops are bounded: exact numbers of model calls, steps and retries, driven through the
+//! OpenAI-compatible client against a scripted server on loopback and the embedded knowledge
+//! base.
+
+mod support;
+
+use bounded_rag::engine::{Budget, Clock, FakeClock, RetryPolicy, SystemClock};
+use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
+use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunResponse, RunStatus, Workflow};
+use bounded_rag::retrieval::KnowledgeBase;
+use bounded_rag::store::MemoryStore;
+use std::sync::Arc;
+use std::time::Duration;
+use support::llm_server::{Reply, Script, ScriptedLlm};
+
+const QUESTION: &str = "What causes patch canker in durian?";
+/// A rewrite that still finds knowledge-base documents.
+const REWRITE: &str = "durian patch canker cause Phytophthora";
+
+/// Fast backoff so retry tests do not wait; the policy shape is the production one.
+const FAST: RetryPolicy = RetryPolicy {
+    max_retries: 3,
+    base_delay: Duration::from_millis(1),
+    max_delay: Duration::from_millis(5),
+};
+
+struct Harness {
+    llm: ScriptedLlm,
+    graph: RagGraph,
+    store: MemoryStore,
+}
+
+impl Harness {
+    async fn new(script: Script) -> Self {
+        let llm = ScriptedLlm::start(script).await;
+        let model = OpenAiModel::new(OpenAiConfig::new(llm.base_url(), "test-model")).unwrap();
+        let kb = KnowledgeBase::embedded().unwrap();
+        let graph = RagGraph::new(Arc::new(model), Arc::new(kb), None, RagLimits::default())
+            .with_remote_policy(FAST);
+        Self {
+            llm,
+            graph,
+            store: MemoryStore::new(),
+        }
+    }
+
+    fn workflow(&self) -> Workflow<'_> {
+        Workflow {
+            graph: &self.graph,
+            store: &self.store,
+            clock: &SystemClock,
+            continue_on_deadline: false,
+        }
+    }
+
+    async fn run(&self, request: RunRequest, max_steps: u32) -> RunResponse {
+        let budget = Budget {
+            max_steps,
+            deadline_ms: SystemClock.now_ms() + 60_000,
+        };
+        self.workflow()
+            .run_new(&uuid::Uuid::new_v4().to_string(), request, &budget)
+            .await
+            .expect("run")
+    }
+
+    fn calls(&self, name: &str) -> usize {
+        self.llm.calls(name)
+    }
+}
+
+fn steps(r: &RunResponse) -> Vec<&str> {
+    r.workflow_steps.iter().map(|s| s.name.as_str()).collect()
+}
+
+#[tokio::test]
+async fn happy_path_makes_one_call_per_step_and_grades_each_document() {
+    let h = Harness::new(Script::defaults()).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(r.status, RunStatus::Completed);
+    assert!(r.success);
+    assert_eq!(
+        steps(&r),
+        [
+            "route_question",
+            "kg_retrieval",
+            "grade_documents",
+            "generate",
+            "grade_hallucinations",
+            "grade_answer"
+        ]
+    );
+    assert_eq!(h.calls("route_query"), 1);
+    assert_eq!(
+        h.calls("grade_documents"),
+        3,
+        "one grade per retrieved document"
+    );
+    assert_eq!(h.calls("generate_answer"), 1);
+    assert_eq!(h.calls("grade_hallucinations"), 1);
+    assert_eq!(h.calls("grade_answer"), 1);
+    assert_eq!(h.llm.total_calls(), 7);
+    assert_eq!(r.answer, "Scripted answer [1].");
+    assert_eq!(r.citations.len(), 3);
+    assert!(r.citations.iter().all(|c| c.url.starts_with("kb://")));
+    // the question is passed verbatim in every call about it
+    for body in h.llm.requests() {
+        assert!(body.to_string().contains(QUESTION), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn irrelevant_documents_give_exactly_three_rewrites_then_one_web_search() {
+    let script = Script::defaults()
+        .on("grade_documents", [Reply::no()])
+        .on("refine_query", [Reply::refined(REWRITE)]);
+    let h = Harness::new(script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(h.calls("refine_query"), 3);
+    assert_eq!(r.metadata.query_transformation_retry_count, 3);
+    assert_eq!(
+        steps(&r)
+            .iter()
+            .filter(|s| **s == "transform_query")
+            .count(),
+        3
+    );
+    assert_eq!(
+        steps(&r).iter().filter(|s| **s == "kg_retrieval").count(),
+        4
+    );
+    assert_eq!(steps(&r).iter().filter(|s| **s == "web_search").count(), 1);
+    assert_eq!(h.calls("grade_documents"), 12, "4 retrievals x 3 documents");
+    assert!(r.metadata.web_fallback);
+    // web search is not configured here: the fallback says so and the answer is marked
+    assert!(r.metadata.web_search_unavailable);
+    assert_eq!(r.status, RunStatus::BestEffort);
+    assert_eq!(r.metadata.limits_hit, ["no_sources"]);
+    assert!(r.answer.contains("no relevant sources"), "{}", r.answer);
+}
+
+#[tokio::test]
+async fn always_ungrounded_answer_stops_after_exactly_three_regenerations() {
+    let h = Harness::new(Script::defaults().on("grade_hallucinations", [Reply::no()])).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(
+        h.calls("generate_answer"),
+        4,
+        "first answer + 3 regenerations"
+    );
+    assert_eq!(h.calls("grade_hallucinations"), 4);
+    assert_eq!(h.calls("grade_answer"), 0);
+    assert_eq!(r.metadata.hallucination_retry_count, 3);
+    assert_eq!(r.status, RunStatus::BestEffort);
+    assert!(r.success);
+    assert_eq!(r.metadata.limits_hit, ["max_regenerations"]);
+    assert!(r.answer.starts_with("Scripted answer [1]."));
+    assert!(
+        r.answer.contains("could not be verified"),
+        "disclaimer: {}",
+        r.answer
+    );
+}
+
+#[tokio::test]
+async fn never_useful_answer_ends_best_effort_after_three_rewrites() {
+    let script = Script::defaults()
+        .on("grade_answer", [Reply::no()])
+        .on("refine_query", [Reply::refined(REWRITE)]);
+    let h = Harness::new(script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(h.calls("refine_query"), 3);
+    assert_eq!(h.calls("grade_answer"), 4);
+    assert_eq!(h.calls("generate_answer"), 4);
+    assert_eq!(r.metadata.query_transformation_retry_count, 3);
+    assert_eq!(r.status, RunStatus::BestEffort);
+    assert_eq!(r.metadata.limits_hit, ["max_retries"]);
+    assert_eq!(r.metadata.total_steps, 1 + 4 * 5 + 3);
+}
+
+#[tokio::test]
+async fn recursion_limit_of_five_ends_gracefully_with_the_best_answer_so_far() {
+    let h = Harness::new(Script::defaults().on("grade_answer", [Reply::no()])).await;
+    let r = h.run(RunRequest::new(QUESTION), 5).await;
+    assert_eq!(r.status, RunStatus::BestEffort);
+    assert!(r.success);
+    assert_eq!(r.metadata.total_steps, 5);
+    assert_eq!(r.workflow_steps.len(), 5);
+    assert_eq!(r.metadata.limits_hit, ["step_limit"]);
+    assert!(r.answer.starts_with("Scripted answer [1]."), "{}", r.answer);
+    assert!(r.answer.contains("step limit"));
+    assert_eq!(h.calls("grade_answer"), 0, "the sixth step never ran");
+}
+
+#[tokio::test]
+async fn two_server_errors_then_success_succeed_without_a_visible_retry() {
+    let script = Script::defaults().on(
+        "route_query",
+        [
+            Reply::status(500),
+            Reply::status(500),
+            Reply::route("kg_retrieval"),
+        ],
+    );
+    let h = Harness::new(script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(h.calls("route_query"), 3);
+    assert_eq!(
+        steps(&r).iter().filter(|s| **s == "route_question").count(),
+        1
+    );
+    assert_eq!(r.metadata.total_steps, 6);
+    assert_eq!(r.metadata.infrastructure_retries, 2);
+}
+
+#[tokio::test]
+async fn a_bad_request_is_called_once_and_fails_with_a_clear_status() {
+    let script = Script::defaults().on("route_query", [Reply::status(400).body("bad model name")]);
+    let h = Harness::new(script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(h.calls("route_query"), 1);
+    assert_eq!(h.llm.total_calls(), 1);
+    assert_eq!(r.status, RunStatus::Failed);
+    assert!(!r.success);
+    let error = r.error.expect("error");
+    assert_eq!(error.node, "route_question");
+    assert_eq!(error.class, bounded_rag::error::ErrorClass::Permanent);
+    assert!(error.message.contains("400"), "{}", error.message);
+}
+
+#[tokio::test]
+async fn retry_after_on_429_is_honoured() {
+    let script = Script::defaults().on(
+        "route_query",
+        [
+            Reply::status(429).retry_after("1"),
+            Reply::route("kg_retrieval"),
+        ],
+    );
+    let h = Harness::new(script).await;
+    let clock = FakeClock::at_ms(SystemClock.now_ms());
+    let wf = Workflow {
+        clock: &clock,
+        ..h.workflow()
+    };
+    let budget = Budget {
+        max_steps: 50,
+        deadline_ms: clock.now_ms() + 60_000,
+    };
+    let r = wf
+        .run_new("r429", RunRequest::new(QUESTION), &budget)
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(h.calls("route_query"), 2);
+    // the backoff window is 5 ms at most: only Retry-After explains a wait of a second
+    assert_eq!(clock.sleeps().len(), 1);
+    assert!(
+        clock.sleeps()[0] >= Duration::from_secs(1),
+        "{:?}",
+        clock.sleeps()
+    );
+}
+
+#[tokio::test]
+async fn malformed_json_gets_one_bounded_reask() {
+    let script = Script::defaults().on(
+        "route_query",
+        [Reply::raw("not json"), Reply::route("kg_retrieval")],
+    );
+    let h = Harness::new(script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(h.calls("route_query"), 2);
+
+    let h =
+        Harness::new(Script::defaults().on("route_query", [Reply::raw("still not json")])).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(
+        h.calls("route_query"),
+        2,
+        "one re-ask, then a permanent failure"
+    );
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(
+        r.metadata.infrastructure_retries, 0,
+        "malformed output is not retried as transient"
+    );
+}
+
+#[tokio::test]
+async fn speed_mode_skips_every_grading_call() {
+    let h = Harness::new(Script::defaults()).await;
+    let mut request = RunRequest::new(QUESTION);
+    request.mode = bounded_rag::rag::Mode::Speed;
+    let r = h.run(request, 50).await;
+    assert_eq!(steps(&r), ["route_question", "kg_retrieval", "generate"]);
+    assert_eq!(h.llm.total_calls(), 2);
+    assert_eq!(r.status, RunStatus::Completed);
+}
+
+#[tokio::test]
+async fn llm_internal_route_answers_without_context_or_citations() {
+    let h =
+        Harness::new(Script::defaults().on("route_query", [Reply::route("llm_internal")])).await;
+    let r = h.run(RunRequest::new("Say hello"), 50).await;
+    assert_eq!(steps(&r), ["route_question", "generate", "grade_answer"]);
+    assert_eq!(r.status, RunStatus::Completed);
+    assert!(r.citations.is_empty());
+}
