@@ -2,13 +2,19 @@
 # Installs the tools the integration tests run against, into a repo-local venv (.local/venv,
 # gitignored). Idempotent: a second run only checks that every tool is already there.
 #
-# Needs only python3 (with the venv module) and a reachable PyPI. Prints the path of each tool.
+# Needs only python3 (with the venv module) and a reachable PyPI. Prints the path of each tool,
+# then the cargo-lambda version.
+#
+# Tools: moto_server (DynamoDB / Secrets Manager / SQS wire APIs) and cargo-lambda (its PyPI
+# wheel ships the prebuilt binary; `cargo lambda watch` serves the Lambda Runtime API locally).
+# cargo-lambda needs zig only for cross builds (`cargo lambda build --arm64`), not for watch.
 #
 # To add a tool: add one "requirement|executable" line to TOOLS below.
 set -euf # -f: no globbing, so 'moto[server]' stays literal
 
 TOOLS='
 moto[server]|moto_server
+cargo-lambda|cargo-lambda
 '
 
 ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
@@ -54,3 +60,5 @@ for line in $TOOLS; do
     fi
     echo "$VENV/bin/$executable"
 done
+
+"$VENV/bin/cargo-lambda" lambda --version

@@ -10,6 +10,7 @@
 //! | [`retrieval`] | embedded BM25 knowledge base, Tavily-compatible web search |
 //! | [`store`] | versioned checkpoint stores: memory, local file, DynamoDB |
 //! | [`config`] | settings from the environment, validated |
+//! | [`queue`] | SQS work queue for asynchronous runs and continuations |
 //! | [`entry`] | CLI, API Gateway and SQS handlers |
 #![warn(missing_docs)]
 
@@ -18,6 +19,7 @@ pub mod engine;
 pub mod entry;
 pub mod error;
 pub mod llm;
+pub mod queue;
 pub mod rag;
 pub mod retrieval;
 pub mod secrets;

@@ -94,7 +94,8 @@ impl Classify for SecretsError {
 /// Reads the `SECRETS_ID` secret through Secrets Manager and caches it for a TTL.
 ///
 /// Concurrent callers on a cold cache wait for one `GetSecretValue` call instead of each making
-/// their own. A failed read is not cached: the next caller tries again.
+/// their own. A failed read is not cached: the next caller tries again. Give the client an
+/// operation timeout (as for DynamoDB): callers wait on it while the one call is in flight.
 pub struct SecretsProvider {
     client: aws_sdk_secretsmanager::Client,
     secret_id: String,

@@ -166,3 +166,15 @@ fn build_web(
     })?;
     Ok(Some(Arc::new(client)))
 }
+
+impl App {
+    /// The SQS work queue, when `WORK_QUEUE_URL` is set.
+    pub fn work_queue(&self) -> Option<crate::queue::SqsQueue> {
+        let url = self.settings.aws.work_queue_url.as_ref()?;
+        let sdk = self.aws.as_ref()?;
+        Some(crate::queue::SqsQueue::new(
+            aws_sdk_sqs::Client::new(sdk),
+            url.clone(),
+        ))
+    }
+}

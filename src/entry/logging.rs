@@ -22,3 +22,29 @@ pub fn init_cli(quiet: bool) {
         .compact()
         .try_init();
 }
+
+/// Lambda logging: JSON lines (with the current span's fields, `run_id` among them) when
+/// `AWS_LAMBDA_LOG_FORMAT=JSON`, plain text otherwise; level from `RUST_LOG` or
+/// `AWS_LAMBDA_LOG_LEVEL`.
+pub fn init_lambda() {
+    let level = std::env::var("AWS_LAMBDA_LOG_LEVEL")
+        .map(|l| l.to_lowercase())
+        .unwrap_or_else(|_| "info".to_owned());
+    let filter = filter(&format!("bounded_rag={level},warn"));
+    let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    let _ = if json {
+        builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .without_time()
+            .try_init()
+    } else {
+        builder.without_time().with_ansi(false).try_init()
+    };
+}

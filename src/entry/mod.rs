@@ -3,6 +3,9 @@
 
 mod app;
 pub mod cli;
+pub mod http;
 pub mod logging;
+pub mod metrics;
+pub mod sqs;
 
 pub use app::{App, StartupError};

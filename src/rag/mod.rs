@@ -13,6 +13,7 @@
 
 mod error;
 mod graph;
+pub mod idempotency;
 mod node;
 mod nodes;
 mod prompts;

@@ -110,7 +110,16 @@ impl RunRequest {
             let message = inner.to_string();
             let field = unknown_field(&message)
                 .or_else(|| missing_field(&message))
-                .unwrap_or(if path == "." { "body".to_owned() } else { path });
+                .unwrap_or(
+                    if matches!(path.as_str(), "." | "?" | "")
+                        || inner.is_syntax()
+                        || inner.is_eof()
+                    {
+                        "body".to_owned()
+                    } else {
+                        path
+                    },
+                );
             ValidationError::new(&field, message)
         })?;
         request.validate()?;

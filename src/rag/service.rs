@@ -2,8 +2,11 @@
 //! call. It owns no workflow logic: the graph decides, the engine bounds, the store persists.
 
 use super::{RagGraph, RagNode, RagState, RunRequest, RunResponse};
-use crate::engine::{advance, Budget, Checkpoint, Clock, EngineError, Session};
-use crate::store::{CheckpointStore, Lease};
+use crate::engine::{
+    advance, run_key, Budget, Checkpoint, Clock, EngineError, NodeFailure, Persist, Phase, Session,
+};
+use crate::error::ErrorClass;
+use crate::store::{CheckpointStore, Lease, StoreError};
 use std::time::Duration;
 
 /// Extra lease time past the budget's deadline, so a slow final write still holds it.
@@ -90,6 +93,59 @@ impl Workflow<'_> {
         Ok(self.respond(&cp))
     }
 
+    /// Marks a run `failed` with `reason` (a poison message), unless it already ended or
+    /// another invocation holds it. A run that does not exist yet is stored as failed when its
+    /// request is known, so its status tells the caller why.
+    pub async fn mark_failed(
+        &self,
+        run_id: &str,
+        reason: &str,
+        request: Option<RunRequest>,
+    ) -> Result<(), EngineError> {
+        let failure = NodeFailure {
+            node: "queue".to_owned(),
+            class: ErrorClass::Permanent,
+            message: reason.to_owned(),
+        };
+        let Some(loaded) = Session::load::<RagCheckpoint>(self.store, run_id).await? else {
+            let Some(request) = request else {
+                return Err(EngineError::NotFound {
+                    run_id: run_id.to_owned(),
+                });
+            };
+            let mut cp = self.new_checkpoint(run_id, request);
+            cp.phase = Phase::Failed;
+            cp.failure = Some(failure);
+            let body = encode(run_id, &cp)?;
+            return self
+                .store
+                .put(&run_key(run_id), 0, &body, None)
+                .await
+                .map(|_| ())
+                .map_err(|e| match e {
+                    StoreError::Conflict { .. } => EngineError::Lost {
+                        run_id: run_id.to_owned(),
+                    },
+                    other => EngineError::Store(other),
+                });
+        };
+        let mut cp = loaded.checkpoint.clone();
+        if matches!(cp.phase, Phase::Finished | Phase::Failed) {
+            return Ok(());
+        }
+        let mut session = Session::lock(
+            self.store,
+            run_id,
+            &loaded,
+            self.lease_until(self.clock.now_ms()),
+            self.clock.now_ms(),
+        )
+        .await?;
+        cp.phase = Phase::Failed;
+        cp.failure = Some(failure);
+        session.save(&cp, true).await
+    }
+
     /// The stored state of a run.
     pub async fn status(&self, run_id: &str) -> Result<RunResponse, EngineError> {
         let loaded = Session::load::<RagCheckpoint>(self.store, run_id)
@@ -111,13 +167,24 @@ impl Workflow<'_> {
     }
 
     fn lease(&self, budget: &Budget) -> Lease {
+        self.lease_until(budget.deadline_ms)
+    }
+
+    fn lease_until(&self, deadline_ms: u64) -> Lease {
         Lease {
             owner: uuid::Uuid::new_v4().to_string(),
-            expires_at_ms: budget.deadline_ms + LEASE_GRACE.as_millis() as u64,
+            expires_at_ms: deadline_ms + LEASE_GRACE.as_millis() as u64,
         }
     }
 
     fn respond(&self, cp: &RagCheckpoint) -> RunResponse {
         RunResponse::from_checkpoint(cp, self.graph.provider())
     }
+}
+
+fn encode(run_id: &str, cp: &RagCheckpoint) -> Result<Vec<u8>, EngineError> {
+    serde_json::to_vec(cp).map_err(|e| EngineError::Corrupt {
+        run_id: run_id.to_owned(),
+        message: e.to_string(),
+    })
 }

@@ -1,16 +1,21 @@
 //! The BM25 search index behind the knowledge base (tantivy).
 //!
 //! Title and content are indexed with an English analyzer (lower-casing, a short stop-word list
-//! including question words, Porter stemming); id, url and kind are stored. Queries are built
-//! directly from the analyzed words of the question (any of them may match), so user
-//! punctuation and words such as `AND`, `NOT` or `title:` are just text, never query syntax.
+//! including question words, Porter stemming) in separate fields per kind (episode, node, edge,
+//! community). Separate fields give each kind its own BM25 length and term statistics: a
+//! one-sentence fact is not ranked above a paragraph merely for being shorter than the average
+//! passage, and a request's kind toggles simply choose which fields are searched.
+//!
+//! Queries are built directly from the analyzed words of the question (any of them may match),
+//! so user punctuation and words such as `AND`, `NOT` or `title:` are just text, never query
+//! syntax.
 use super::{DocKind, Document, RetrievalError, RetrievalOptions};
 use std::collections::BTreeSet;
 use std::path::Path;
-use tantivy::collector::{FilterCollector, TopDocs};
+use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
-    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, STORED,
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, STORED,
 };
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
@@ -35,6 +40,14 @@ const STOP_WORDS: &[&str] = &[
     "our", "you", "your", "about", "tell", "please",
 ];
 
+/// The kinds a knowledge base searches, each with its own indexed fields.
+const SEARCHABLE: [DocKind; 4] = [
+    DocKind::Episode,
+    DocKind::Node,
+    DocKind::Edge,
+    DocKind::Community,
+];
+
 /// The fields of the schema.
 #[derive(Clone, Copy)]
 struct Fields {
@@ -43,23 +56,45 @@ struct Fields {
     url: Field,
     content: Field,
     kind: Field,
+    /// Indexed (title, content) per kind, in [`SEARCHABLE`] order.
+    indexed: [(Field, Field); 4],
 }
 
 fn schema() -> (Schema, Fields) {
     let mut builder = Schema::builder();
-    let text = TextOptions::default().set_stored().set_indexing_options(
+    let text = TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
             .set_tokenizer(TOKENIZER)
             .set_index_option(IndexRecordOption::WithFreqs),
     );
+    let id = builder.add_text_field("id", STORED);
+    let title = builder.add_text_field("title", STORED);
+    let url = builder.add_text_field("url", STORED);
+    let content = builder.add_text_field("content", STORED);
+    let kind = builder.add_u64_field("kind", STORED);
+    let indexed = SEARCHABLE.map(|kind| {
+        let name = serde_json::to_value(kind).expect("kinds serialize");
+        let name = name.as_str().expect("kinds are strings");
+        (
+            builder.add_text_field(&format!("{name}_title"), text.clone()),
+            builder.add_text_field(&format!("{name}_content"), text.clone()),
+        )
+    });
     let fields = Fields {
-        id: builder.add_text_field("id", STORED),
-        title: builder.add_text_field("title", text.clone()),
-        url: builder.add_text_field("url", STORED),
-        content: builder.add_text_field("content", text),
-        kind: builder.add_u64_field("kind", FAST | STORED),
+        id,
+        title,
+        url,
+        content,
+        kind,
+        indexed,
     };
     (builder.build(), fields)
+}
+
+/// The indexed (title, content) fields of a kind; `None` for kinds never searched (web).
+fn indexed_fields(fields: &Fields, kind: DocKind) -> Option<(Field, Field)> {
+    let slot = SEARCHABLE.iter().position(|k| *k == kind)?;
+    Some(fields.indexed[slot])
 }
 
 fn analyzer() -> TextAnalyzer {
@@ -130,6 +165,10 @@ impl SearchIndex {
             indexed.add_text(fields.url, &doc.url);
             indexed.add_text(fields.content, &doc.content);
             indexed.add_u64(fields.kind, kind_code(doc.kind));
+            if let Some((title, content)) = indexed_fields(&fields, doc.kind) {
+                indexed.add_text(title, &doc.title);
+                indexed.add_text(content, &doc.content);
+            }
             writer.add_document(indexed).map_err(err)?;
         }
         writer.commit().map_err(err)?;
@@ -177,28 +216,26 @@ impl SearchIndex {
         query: &str,
         options: &RetrievalOptions,
     ) -> Result<Vec<Document>, RetrievalError> {
-        let mut kinds = 0u64;
-        for (enabled, kind) in [
+        let fields: Vec<(Field, Field)> = [
             (options.episodes, DocKind::Episode),
             (options.nodes, DocKind::Node),
             (options.edges, DocKind::Edge),
             (options.communities, DocKind::Community),
-        ] {
-            if enabled {
-                kinds |= 1 << kind_code(kind);
-            }
-        }
+        ]
+        .into_iter()
+        .filter(|(enabled, _)| *enabled)
+        .filter_map(|(_, kind)| indexed_fields(&self.fields, kind))
+        .collect();
+        // TopDocs panics on 0 and preallocates by limit: keep it within 1..=num_docs.
         let limit = options.limit.min(self.num_docs() as usize);
-        let Some(query) = self.query(query).filter(|_| kinds != 0 && limit > 0) else {
+        let Some(query) = self.query(query, &fields).filter(|_| limit > 0) else {
             return Ok(Vec::new());
         };
-        let collector = FilterCollector::new(
-            "kind".to_owned(),
-            move |code: u64| code < 64 && kinds & (1 << code) != 0,
-            TopDocs::with_limit(limit),
-        );
         let err = |e: tantivy::TantivyError| RetrievalError::index("searching", e);
-        let hits = self.searcher.search(&query, &collector).map_err(err)?;
+        let hits = self
+            .searcher
+            .search(&query, &TopDocs::with_limit(limit))
+            .map_err(err)?;
         hits.into_iter()
             .map(|(score, address)| {
                 let stored: TantivyDocument = self.searcher.doc(address).map_err(err)?;
@@ -207,28 +244,31 @@ impl SearchIndex {
             .collect()
     }
 
-    /// Any analyzed word of `text` in the title (boosted) or the content.
-    fn query(&self, text: &str) -> Option<BooleanQuery> {
+    /// Any analyzed word of `text` in the given (title, content) fields, titles boosted.
+    fn query(&self, text: &str, fields: &[(Field, Field)]) -> Option<BooleanQuery> {
         let mut analyzer = self.analyzer.clone();
         let mut stream = analyzer.token_stream(text);
         let mut words = BTreeSet::new();
         while stream.advance() && words.len() < MAX_QUERY_TERMS {
             words.insert(stream.token().text.clone());
         }
-        if words.is_empty() {
+        if words.is_empty() || fields.is_empty() {
             return None;
         }
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(words.len() * 2);
-        for word in &words {
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for (word, (title, content)) in words
+            .iter()
+            .flat_map(|w| fields.iter().map(move |f| (w, f)))
+        {
             let term = |field| {
                 TermQuery::new(
                     Term::from_field_text(field, word),
                     IndexRecordOption::WithFreqs,
                 )
             };
-            let title = BoostQuery::new(Box::new(term(self.fields.title)), TITLE_BOOST);
+            let title = BoostQuery::new(Box::new(term(*title)), TITLE_BOOST);
             clauses.push((Occur::Should, Box::new(title)));
-            clauses.push((Occur::Should, Box::new(term(self.fields.content))));
+            clauses.push((Occur::Should, Box::new(term(*content))));
         }
         Some(BooleanQuery::new(clauses))
     }

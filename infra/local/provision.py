@@ -1,0 +1,156 @@
+"""Creates the bounded-rag resources in a moto server (or any AWS-compatible endpoint).
+
+Mirrors template.yaml: the checkpoint table (pk S / sk S, on-demand, TTL on expires_at), the
+work queue with its dead-letter queue (redrive after 3 receives) and the API-keys secret. Safe to
+run again: existing resources are kept, the secret gets the new value. Finally writes the env
+file that `cargo lambda watch --env-file` gives the functions.
+
+    provision.py --endpoint http://127.0.0.1:5000 --env-file .local/lambda.env
+
+Runs with the boto3 that moto brings into .local/venv (scripts/setup-test-tools.sh). The secret
+value is never printed.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import boto3
+from botocore.config import Config
+
+REGION = "us-east-1"
+# Dummy credentials: moto accepts anything, and fixed values keep real ones out of the env file.
+ACCESS_KEY = "testing"
+SECRET_KEY = "testing"
+
+
+def client(service, endpoint):
+    return boto3.client(
+        service,
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        config=Config(retries={"max_attempts": 2, "mode": "standard"}),
+    )
+
+
+def create_table(ddb, name):
+    try:
+        ddb.create_table(
+            TableName=name,
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        ddb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1})
+        state = "created"
+    except ddb.exceptions.ResourceInUseException:
+        state = "exists"
+    ddb.update_time_to_live(
+        TableName=name,
+        TimeToLiveSpecification={"AttributeName": "expires_at", "Enabled": True},
+    )
+    return state
+
+
+def create_queues(sqs, name, dlq_name):
+    """Returns (queue_url, dlq_url). create_queue is idempotent for identical attributes."""
+    dlq_url = sqs.create_queue(
+        QueueName=dlq_name, Attributes={"MessageRetentionPeriod": "1209600"}
+    )["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "3"})
+    attributes = {
+        "VisibilityTimeout": "780",
+        "MessageRetentionPeriod": "345600",
+        "RedrivePolicy": redrive,
+    }
+    try:
+        queue_url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+    except sqs.exceptions.QueueNameExists:
+        queue_url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+        sqs.set_queue_attributes(QueueUrl=queue_url, Attributes=attributes)
+    return queue_url, dlq_url
+
+
+def put_secret(sm, secret_id, value):
+    try:
+        sm.create_secret(Name=secret_id, SecretString=value)
+        return "created"
+    except sm.exceptions.ResourceExistsException:
+        sm.put_secret_value(SecretId=secret_id, SecretString=value)
+        return "updated"
+
+
+def env_line(key, value):
+    # cargo-lambda reads the file with env-file-reader: single quotes keep the value verbatim.
+    if "'" in value or "\n" in value:
+        sys.exit(f"provision: {key} holds a quote or newline; not supported in the env file")
+    return f"{key}='{value}'\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--endpoint", required=True, help="e.g. http://127.0.0.1:5000")
+    parser.add_argument("--table", default="bounded-rag-checkpoints")
+    parser.add_argument("--queue", default="bounded-rag-work")
+    parser.add_argument("--dlq", default="bounded-rag-work-dlq")
+    parser.add_argument("--secret-id", default="bounded-rag/api-keys")
+    parser.add_argument("--env-file", required=True, help="where to write KEY='value' lines")
+    parser.add_argument(
+        "--llm-provider", default=os.environ.get("LLM_PROVIDER", "offline"), help="offline | openai"
+    )
+    args = parser.parse_args()
+
+    # Keys come from the environment (never from the command line, which `ps` shows).
+    secret = json.dumps(
+        {
+            "LLM_API_KEY": os.environ.get("LLM_API_KEY", "local-dev-llm-key"),
+            "WEB_SEARCH_API_KEY": os.environ.get("WEB_SEARCH_API_KEY", ""),
+        }
+    )
+
+    table_state = create_table(client("dynamodb", args.endpoint), args.table)
+    queue_url, dlq_url = create_queues(client("sqs", args.endpoint), args.queue, args.dlq)
+    secret_state = put_secret(client("secretsmanager", args.endpoint), args.secret_id, secret)
+
+    env = {
+        "AWS_ENDPOINT_URL": args.endpoint,
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "CHECKPOINT_TABLE": args.table,
+        "WORK_QUEUE_URL": queue_url,
+        "SECRETS_ID": args.secret_id,
+        "LLM_PROVIDER": args.llm_provider,
+        "RUST_LOG": "bounded_rag=info,warn",
+    }
+    for optional in ("LLM_BASE_URL", "LLM_MODEL", "WEB_SEARCH_BASE_URL"):
+        if os.environ.get(optional):
+            env[optional] = os.environ[optional]
+    os.makedirs(os.path.dirname(os.path.abspath(args.env_file)), exist_ok=True)
+    with open(args.env_file, "w", encoding="utf-8") as out:
+        out.write("# Written by infra/local/provision.py for `cargo lambda watch --env-file`.\n")
+        out.writelines(env_line(k, v) for k, v in env.items())
+
+    print(f"table   {args.table} ({table_state})")
+    print(f"queue   {queue_url}")
+    print(f"dlq     {dlq_url} (maxReceiveCount 3)")
+    print(f"secret  {args.secret_id} ({secret_state}; value not shown)")
+    print(f"env     {args.env_file}")
+
+
+if __name__ == "__main__":
+    main()

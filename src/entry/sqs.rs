@@ -1,0 +1,177 @@
+//! The SQS worker: every record of a batch is a new run or a continuation, processed
+//! concurrently; only the records that should come back are reported in `batchItemFailures`.
+//!
+//! | outcome | reported as failure? |
+//! |---|---|
+//! | run finished, or advanced and its continuation queued | no |
+//! | another invocation holds the run (lease live) | yes: SQS redelivers later |
+//! | transient store, queue or node failure | yes |
+//! | a duplicate of a finished run | no: nothing is advanced twice |
+//! | poison (unreadable body, invalid request, unknown run) | yes, until the redrive policy moves it to the DLQ; the run is marked `failed` with the reason |
+
+use super::{metrics, App};
+use crate::engine::EngineError;
+use crate::error::{Classify, ErrorClass};
+use crate::queue::{WorkMessage, WorkQueue};
+use crate::rag::{RunResponse, RunStatus};
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use tracing::Instrument;
+
+/// What happened to one record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordOutcome {
+    /// Processed; delete the message.
+    Done,
+    /// Worth another delivery.
+    Retry(String),
+    /// Can never succeed; leave it to the redrive policy (dead-letter queue).
+    Poison(String),
+}
+
+/// Processes a batch concurrently and reports the records that must come back.
+pub async fn handle_batch(
+    app: &App,
+    queue: Option<&dyn WorkQueue>,
+    event: SqsEvent,
+    deadline_ms: Option<u64>,
+) -> SqsBatchResponse {
+    let outcomes = futures::future::join_all(event.records.iter().map(|record| {
+        let id = record.message_id.clone().unwrap_or_default();
+        let span = tracing::info_span!("sqs_record", message_id = %id);
+        async move { (id, handle_record(app, queue, record, deadline_ms).await) }.instrument(span)
+    }))
+    .await;
+    let mut response = SqsBatchResponse::default();
+    for (id, outcome) in outcomes {
+        match outcome {
+            RecordOutcome::Done => {}
+            RecordOutcome::Retry(reason) => {
+                tracing::warn!(message_id = %id, reason, "record will be redelivered");
+                response.add_failure(id);
+            }
+            RecordOutcome::Poison(reason) => {
+                tracing::error!(message_id = %id, reason, "poison message: left for the dead-letter queue");
+                response.add_failure(id);
+            }
+        }
+    }
+    response
+}
+
+/// Processes one record.
+pub async fn handle_record(
+    app: &App,
+    queue: Option<&dyn WorkQueue>,
+    record: &SqsMessage,
+    deadline_ms: Option<u64>,
+) -> RecordOutcome {
+    let body = record.body.as_deref().unwrap_or_default();
+    let message: WorkMessage = match serde_json::from_str(body) {
+        Ok(m) => m,
+        Err(e) => {
+            let reason = format!("unreadable message body: {e}");
+            if let Some(run_id) = run_id_of(body) {
+                mark_failed(app, &run_id, &reason, None).await;
+            }
+            return RecordOutcome::Poison(reason);
+        }
+    };
+    let span = tracing::info_span!("run", run_id = %message.run_id);
+    process(app, queue, message, deadline_ms)
+        .instrument(span)
+        .await
+}
+
+async fn process(
+    app: &App,
+    queue: Option<&dyn WorkQueue>,
+    message: WorkMessage,
+    deadline_ms: Option<u64>,
+) -> RecordOutcome {
+    let workflow = app.workflow();
+    let budget = app.budget(deadline_ms);
+    let run_id = message.run_id.as_str();
+    let result = match message.request {
+        Some(request) => {
+            if let Err(e) = request.validate() {
+                let reason = format!("invalid request: {e}");
+                mark_failed(app, run_id, &reason, Some(request)).await;
+                return RecordOutcome::Poison(reason);
+            }
+            match workflow.run_new(run_id, request, &budget).await {
+                // Created by the API (or an earlier delivery): continue it instead.
+                Err(EngineError::Exists { .. }) => workflow.resume(run_id, &budget).await,
+                other => other,
+            }
+        }
+        None => workflow.resume(run_id, &budget).await,
+    };
+    match result {
+        Ok(response) => after_run(app, queue, response).await,
+        Err(EngineError::NotFound { .. }) => RecordOutcome::Poison(format!(
+            "run {run_id} does not exist (expired or never created)"
+        )),
+        Err(EngineError::Lost { .. }) => {
+            tracing::info!("another invocation advanced this run; nothing to do");
+            RecordOutcome::Done
+        }
+        Err(e) if e.class() == ErrorClass::Transient => RecordOutcome::Retry(e.to_string()),
+        Err(e) => {
+            let reason = e.to_string();
+            RecordOutcome::Poison(reason)
+        }
+    }
+}
+
+async fn after_run(
+    app: &App,
+    queue: Option<&dyn WorkQueue>,
+    response: RunResponse,
+) -> RecordOutcome {
+    metrics::emit_run(&response, app.clock.now_ms());
+    match response.status {
+        RunStatus::Completed | RunStatus::BestEffort => RecordOutcome::Done,
+        RunStatus::Running => RecordOutcome::Retry("run is still running".into()),
+        RunStatus::Suspended => {
+            let Some(queue) = queue else {
+                return RecordOutcome::Retry("run suspended but no queue to continue it".into());
+            };
+            match queue
+                .send(&WorkMessage::continuation(&response.run_id))
+                .await
+            {
+                Ok(()) => {
+                    tracing::info!("budget used up: continuation queued");
+                    RecordOutcome::Done
+                }
+                // The run is checkpointed: redelivering this record resumes it.
+                Err(e) => RecordOutcome::Retry(format!("could not queue continuation: {e}")),
+            }
+        }
+        RunStatus::Failed => match response.error.map(|e| (e.class, e.message)) {
+            Some((ErrorClass::Transient, message)) => RecordOutcome::Retry(message),
+            Some((ErrorClass::Permanent, message)) => {
+                tracing::error!(error = message, "run failed permanently");
+                RecordOutcome::Done
+            }
+            None => RecordOutcome::Done,
+        },
+    }
+}
+
+/// Best effort: the `run_id` of a body that is JSON but not a valid message.
+fn run_id_of(body: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    value.get("run_id")?.as_str().map(str::to_owned)
+}
+
+async fn mark_failed(
+    app: &App,
+    run_id: &str,
+    reason: &str,
+    request: Option<crate::rag::RunRequest>,
+) {
+    if let Err(e) = app.workflow().mark_failed(run_id, reason, request).await {
+        tracing::warn!(run_id, error = %e, "could not mark the run failed");
+    }
+}

@@ -1,0 +1,125 @@
+//! The work queue for asynchronous runs and continuations: the [`WorkQueue`] trait, the SQS
+//! implementation and an in-memory one for tests.
+
+use crate::error::{Classify, ErrorClass};
+use crate::rag::RunRequest;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
+
+/// An SQS message body: a new run carries its request, a continuation only the run id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkMessage {
+    /// The run to start or continue.
+    pub run_id: String,
+    /// Present for a new run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<RunRequest>,
+}
+
+impl WorkMessage {
+    /// A continuation of `run_id`.
+    pub fn continuation(run_id: &str) -> Self {
+        Self {
+            run_id: run_id.to_owned(),
+            request: None,
+        }
+    }
+}
+
+/// A failed send.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    /// Throttling, timeouts, 5xx: worth retrying.
+    #[error("queue temporarily unavailable: {0}")]
+    Transient(String),
+    /// Access denied, missing queue, bad message.
+    #[error("queue error: {0}")]
+    Permanent(String),
+}
+
+impl Classify for QueueError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            QueueError::Transient(_) => ErrorClass::Transient,
+            QueueError::Permanent(_) => ErrorClass::Permanent,
+        }
+    }
+}
+
+/// Sends work messages.
+#[async_trait]
+pub trait WorkQueue: Send + Sync {
+    /// Queues `message`.
+    async fn send(&self, message: &WorkMessage) -> Result<(), QueueError>;
+}
+
+/// Amazon SQS (the SDK's standard retries are the infrastructure retry layer).
+#[derive(Debug, Clone)]
+pub struct SqsQueue {
+    client: aws_sdk_sqs::Client,
+    url: String,
+}
+
+impl SqsQueue {
+    /// A queue at `url`, through a client built once.
+    pub fn new(client: aws_sdk_sqs::Client, url: impl Into<String>) -> Self {
+        Self {
+            client,
+            url: url.into(),
+        }
+    }
+}
+
+#[async_trait]
+impl WorkQueue for SqsQueue {
+    async fn send(&self, message: &WorkMessage) -> Result<(), QueueError> {
+        let body =
+            serde_json::to_string(message).map_err(|e| QueueError::Permanent(e.to_string()))?;
+        self.client
+            .send_message()
+            .queue_url(&self.url)
+            .message_body(body)
+            .send()
+            .await
+            .map_err(|e| {
+                use aws_sdk_sqs::error::SdkError;
+                let text = aws_sdk_sqs::error::DisplayErrorContext(&e).to_string();
+                match &e {
+                    SdkError::TimeoutError(_)
+                    | SdkError::DispatchFailure(_)
+                    | SdkError::ResponseError(_) => QueueError::Transient(text),
+                    SdkError::ServiceError(s) if s.raw().status().is_server_error() => {
+                        QueueError::Transient(text)
+                    }
+                    _ => QueueError::Permanent(text),
+                }
+            })?;
+        Ok(())
+    }
+}
+
+/// Records messages in memory.
+#[derive(Debug, Default)]
+pub struct MemoryQueue {
+    sent: Mutex<Vec<WorkMessage>>,
+}
+
+impl MemoryQueue {
+    /// Messages sent so far.
+    pub fn sent(&self) -> Vec<WorkMessage> {
+        self.sent.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl WorkQueue for MemoryQueue {
+    async fn send(&self, message: &WorkMessage) -> Result<(), QueueError> {
+        self.sent
+            .lock()
+            .map_err(|_| QueueError::Permanent("lock poisoned".into()))?
+            .push(message.clone());
+        Ok(())
+    }
+}
