@@ -178,3 +178,21 @@ impl App {
         ))
     }
 }
+
+impl App {
+    /// An app from ready-made parts (tests, benchmarks, embedding in another binary).
+    pub fn from_parts(
+        settings: Settings,
+        graph: RagGraph,
+        store: Arc<dyn CheckpointStore>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            settings,
+            graph,
+            store,
+            clock,
+            aws: None,
+        }
+    }
+}

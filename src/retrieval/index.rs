@@ -24,8 +24,15 @@ use tantivy::{Index, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term}
 
 /// Name under which the analyzer is registered; stored in the index schema.
 const TOKENIZER: &str = "bounded_rag_en";
-/// Matches in a title weigh more than matches in the body.
-const TITLE_BOOST: f32 = 1.5;
+/// How much a title match weighs against a content match, by kind. Passage headings and
+/// community names summarise their text, so they count more; node names and edge titles
+/// ("source — relation — target") restate what the content already says, so they do not.
+fn title_boost(kind: DocKind) -> f32 {
+    match kind {
+        DocKind::Episode | DocKind::Community => 1.5,
+        DocKind::Node | DocKind::Edge | DocKind::Web => 1.0,
+    }
+}
 /// Distinct query words used; a 2000-character question stays cheap.
 const MAX_QUERY_TERMS: usize = 64;
 /// Indexing memory budget (tantivy's minimum per thread).
@@ -216,7 +223,7 @@ impl SearchIndex {
         query: &str,
         options: &RetrievalOptions,
     ) -> Result<Vec<Document>, RetrievalError> {
-        let fields: Vec<(Field, Field)> = [
+        let fields: Vec<(Field, Field, f32)> = [
             (options.episodes, DocKind::Episode),
             (options.nodes, DocKind::Node),
             (options.edges, DocKind::Edge),
@@ -224,7 +231,10 @@ impl SearchIndex {
         ]
         .into_iter()
         .filter(|(enabled, _)| *enabled)
-        .filter_map(|(_, kind)| indexed_fields(&self.fields, kind))
+        .filter_map(|(_, kind)| {
+            let (title, content) = indexed_fields(&self.fields, kind)?;
+            Some((title, content, title_boost(kind)))
+        })
         .collect();
         // TopDocs panics on 0 and preallocates by limit: keep it within 1..=num_docs.
         let limit = options.limit.min(self.num_docs() as usize);
@@ -245,7 +255,7 @@ impl SearchIndex {
     }
 
     /// Any analyzed word of `text` in the given (title, content) fields, titles boosted.
-    fn query(&self, text: &str, fields: &[(Field, Field)]) -> Option<BooleanQuery> {
+    fn query(&self, text: &str, fields: &[(Field, Field, f32)]) -> Option<BooleanQuery> {
         let mut analyzer = self.analyzer.clone();
         let mut stream = analyzer.token_stream(text);
         let mut words = BTreeSet::new();
@@ -256,7 +266,7 @@ impl SearchIndex {
             return None;
         }
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for (word, (title, content)) in words
+        for (word, (title, content, boost)) in words
             .iter()
             .flat_map(|w| fields.iter().map(move |f| (w, f)))
         {
@@ -266,7 +276,7 @@ impl SearchIndex {
                     IndexRecordOption::WithFreqs,
                 )
             };
-            let title = BoostQuery::new(Box::new(term(*title)), TITLE_BOOST);
+            let title = BoostQuery::new(Box::new(term(*title)), *boost);
             clauses.push((Occur::Should, Box::new(title)));
             clauses.push((Occur::Should, Box::new(term(*content))));
         }

@@ -1,6 +1,8 @@
 //! Loopback servers and helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod app;
+pub mod lambda_watch;
 pub mod llm_server;
 pub mod moto;
 pub mod store_conformance;

@@ -1,0 +1,228 @@
+//! The HTTP function's handler, driven with the real API Gateway v2 events of `events/`.
+
+mod support;
+
+use bounded_rag::entry::{http, sqs};
+use bounded_rag::queue::{MemoryQueue, WorkQueue};
+use bounded_rag::rag::RunStatus;
+use bounded_rag::store::MemoryStore;
+use lambda_http::Body;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use support::app::{app, timed_app};
+use support::llm_server::{Script, ScriptedLlm};
+
+const RUN: &str = include_str!("../events/apigw-run.json");
+const RUN_FULL: &str = include_str!("../events/apigw-run-full.json");
+const RUN_BAD: &str = include_str!("../events/apigw-run-bad.json");
+const RUN_IDEMPOTENT: &str = include_str!("../events/apigw-run-idempotent.json");
+const RUNS_START: &str = include_str!("../events/apigw-runs-start.json");
+const RUNS_GET: &str = include_str!("../events/apigw-runs-get.json");
+const NOT_FOUND: &str = include_str!("../events/apigw-not-found.json");
+
+fn request(event: &str) -> lambda_http::Request {
+    lambda_http::request::from_str(event).expect("event parses")
+}
+
+/// The GET event, pointed at another run id.
+fn get_event(run_id: &str) -> String {
+    RUNS_GET.replace("00000000-0000-4000-8000-000000000001", run_id)
+}
+
+/// Replaces the event's JSON body.
+fn with_body(event: &str, body: &str) -> String {
+    let mut v: Value = serde_json::from_str(event).unwrap();
+    v["body"] = Value::String(body.to_owned());
+    v["headers"]["content-length"] = Value::String(body.len().to_string());
+    v.to_string()
+}
+
+async fn call(
+    app: &bounded_rag::entry::App,
+    queue: Option<&dyn WorkQueue>,
+    event: &str,
+) -> (u16, Value) {
+    let response = http::handle(app, queue, request(event)).await;
+    let status = response.status().as_u16();
+    let body = match response.body() {
+        Body::Text(t) => serde_json::from_str(t).unwrap(),
+        other => panic!("unexpected body {other:?}"),
+    };
+    (status, body)
+}
+
+#[tokio::test]
+async fn sync_run_answers_with_citations_and_leaves_a_checkpoint() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let store = Arc::new(MemoryStore::new());
+    let app = app(&llm, store, false);
+    let (status, body) = call(&app, None, RUN).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "completed");
+    assert_eq!(body["success"], true);
+    assert_eq!(body["question"], "What causes patch canker in durian?");
+    assert_eq!(body["metadata"]["total_steps"], 6);
+    assert_eq!(body["workflow_steps"].as_array().unwrap().len(), 6);
+    assert!(!body["citations"].as_array().unwrap().is_empty());
+    assert_eq!(llm.total_calls(), 7);
+
+    let run_id = body["run_id"].as_str().unwrap();
+    let (status, stored) = call(&app, None, &get_event(run_id)).await;
+    assert_eq!(status, 200);
+    assert_eq!(stored, body, "GET returns the stored answer");
+}
+
+#[tokio::test]
+async fn every_request_field_is_accepted() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let app = app(&llm, Arc::new(MemoryStore::new()), false);
+    let (status, body) = call(&app, None, RUN_FULL).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test]
+async fn bad_input_gets_400_naming_the_field_and_no_model_call() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let app = app(&llm, Arc::new(MemoryStore::new()), false);
+    let (status, body) = call(&app, None, RUN_BAD).await;
+    assert_eq!(status, 400);
+    assert_eq!(body["field"], "question");
+    for (payload, field) in [
+        (
+            r#"{"question":"q","n_retrieved_documents":11}"#,
+            "n_retrieved_documents",
+        ),
+        (r#"{"question":"q","unknown":1}"#, "unknown"),
+        (r#"not json"#, "body"),
+    ] {
+        let (status, body) = call(&app, None, &with_body(RUN, payload)).await;
+        assert_eq!(
+            (status, body["field"].as_str()),
+            (400, Some(field)),
+            "{payload}"
+        );
+    }
+    let big = format!(r#"{{"question":"{}"}}"#, "x".repeat(70_000));
+    let (status, body) = call(&app, None, &with_body(RUN, &big)).await;
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(llm.total_calls(), 0);
+}
+
+#[tokio::test]
+async fn unknown_routes_and_runs_are_404() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let app = app(&llm, Arc::new(MemoryStore::new()), false);
+    let (status, _) = call(&app, None, NOT_FOUND).await;
+    assert_eq!(status, 404);
+    let (status, body) = call(&app, None, RUNS_GET).await;
+    assert_eq!(status, 404, "{body}");
+}
+
+#[tokio::test]
+async fn the_same_idempotency_key_twice_gives_one_run_and_one_call_per_step() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let app = app(&llm, Arc::new(MemoryStore::new()), false);
+    let (s1, first) = call(&app, None, RUN_IDEMPOTENT).await;
+    let (s2, second) = call(&app, None, RUN_IDEMPOTENT).await;
+    assert_eq!((s1, s2), (200, 200));
+    assert_eq!(first["run_id"], second["run_id"]);
+    assert_eq!(first, second);
+    assert_eq!(llm.total_calls(), 7, "the repeat made no model call");
+
+    // the same key with another body is refused
+    let other = with_body(RUN_IDEMPOTENT, r#"{"question":"Something else?"}"#);
+    let (status, body) = call(&app, None, &other).await;
+    assert_eq!(status, 422, "{body}");
+}
+
+#[tokio::test]
+async fn async_run_is_queued_then_finished_by_the_worker() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let app = app(&llm, Arc::new(MemoryStore::new()), true);
+    let queue = MemoryQueue::default();
+    let (status, body) = call(&app, Some(&queue), RUNS_START).await;
+    assert_eq!(status, 202, "{body}");
+    let run_id = body["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(body["status_url"], format!("/workflow/runs/{run_id}"));
+    assert_eq!(llm.total_calls(), 0, "nothing runs in the API call");
+
+    let (status, pending) = call(&app, Some(&queue), &get_event(&run_id)).await;
+    assert_eq!((status, pending["status"].as_str()), (200, Some("running")));
+
+    let sent = queue.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].run_id, run_id);
+    assert!(sent[0].request.is_some());
+    let event = support_sqs_event(&[serde_json::to_string(&sent[0]).unwrap()]);
+    let result = sqs::handle_batch(&app, Some(&queue), event, None).await;
+    assert!(result.batch_item_failures.is_empty());
+
+    let (_, done) = call(&app, Some(&queue), &get_event(&run_id)).await;
+    assert_eq!(done["status"], "completed");
+    assert_eq!(llm.total_calls(), 7);
+}
+
+#[tokio::test]
+async fn async_runs_without_a_queue_are_refused_clearly() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let app = app(&llm, Arc::new(MemoryStore::new()), false);
+    let (status, body) = call(&app, None, RUNS_START).await;
+    assert_eq!(status, 501);
+    assert!(body["message"].as_str().unwrap().contains("WORK_QUEUE_URL"));
+}
+
+#[tokio::test]
+async fn a_run_out_of_budget_answers_202_and_continues_via_the_queue_to_the_same_answer() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    // 200 ms per model call, 700 ms per invocation: several continuations are needed.
+    let (app, _clock) = timed_app(&llm, Duration::from_millis(200), Duration::from_millis(700));
+    let queue = MemoryQueue::default();
+    let (status, body) = call(&app, Some(&queue), RUN).await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["status"], "suspended");
+    let run_id = body["run_id"].as_str().unwrap().to_owned();
+
+    let mut delivered = 0;
+    while delivered < queue.sent().len() {
+        let message = queue.sent()[delivered].clone();
+        delivered += 1;
+        assert_eq!(message.run_id, run_id);
+        assert!(
+            message.request.is_none(),
+            "a continuation carries only the run id"
+        );
+        let event = support_sqs_event(&[serde_json::to_string(&message).unwrap()]);
+        let result = sqs::handle_batch(&app, Some(&queue), event, None).await;
+        assert!(result.batch_item_failures.is_empty());
+        assert!(delivered < 20, "continuations are bounded");
+    }
+    assert!(delivered >= 2, "needed {delivered} continuations");
+    let (_, done) = call(&app, Some(&queue), &get_event(&run_id)).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["answer"], "Scripted answer [1].");
+    assert_eq!(done["metadata"]["total_steps"], 6);
+    // no completed step ran twice: exactly one uninterrupted run's calls
+    assert_eq!(llm.total_calls(), 7);
+    assert_eq!(llm.calls("route_query"), 1);
+    let run = app.workflow().status(&run_id).await.unwrap();
+    assert_eq!(run.status, RunStatus::Completed);
+}
+
+/// An SQS event with one record per body.
+fn support_sqs_event(bodies: &[String]) -> aws_lambda_events::event::sqs::SqsEvent {
+    let records: Vec<Value> = bodies
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            serde_json::json!({
+                "messageId": format!("m{i}"),
+                "body": b,
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "eventSource": "aws:sqs",
+            })
+        })
+        .collect();
+    serde_json::from_value(serde_json::json!({ "Records": records })).unwrap()
+}

@@ -1,0 +1,83 @@
+//! An in-process [`App`] over loopback servers and in-memory parts, for handler tests.
+
+use super::llm_server::ScriptedLlm;
+use async_trait::async_trait;
+use bounded_rag::config::Settings;
+use bounded_rag::engine::{Clock, FakeClock, RetryPolicy, SystemClock};
+use bounded_rag::entry::App;
+use bounded_rag::llm::{ChatModel, ChatRequest, LlmError, OpenAiConfig, OpenAiModel};
+use bounded_rag::rag::{RagGraph, RagLimits};
+use bounded_rag::retrieval::KnowledgeBase;
+use bounded_rag::store::{CheckpointStore, MemoryStore};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The real client, but every call costs `per_call` on a fake clock.
+pub struct Timed {
+    /// Wrapped client.
+    pub inner: OpenAiModel,
+    /// Clock to advance.
+    pub clock: Arc<FakeClock>,
+    /// Cost of one call.
+    pub per_call: Duration,
+}
+
+#[async_trait]
+impl ChatModel for Timed {
+    async fn complete(&self, request: &ChatRequest<'_>) -> Result<String, LlmError> {
+        self.clock.advance(self.per_call);
+        self.inner.complete(request).await
+    }
+    fn name(&self) -> &'static str {
+        "timed"
+    }
+}
+
+fn client(llm: &ScriptedLlm) -> OpenAiModel {
+    OpenAiModel::new(OpenAiConfig::new(llm.base_url(), "test-model")).unwrap()
+}
+
+fn graph(model: Arc<dyn ChatModel>) -> RagGraph {
+    let kb = KnowledgeBase::embedded().unwrap();
+    RagGraph::new(model, Arc::new(kb), None, RagLimits::default()).with_remote_policy(RetryPolicy {
+        max_retries: 3,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(5),
+    })
+}
+
+/// An app on the scripted model, an in-memory store and the system clock.
+pub fn app(llm: &ScriptedLlm, store: Arc<dyn CheckpointStore>, queue_configured: bool) -> App {
+    let mut settings = Settings::default();
+    if queue_configured {
+        settings.aws.work_queue_url = Some("http://127.0.0.1:1/queue/work".into());
+    }
+    App::from_parts(
+        settings,
+        graph(Arc::new(client(llm))),
+        store,
+        Arc::new(SystemClock),
+    )
+}
+
+/// An app whose model calls each cost `per_call` of fake time and whose runs get `budget` per
+/// invocation (no Lambda deadline in these events, so `RUN_TIMEOUT_MS` is the budget).
+pub fn timed_app(llm: &ScriptedLlm, per_call: Duration, budget: Duration) -> (App, Arc<FakeClock>) {
+    let clock = Arc::new(FakeClock::at_ms(SystemClock.now_ms()));
+    let model = Timed {
+        inner: client(llm),
+        clock: clock.clone(),
+        per_call,
+    };
+    let mut settings = Settings::default();
+    settings.aws.work_queue_url = Some("http://127.0.0.1:1/queue/work".into());
+    settings.budgets.run_timeout = budget;
+    settings.budgets.deadline_margin = Duration::ZERO;
+    let app = App::from_parts(
+        settings,
+        graph(Arc::new(model)),
+        Arc::new(MemoryStore::new()),
+        clock.clone(),
+    );
+    (app, clock)
+}
