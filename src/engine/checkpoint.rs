@@ -88,11 +88,16 @@ impl<S, N> Checkpoint<S, N> {
         }
     }
 
-    /// True when another invocation could make progress (not finished, not failed for good).
-    pub fn is_resumable(&self) -> bool {
+    /// True when an invocation allowed `max_steps` steps in all could make progress: not
+    /// finished, not failed for good, and not stopped by a step limit it would hit again.
+    pub fn can_advance(&self, max_steps: u32) -> bool {
         match self.phase {
             Phase::Running => true,
-            Phase::Stopped => self.limits_hit.last() == Some(&Limit::Deadline),
+            Phase::Stopped => match self.limits_hit.last() {
+                Some(Limit::Deadline) => true,
+                Some(Limit::StepLimit) => self.steps < max_steps,
+                None => false,
+            },
             Phase::Failed => self
                 .failure
                 .as_ref()

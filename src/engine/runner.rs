@@ -24,7 +24,7 @@ where
     G: Graph,
     P: Persist<Checkpoint<G::State, G::Node>> + ?Sized,
 {
-    if !cp.is_resumable() {
+    if !cp.can_advance(budget.max_steps) {
         return Ok(());
     }
     if cp.phase != Phase::Running {
@@ -265,11 +265,20 @@ mod tests {
         assert_eq!((cp.phase, cp.steps), (Phase::Stopped, 5));
         assert_eq!(cp.limits_hit, vec![Limit::StepLimit]);
         assert_eq!(cp.state, 1004, "on_limit ran once");
-        assert!(!cp.is_resumable());
+        assert!(!cp.can_advance(5));
         advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
             .await
             .unwrap();
         assert_eq!(g.calls.load(Ordering::SeqCst), 5, "no step after the limit");
+        // a higher limit lets it continue; the count is not reset
+        assert!(cp.can_advance(7));
+        cp.state -= 1000; // undo the toy's on_limit marker
+        let b = budget(&clock, 7, 60);
+        advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
+            .await
+            .unwrap();
+        assert_eq!((cp.steps, g.calls.load(Ordering::SeqCst)), (7, 7));
+        assert_eq!(cp.limits_hit, vec![Limit::StepLimit, Limit::StepLimit]);
     }
 
     #[tokio::test]
@@ -288,7 +297,7 @@ mod tests {
         assert_eq!((cp.phase, cp.steps), (Phase::Stopped, 3));
         assert!(clock.now_ms() <= 350, "never ran past the deadline");
         assert_eq!(cp.limits_hit, vec![Limit::Deadline]);
-        assert!(cp.is_resumable());
+        assert!(cp.can_advance(50));
         cp.state -= 1000; // undo the toy's on_limit marker
         let b = budget(&clock, 50, 60);
         advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
@@ -315,7 +324,7 @@ mod tests {
         assert_eq!(cp.phase, Phase::Failed);
         assert_eq!(cp.failure.as_ref().unwrap().node, "loop");
         assert_eq!(cp.next, Some(N::Loop), "failed node kept");
-        assert!(!cp.is_resumable());
+        assert!(!cp.can_advance(50));
         assert_eq!(saves.0, vec![(1, false), (1, true)]);
     }
 
@@ -330,7 +339,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!((cp.phase, cp.steps), (Phase::Failed, 2));
-        assert!(cp.is_resumable());
+        assert!(cp.can_advance(50));
         advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
             .await
             .unwrap();

@@ -73,7 +73,7 @@ impl Workflow<'_> {
             .ok_or_else(|| EngineError::NotFound {
                 run_id: run_id.to_owned(),
             })?;
-        if !loaded.checkpoint.is_resumable() {
+        if !loaded.checkpoint.can_advance(budget.max_steps) {
             return Ok(self.respond(&loaded.checkpoint));
         }
         let mut session = Session::lock(

@@ -1,0 +1,247 @@
+//! The `bounded-rag` binary, black-box: offline answers, JSON output, input errors, resume and
+//! ingest. Each test has its own state folder and a clean environment.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const QUESTION: &str = "What causes patch canker in durian?";
+
+fn cli(state: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bounded-rag"));
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("STATE_DIR", state)
+        .env("RUST_LOG", "bounded_rag=info")
+        .args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+}
+
+#[test]
+fn ask_answers_the_sample_question_offline_with_citations() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli(dir.path(), &[], &["ask", QUESTION]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("Phytophthora palmivora"), "{text}");
+    assert!(text.contains("[1]"), "{text}");
+    assert!(
+        text.contains("Sources:") && text.contains("kb://"),
+        "{text}"
+    );
+    assert!(text.contains("completed · 6 steps"), "{text}");
+    // progress per step on stderr
+    let progress = stderr(&out);
+    for node in [
+        "route_question",
+        "kg_retrieval",
+        "grade_documents",
+        "generate",
+        "grade_hallucinations",
+        "grade_answer",
+    ] {
+        assert!(
+            progress.contains(node),
+            "no progress line for {node}: {progress}"
+        );
+    }
+}
+
+#[test]
+fn json_output_is_the_http_response_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli(
+        dir.path(),
+        &[],
+        &["ask", QUESTION, "--json", "--n-retrieved-documents", "2"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["status"], "completed");
+    assert_eq!(v["success"], true);
+    assert_eq!(v["question"], QUESTION);
+    assert_eq!(v["metadata"]["provider"], "offline");
+    assert_eq!(v["metadata"]["total_steps"], 6);
+    assert_eq!(v["workflow_steps"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        v["workflow_steps"][2]["details"]["graded"], 2,
+        "the flag reached the request"
+    );
+    for step in v["workflow_steps"].as_array().unwrap() {
+        assert!(step["timestamp"].as_str().unwrap().ends_with('Z'));
+        assert!(step["processing_time"].as_f64().unwrap() >= 0.0);
+    }
+    assert!(!v["citations"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn bad_flags_and_bad_environment_are_named_with_exit_code_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli(
+        dir.path(),
+        &[],
+        &["ask", QUESTION, "--n-retrieved-documents", "0"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--n-retrieved-documents"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = cli(dir.path(), &[], &["ask", ""]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--question") || stderr(&out).contains("question"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = cli(dir.path(), &[("MAX_RETRIES", "lots")], &["ask", QUESTION]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("MAX_RETRIES"), "{}", stderr(&out));
+
+    let out = cli(
+        dir.path(),
+        &[("WORKFLOW_RECURSION_LIMIT", "0")],
+        &["ask", QUESTION],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("WORKFLOW_RECURSION_LIMIT"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn step_limit_ends_best_effort_and_resume_continues_without_rerunning_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli(
+        dir.path(),
+        &[("WORKFLOW_RECURSION_LIMIT", "3")],
+        &["ask", QUESTION, "--json"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stopped = json(&out);
+    assert_eq!(stopped["status"], "best_effort");
+    assert_eq!(
+        stopped["metadata"]["limits_hit"],
+        serde_json::json!(["step_limit"])
+    );
+    assert_eq!(stopped["metadata"]["total_steps"], 3);
+    assert!(stopped["answer"].as_str().unwrap().contains("step limit"));
+    let run_id = stopped["run_id"].as_str().unwrap();
+
+    // Same limit: resuming cannot go further, the stored answer comes back.
+    let out = cli(
+        dir.path(),
+        &[("WORKFLOW_RECURSION_LIMIT", "3")],
+        &["ask", "--resume", run_id, "--json"],
+    );
+    assert_eq!(json(&out)["metadata"]["total_steps"], 3);
+
+    // Default limit: the run continues from step 4.
+    let out = cli(dir.path(), &[], &["ask", "--resume", run_id, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let done = json(&out);
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["run_id"], run_id);
+    let names: Vec<&str> = done["workflow_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "route_question",
+            "kg_retrieval",
+            "grade_documents",
+            "generate",
+            "grade_hallucinations",
+            "grade_answer"
+        ]
+    );
+    assert_eq!(
+        &done["workflow_steps"][0], &stopped["workflow_steps"][0],
+        "the first steps were not run again"
+    );
+
+    let out = cli(dir.path(), &[], &["status", run_id, "--json"]);
+    assert_eq!(json(&out), done);
+
+    let out = cli(dir.path(), &[], &["ask", "--resume", "no-such-run"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("not found"), "{}", stderr(&out));
+}
+
+#[test]
+fn ingest_builds_a_knowledge_base_the_ask_command_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("mango.md"),
+        "# Mango anthracnose\n\nMango anthracnose is caused by the fungus Colletotrichum gloeosporioides. \
+         It produces black lesions on flowers and fruit during wet weather.\n",
+    )
+    .unwrap();
+    let kb = dir.path().join("kb");
+    let out = cli(
+        dir.path(),
+        &[],
+        &[
+            "ingest",
+            docs.to_str().unwrap(),
+            "--out",
+            kb.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let out = cli(
+        dir.path(),
+        &[("KB_PATH", kb.to_str().unwrap())],
+        &["ask", "What causes mango anthracnose?", "--json"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert!(
+        v["answer"]
+            .as_str()
+            .unwrap()
+            .contains("Colletotrichum gloeosporioides"),
+        "{v}"
+    );
+    assert!(
+        v["citations"][0]["url"]
+            .as_str()
+            .unwrap()
+            .contains("mango.md"),
+        "{v}"
+    );
+
+    let out = cli(
+        dir.path(),
+        &[],
+        &["ingest", dir.path().join("missing").to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
