@@ -63,6 +63,16 @@ pub fn app(llm: &ScriptedLlm, store: Arc<dyn CheckpointStore>, queue_configured:
 /// An app whose model calls each cost `per_call` of fake time and whose runs get `budget` per
 /// invocation (no Lambda deadline in these events, so `RUN_TIMEOUT_MS` is the budget).
 pub fn timed_app(llm: &ScriptedLlm, per_call: Duration, budget: Duration) -> (App, Arc<FakeClock>) {
+    timed_app_on(llm, per_call, budget, Arc::new(MemoryStore::new()))
+}
+
+/// [`timed_app`] over a given store.
+pub fn timed_app_on(
+    llm: &ScriptedLlm,
+    per_call: Duration,
+    budget: Duration,
+    store: Arc<dyn CheckpointStore>,
+) -> (App, Arc<FakeClock>) {
     let clock = Arc::new(FakeClock::at_ms(SystemClock.now_ms()));
     let model = Timed {
         inner: client(llm),
@@ -73,11 +83,6 @@ pub fn timed_app(llm: &ScriptedLlm, per_call: Duration, budget: Duration) -> (Ap
     settings.aws.work_queue_url = Some("http://127.0.0.1:1/queue/work".into());
     settings.budgets.run_timeout = budget;
     settings.budgets.deadline_margin = Duration::ZERO;
-    let app = App::from_parts(
-        settings,
-        graph(Arc::new(model)),
-        Arc::new(MemoryStore::new()),
-        clock.clone(),
-    );
+    let app = App::from_parts(settings, graph(Arc::new(model)), store, clock.clone());
     (app, clock)
 }
