@@ -28,7 +28,7 @@ where
         return Ok(());
     }
     if cp.phase != Phase::Running {
-        tracing::info!(run_id = %cp.run_id, steps = cp.steps, "resuming run");
+        tracing::info!(steps = cp.steps, "resuming run");
         cp.phase = Phase::Running;
         cp.failure = None;
     }
@@ -67,7 +67,12 @@ where
                     processing_time: elapsed as f64 / 1e6,
                     details: out.details,
                 });
-                tracing::info!(run_id = %cp.run_id, node = node.name(), step = cp.steps, "step done");
+                tracing::info!(
+                    node = node.name(),
+                    step = cp.steps,
+                    seconds = elapsed as f64 / 1e6,
+                    "step done"
+                );
                 cp.next = match out.next {
                     Transition::Next(next) => Some(next),
                     Transition::End => None,
@@ -82,12 +87,12 @@ where
                 }
             }
             Err(error) if error.is_transient() && ctx.ran_out_of_budget() => {
-                tracing::warn!(run_id = %cp.run_id, node = node.name(), %error, "deadline reached while retrying");
+                tracing::warn!(node = node.name(), %error, "deadline reached while retrying");
                 stop(graph, cp, Limit::Deadline);
                 break;
             }
             Err(error) => {
-                tracing::error!(run_id = %cp.run_id, node = node.name(), %error, class = ?error.class(), "node failed");
+                tracing::error!(node = node.name(), %error, class = ?error.class(), "node failed");
                 cp.phase = Phase::Failed;
                 cp.failure = Some(NodeFailure {
                     node: node.name().to_owned(),
@@ -102,7 +107,11 @@ where
 }
 
 fn stop<G: Graph>(graph: &G, cp: &mut Checkpoint<G::State, G::Node>, limit: Limit) {
-    tracing::warn!(run_id = %cp.run_id, steps = cp.steps, limit = limit.as_str(), "limit reached, stopping with the best answer so far");
+    tracing::warn!(
+        steps = cp.steps,
+        limit = limit.as_str(),
+        "limit reached, stopping with the best answer so far"
+    );
     cp.phase = Phase::Stopped;
     cp.limits_hit.push(limit);
     graph.on_limit(&mut cp.state, limit);

@@ -80,3 +80,67 @@ fn limit_metric(limit: &str) -> &'static str {
 pub fn emit_run(response: &RunResponse, timestamp_ms: u64) {
     println!("{}", run_metrics(response, timestamp_ms));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::StepRecord;
+    use crate::llm::DataSource;
+    use crate::rag::{Metadata, RunStatus};
+
+    #[test]
+    fn emf_document_declares_every_metric_it_carries() {
+        let step = |name: &str, t: f64| StepRecord {
+            name: name.into(),
+            timestamp: String::new(),
+            processing_time: t,
+            details: serde_json::Value::Null,
+        };
+        let response = RunResponse {
+            success: true,
+            status: RunStatus::BestEffort,
+            run_id: "r1".into(),
+            answer: "a".into(),
+            question: "q".into(),
+            workflow_steps: vec![
+                step("route_question", 0.25),
+                step("kg_retrieval", 1.0),
+                step("generate", 0.5),
+            ],
+            citations: vec![],
+            metadata: Metadata {
+                total_steps: 3,
+                total_processing_time: 1.75,
+                limits_hit: vec!["max_regenerations".into()],
+                query_transformation_retry_count: 1,
+                hallucination_retry_count: 3,
+                route: Some(DataSource::KgRetrieval),
+                web_fallback: true,
+                web_search_unavailable: false,
+                infrastructure_retries: 2,
+                provider: "offline".into(),
+            },
+            error: None,
+        };
+        let doc = run_metrics(&response, 42);
+        let declared: Vec<&str> = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["Name"].as_str().unwrap())
+            .collect();
+        for name in &declared {
+            assert!(doc.get(*name).is_some(), "{name} declared but missing");
+        }
+        assert_eq!(doc["_aws"]["Timestamp"], 42);
+        assert_eq!(doc["Route"], "kg_retrieval");
+        assert_eq!(
+            doc["ModelLatency"], 750.0,
+            "retrieval time is not model time"
+        );
+        assert_eq!(doc["InfrastructureRetries"], 2);
+        assert_eq!(doc["WebFallbacks"], 1);
+        assert_eq!(doc["LimitMaxRegenerations"], 1);
+        assert_eq!(doc["LimitDeadline"], 0);
+    }
+}

@@ -60,11 +60,7 @@ pub(super) async fn route_question(
         DataSource::WebSearch => RagNode::WebSearch,
         DataSource::LlmInternal => RagNode::Generate,
     };
-    tracing::info!(
-        run_id = ctx.run_id(),
-        route = decision.data_source.as_str(),
-        "route chosen"
-    );
+    tracing::info!(route = decision.data_source.as_str(), "route chosen");
     Ok(StepOutput::next(
         next,
         json!({ "data_source": decision.data_source }),
@@ -152,7 +148,7 @@ pub(super) async fn transform_query(
     state.query_transformation_retry_count += 1;
     let n = state.query_transformation_retry_count;
     let max = graph.limits.max_retries;
-    tracing::info!(run_id = ctx.run_id(), "query rewrite: retry {n}/{max}");
+    tracing::info!("query rewrite: retry {n}/{max}");
     state.query = refined.refined_question;
     let next = match state.route {
         Some(DataSource::WebSearch) => RagNode::WebSearch,
@@ -167,10 +163,7 @@ pub(super) async fn transform_query(
 
 pub(super) async fn web_search(graph: &RagGraph, state: &mut RagState, ctx: &StepCtx<'_>) -> Step {
     let Some(web) = &graph.web else {
-        tracing::warn!(
-            run_id = ctx.run_id(),
-            "web search wanted but not configured (WEB_SEARCH_BASE_URL unset)"
-        );
+        tracing::warn!("web search wanted but not configured (WEB_SEARCH_BASE_URL unset)");
         state.web_search_unavailable = true;
         state.documents.clear();
         return Ok(StepOutput::next(
@@ -249,19 +242,13 @@ pub(super) async fn grade_hallucinations(
     if state.hallucination_retry_count < max {
         state.hallucination_retry_count += 1;
         let n = state.hallucination_retry_count;
-        tracing::info!(
-            run_id = ctx.run_id(),
-            "answer not grounded: regeneration retry {n}/{max}"
-        );
+        tracing::info!("answer not grounded: regeneration retry {n}/{max}");
         return Ok(StepOutput::next(
             RagNode::Generate,
             json!({ "grounded": false, "retry": format!("{n}/{max}") }),
         ));
     }
-    tracing::warn!(
-        run_id = ctx.run_id(),
-        "max retries reached ({max}/{max} regenerations): ending best-effort"
-    );
+    tracing::warn!("max retries reached ({max}/{max} regenerations): ending best-effort");
     Ok(end(
         state,
         Outcome::BestEffort(BestEffortReason::MaxRegenerations),
@@ -294,10 +281,7 @@ pub(super) async fn grade_answer(
             json!({ "useful": false, "decision": "transform_query" }),
         ));
     }
-    tracing::warn!(
-        run_id = ctx.run_id(),
-        "max retries reached ({max}/{max} rewrites): ending best-effort"
-    );
+    tracing::warn!("max retries reached ({max}/{max} rewrites): ending best-effort");
     Ok(end(
         state,
         Outcome::BestEffort(BestEffortReason::MaxRetries),

@@ -8,6 +8,7 @@ use crate::engine::{
 use crate::error::ErrorClass;
 use crate::store::{CheckpointStore, Lease, StoreError};
 use std::time::Duration;
+use tracing::Instrument;
 
 /// Extra lease time past the budget's deadline, so a slow final write still holds it.
 const LEASE_GRACE: Duration = Duration::from_secs(10);
@@ -35,10 +36,15 @@ impl Workflow<'_> {
         request: RunRequest,
         budget: &Budget,
     ) -> Result<RunResponse, EngineError> {
-        let mut cp = self.new_checkpoint(run_id, request);
-        let mut session = Session::create(self.store, run_id, &cp, self.lease(budget)).await?;
-        advance(self.graph, &mut cp, budget, self.clock, &mut session).await?;
-        Ok(self.respond(&cp))
+        let span = tracing::info_span!("run", run_id);
+        async {
+            let mut cp = self.new_checkpoint(run_id, request);
+            let mut session = Session::create(self.store, run_id, &cp, self.lease(budget)).await?;
+            advance(self.graph, &mut cp, budget, self.clock, &mut session).await?;
+            Ok(self.respond(&cp))
+        }
+        .instrument(span)
+        .await
     }
 
     /// Stores a new run without advancing it (an asynchronous run, to be continued by a worker).
@@ -89,7 +95,9 @@ impl Workflow<'_> {
         if cp.state.outcome == Some(super::Outcome::Suspended) {
             cp.state.outcome = None;
         }
-        advance(self.graph, &mut cp, budget, self.clock, &mut session).await?;
+        advance(self.graph, &mut cp, budget, self.clock, &mut session)
+            .instrument(tracing::info_span!("run", run_id))
+            .await?;
         Ok(self.respond(&cp))
     }
 
