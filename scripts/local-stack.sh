@@ -36,7 +36,7 @@ MOTO_LOG="$ROOT/.local/moto.log"
 MOTO_PIDFILE="$ROOT/.local/moto.pid"
 ENDPOINT="http://127.0.0.1:$MOTO_PORT"
 
-usage() { sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 watch=1
 stop=0
@@ -184,6 +184,9 @@ if [[ -n "$QUEUE_URL" ]]; then
     trap 'exit 130' INT
     trap 'exit 143' TERM
 fi
+# The keys are in the secret now; the functions must read them from there, not from this shell.
+# A developer profile must not take over from the dummy credentials of the env file either.
+unset LLM_API_KEY WEB_SEARCH_API_KEY AWS_PROFILE AWS_SESSION_TOKEN
 log "starting cargo lambda watch on $INVOKE (Ctrl-C stops everything)"
 cargo lambda watch -A 127.0.0.1 -P "$LAMBDA_PORT" --env-file "$LAMBDA_ENV_FILE" "${watch_args[@]}" &
 started_pids+=($!)

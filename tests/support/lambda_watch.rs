@@ -445,17 +445,19 @@ async fn try_start(
     if launch == Launch::Prebuilt {
         for (name, binary) in FUNCTIONS {
             let Some(binary) = binary else { continue };
-            let mut function = Command::new(binary);
-            function.current_dir(env!("CARGO_MANIFEST_DIR"));
+            // The Runtime API address goes through `env` so that only the function process
+            // carries it (the wrapper shells do not): `processes_for` finds exactly the
+            // functions by it.
+            let mut function = Command::new("env");
+            function
+                .arg(format!("AWS_LAMBDA_RUNTIME_API=http://{addr}/.rt/{name}"))
+                .arg(binary)
+                .current_dir(env!("CARGO_MANIFEST_DIR"));
             scrub(&mut function);
             function
                 .env("AWS_LAMBDA_FUNCTION_NAME", name)
                 .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
                 .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
-                .env(
-                    "AWS_LAMBDA_RUNTIME_API",
-                    format!("http://{addr}/.rt/{name}"),
-                )
                 .envs(env.iter().map(|(k, v)| (*k, v.as_str())));
             match spawn_wrapped(name, &log, function) {
                 Ok(process) => processes.push(process),
