@@ -80,13 +80,7 @@ impl<'a> Session<'a> {
                 },
             )
         })?;
-        Ok(Session {
-            store,
-            run_id: run_id.to_owned(),
-            key,
-            version,
-            lease,
-        })
+        Ok(Session::held(store, run_id, key, version, lease))
     }
 
     /// Reads a run without taking it (status queries, deciding whether to resume).
@@ -139,13 +133,23 @@ impl<'a> Session<'a> {
                     },
                 )
             })?;
-        Ok(Session {
+        Ok(Session::held(store, run_id, key, version, lease))
+    }
+
+    fn held(
+        store: &'a dyn CheckpointStore,
+        run_id: &str,
+        key: String,
+        version: u64,
+        lease: Lease,
+    ) -> Session<'a> {
+        Session {
             store,
             run_id: run_id.to_owned(),
             key,
             version,
             lease,
-        })
+        }
     }
 
     /// The version this session last wrote.

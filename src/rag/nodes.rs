@@ -210,10 +210,15 @@ pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepC
     if state.request.check_hallucinations() && !no_context {
         return Ok(StepOutput::next(RagNode::GradeHallucinations, details));
     }
+    Ok(grade_answer_or_end(state, details))
+}
+
+/// After a grounded (or unchecked) answer: check its usefulness if asked, else finish.
+fn grade_answer_or_end(state: &mut RagState, details: serde_json::Value) -> StepOutput<RagNode> {
     if state.request.check_answer() {
-        return Ok(StepOutput::next(RagNode::GradeAnswer, details));
+        return StepOutput::next(RagNode::GradeAnswer, details);
     }
-    Ok(end(state, Outcome::Completed, details))
+    end(state, Outcome::Completed, details)
 }
 
 pub(super) async fn grade_hallucinations(
@@ -233,11 +238,7 @@ pub(super) async fn grade_hallucinations(
     .await?;
     let max = graph.limits.max_regenerations;
     if grade.yes() {
-        let details = json!({ "grounded": true });
-        if state.request.check_answer() {
-            return Ok(StepOutput::next(RagNode::GradeAnswer, details));
-        }
-        return Ok(end(state, Outcome::Completed, details));
+        return Ok(grade_answer_or_end(state, json!({ "grounded": true })));
     }
     if state.hallucination_retry_count < max {
         state.hallucination_retry_count += 1;
