@@ -9,132 +9,28 @@
 //! Queries are built directly from the analyzed words of the question (any of them may match),
 //! so user punctuation and words such as `AND`, `NOT` or `title:` are just text, never query
 //! syntax.
+use super::readonly::ReadOnlyDirectory;
+use super::schema::{
+    analyzer, indexed_fields, kind_from_code, schema, title_boost, to_indexed, Fields, TOKENIZER,
+};
 use super::{DocKind, Document, RetrievalError, RetrievalOptions};
 use std::collections::BTreeSet;
 use std::path::Path;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
-use tantivy::schema::{
-    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, STORED,
+use tantivy::schema::{Field, IndexRecordOption, Value};
+use tantivy::tokenizer::TextAnalyzer;
+use tantivy::{
+    Index, IndexSettings, IndexWriter, ReloadPolicy, Searcher, SingleSegmentIndexWriter,
+    TantivyDocument, Term,
 };
-use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
-};
-use tantivy::{Index, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
-/// Name under which the analyzer is registered; stored in the index schema.
-const TOKENIZER: &str = "bounded_rag_en";
-/// How much a title match weighs against a content match, by kind. Passage headings and
-/// community names summarise their text, so they count more; node names and edge titles
-/// ("source — relation — target") restate what the content already says, so they do not.
-fn title_boost(kind: DocKind) -> f32 {
-    match kind {
-        DocKind::Episode | DocKind::Community => 1.5,
-        DocKind::Node | DocKind::Edge | DocKind::Web => 1.0,
-    }
-}
 /// Distinct query words used; a 2000-character question stays cheap.
 const MAX_QUERY_TERMS: usize = 64;
-/// Indexing memory budget (tantivy's minimum per thread).
-const WRITER_MEMORY: usize = 15_000_000;
-
-/// English stop words: Lucene's list plus question words that carry no topic.
-const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
-    "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
-    "they", "this", "to", "was", "will", "with", "what", "which", "who", "whom", "how", "why",
-    "when", "where", "do", "does", "did", "can", "could", "should", "would", "i", "my", "me", "we",
-    "our", "you", "your", "about", "tell", "please",
-];
-
-/// The kinds a knowledge base searches, each with its own indexed fields.
-const SEARCHABLE: [DocKind; 4] = [
-    DocKind::Episode,
-    DocKind::Node,
-    DocKind::Edge,
-    DocKind::Community,
-];
-
-/// The fields of the schema.
-#[derive(Clone, Copy)]
-struct Fields {
-    id: Field,
-    title: Field,
-    url: Field,
-    content: Field,
-    kind: Field,
-    /// Indexed (title, content) per kind, in [`SEARCHABLE`] order.
-    indexed: [(Field, Field); 4],
-}
-
-fn schema() -> (Schema, Fields) {
-    let mut builder = Schema::builder();
-    let text = TextOptions::default().set_indexing_options(
-        TextFieldIndexing::default()
-            .set_tokenizer(TOKENIZER)
-            .set_index_option(IndexRecordOption::WithFreqs),
-    );
-    let id = builder.add_text_field("id", STORED);
-    let title = builder.add_text_field("title", STORED);
-    let url = builder.add_text_field("url", STORED);
-    let content = builder.add_text_field("content", STORED);
-    let kind = builder.add_u64_field("kind", STORED);
-    let indexed = SEARCHABLE.map(|kind| {
-        let name = serde_json::to_value(kind).expect("kinds serialize");
-        let name = name.as_str().expect("kinds are strings");
-        (
-            builder.add_text_field(&format!("{name}_title"), text.clone()),
-            builder.add_text_field(&format!("{name}_content"), text.clone()),
-        )
-    });
-    let fields = Fields {
-        id,
-        title,
-        url,
-        content,
-        kind,
-        indexed,
-    };
-    (builder.build(), fields)
-}
-
-/// The indexed (title, content) fields of a kind; `None` for kinds never searched (web).
-fn indexed_fields(fields: &Fields, kind: DocKind) -> Option<(Field, Field)> {
-    let slot = SEARCHABLE.iter().position(|k| *k == kind)?;
-    Some(fields.indexed[slot])
-}
-
-fn analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(SimpleTokenizer::default())
-        .filter(RemoveLongFilter::limit(40))
-        .filter(LowerCaser)
-        .filter(StopWordFilter::remove(
-            STOP_WORDS.iter().map(|w| w.to_string()),
-        ))
-        .filter(Stemmer::new(Language::English))
-        .build()
-}
-
-fn kind_code(kind: DocKind) -> u64 {
-    match kind {
-        DocKind::Episode => 1,
-        DocKind::Node => 2,
-        DocKind::Edge => 3,
-        DocKind::Community => 4,
-        DocKind::Web => 5,
-    }
-}
-
-fn kind_from_code(code: u64) -> Option<DocKind> {
-    Some(match code {
-        1 => DocKind::Episode,
-        2 => DocKind::Node,
-        3 => DocKind::Edge,
-        4 => DocKind::Community,
-        5 => DocKind::Web,
-        _ => return None,
-    })
-}
+/// Memory budget of the in-memory build; it sizes the initial term table only.
+const RAM_WRITER_MEMORY: usize = 1_000_000;
+/// Memory budget of the on-disk build (tantivy's minimum per thread).
+const DISK_WRITER_MEMORY: usize = 15_000_000;
 
 /// A searchable index: one searcher, built once, shared by every request.
 pub(crate) struct SearchIndex {
@@ -144,49 +40,60 @@ pub(crate) struct SearchIndex {
 }
 
 impl SearchIndex {
-    /// Indexes `docs` in memory.
+    /// Indexes `docs` in memory, on the calling thread.
+    ///
+    /// Uses tantivy's single-segment writer: no indexing or merge threads and no 15 MB
+    /// per-thread arena, which keeps a cold start at a few milliseconds and a few megabytes.
+    /// It needs a fresh, empty directory, which a new RAM index is.
     pub(crate) fn build_in_ram(docs: &[Document]) -> Result<Self, RetrievalError> {
-        let (schema, _) = schema();
-        Self::build(Index::create_in_ram(schema), docs)
+        let (schema, fields) = schema();
+        // The doc store is small and uncompressed: no dedicated compressor thread.
+        let settings = IndexSettings {
+            docstore_compress_dedicated_thread: false,
+            ..IndexSettings::default()
+        };
+        let index = Index::builder()
+            .schema(schema)
+            .settings(settings)
+            .create_in_ram()
+            .map_err(|e| RetrievalError::index("creating an in-memory index", e))?;
+        index.tokenizers().register(TOKENIZER, analyzer());
+        let err = |e: tantivy::TantivyError| RetrievalError::index("indexing documents", e);
+        let mut writer = SingleSegmentIndexWriter::new(index, RAM_WRITER_MEMORY).map_err(err)?;
+        for doc in docs {
+            writer.add_document(to_indexed(&fields, doc)).map_err(err)?;
+        }
+        let index = writer.finalize().map_err(err)?;
+        Self::open_index(index, fields)
     }
 
-    /// Indexes `docs` into the (empty) folder `dir`, persisted for [`SearchIndex::open`].
+    /// Indexes `docs` into the empty folder `dir`, persisted for [`SearchIndex::open`].
+    /// Uses the regular writer, which flushes segments within its memory budget, so a large
+    /// folder never has to fit in memory.
     pub(crate) fn build_in_dir(dir: &Path, docs: &[Document]) -> Result<Self, RetrievalError> {
-        let (schema, _) = schema();
+        let (schema, fields) = schema();
         let index = Index::create_in_dir(dir, schema)
             .map_err(|e| RetrievalError::index(format!("creating {}", dir.display()), e))?;
-        Self::build(index, docs)
-    }
-
-    fn build(index: Index, docs: &[Document]) -> Result<Self, RetrievalError> {
         index.tokenizers().register(TOKENIZER, analyzer());
-        let (_, fields) = schema();
         let err = |e: tantivy::TantivyError| RetrievalError::index("indexing documents", e);
         let mut writer: IndexWriter = index
-            .writer_with_num_threads(1, WRITER_MEMORY)
+            .writer_with_num_threads(1, DISK_WRITER_MEMORY)
             .map_err(err)?;
         for doc in docs {
-            let mut indexed = TantivyDocument::default();
-            indexed.add_text(fields.id, &doc.id);
-            indexed.add_text(fields.title, &doc.title);
-            indexed.add_text(fields.url, &doc.url);
-            indexed.add_text(fields.content, &doc.content);
-            indexed.add_u64(fields.kind, kind_code(doc.kind));
-            if let Some((title, content)) = indexed_fields(&fields, doc.kind) {
-                indexed.add_text(title, &doc.title);
-                indexed.add_text(content, &doc.content);
-            }
-            writer.add_document(indexed).map_err(err)?;
+            writer.add_document(to_indexed(&fields, doc)).map_err(err)?;
         }
         writer.commit().map_err(err)?;
         writer.wait_merging_threads().map_err(err)?;
         Self::open_index(index, fields)
     }
 
-    /// Opens an index persisted by [`SearchIndex::build_in_dir`].
+    /// Opens an index persisted by [`SearchIndex::build_in_dir`], read-only (nothing is
+    /// written to `dir`, so it may sit on a read-only filesystem).
     pub(crate) fn open(dir: &Path) -> Result<Self, RetrievalError> {
         let context = || format!("opening {}", dir.display());
-        let index = Index::open_in_dir(dir).map_err(|e| RetrievalError::index(context(), e))?;
+        let directory =
+            ReadOnlyDirectory::open(dir).map_err(|e| RetrievalError::index(context(), e))?;
+        let index = Index::open(directory).map_err(|e| RetrievalError::index(context(), e))?;
         let (expected, fields) = schema();
         if index.schema() != expected {
             return Err(RetrievalError::Invalid {

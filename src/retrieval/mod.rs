@@ -8,6 +8,8 @@ mod index;
 mod ingest;
 mod kb;
 mod passages;
+mod readonly;
+mod schema;
 mod web;
 
 pub use error::RetrievalError;
