@@ -17,6 +17,7 @@ pub fn init_cli(quiet: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter(default))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .without_time()
         .compact()
