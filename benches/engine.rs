@@ -1,0 +1,150 @@
+//! Engine overhead per step: a graph of no-op nodes driven through [`advance`].
+//!
+//! Two variants, both 50 steps per run (the default `WORKFLOW_RECURSION_LIMIT`):
+//! - `noop_persist`: the run loop alone (limit checks, budget, step record with its RFC 3339
+//!   timestamp, transition) with a `Persist` that does nothing;
+//! - `memory_session`: the same through a real [`Session`] on a [`MemoryStore`], so every step
+//!   also serializes the checkpoint (whose step records grow with the run) and writes it
+//!   conditionally.
+//!
+//! `scripts/bench.sh` divides criterion's mean time per run by 50 to report time per step.
+//! Run alone: `cargo bench --bench engine`.
+
+use async_trait::async_trait;
+use bounded_rag::engine::{
+    advance, Budget, Checkpoint, Clock, EngineError, Graph, NodeId, Persist, RetryPolicy, Session,
+    StepCtx, StepOutput, SystemClock,
+};
+use bounded_rag::error::{Classify, ErrorClass};
+use bounded_rag::store::{Lease, MemoryStore};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use serde::{Deserialize, Serialize};
+use std::hint::black_box;
+use std::time::Duration;
+
+/// Steps per benchmarked run.
+const STEPS: u32 = 50;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+enum Node {
+    First,
+    Next,
+}
+
+impl NodeId for Node {
+    fn name(self) -> &'static str {
+        match self {
+            Node::First => "first",
+            Node::Next => "next",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("never")]
+struct Never;
+
+impl Classify for Never {
+    fn class(&self) -> ErrorClass {
+        ErrorClass::Permanent
+    }
+}
+
+/// Every node only counts and moves on; the run ends after [`STEPS`] steps.
+struct Noop;
+
+#[async_trait]
+impl Graph for Noop {
+    type State = u32;
+    type Node = Node;
+    type Error = Never;
+
+    fn start(&self, _: &u32) -> Node {
+        Node::First
+    }
+    fn retry_policy(&self, _: Node) -> RetryPolicy {
+        RetryPolicy::NONE
+    }
+    fn estimate(&self, _: Node) -> Duration {
+        Duration::ZERO
+    }
+    async fn step(
+        &self,
+        _node: Node,
+        state: &mut u32,
+        _ctx: &StepCtx<'_>,
+    ) -> Result<StepOutput<Node>, Never> {
+        *state += 1;
+        Ok(if *state >= STEPS {
+            StepOutput::end(serde_json::Value::Null)
+        } else {
+            StepOutput::next(Node::Next, serde_json::Value::Null)
+        })
+    }
+}
+
+/// Keeps nothing.
+struct NoPersist;
+
+#[async_trait]
+impl<C: Send + Sync> Persist<C> for NoPersist {
+    async fn save(&mut self, _: &C, _: bool) -> Result<(), EngineError> {
+        Ok(())
+    }
+}
+
+fn budget() -> Budget {
+    Budget {
+        max_steps: STEPS,
+        deadline_ms: SystemClock.now_ms() + 3_600_000,
+    }
+}
+
+fn engine(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut group = c.benchmark_group("engine");
+    group.throughput(Throughput::Elements(u64::from(STEPS)));
+
+    group.bench_function("noop_persist_50_steps", |b| {
+        b.to_async(&rt).iter(|| async {
+            let budget = budget();
+            let mut cp = Checkpoint::new("bench", Node::First, 0u32);
+            advance(&Noop, &mut cp, &budget, &SystemClock, &mut NoPersist)
+                .await
+                .expect("advance");
+            assert_eq!(cp.steps, STEPS);
+            black_box(cp)
+        })
+    });
+
+    group.bench_function("memory_session_50_steps", |b| {
+        b.to_async(&rt).iter(|| {
+            async move {
+                // A fresh store per run: items would otherwise pile up over the iterations.
+                let store = MemoryStore::new();
+                let run_id = "bench";
+                let budget = budget();
+                let mut cp = Checkpoint::new(run_id, Node::First, 0u32);
+                let lease = Lease {
+                    owner: "bench".into(),
+                    expires_at_ms: budget.deadline_ms,
+                };
+                let mut session = Session::create(&store, run_id, &cp, lease)
+                    .await
+                    .expect("create");
+                advance(&Noop, &mut cp, &budget, &SystemClock, &mut session)
+                    .await
+                    .expect("advance");
+                assert_eq!(cp.steps, STEPS);
+                black_box(cp)
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, engine);
+criterion_main!(benches);
