@@ -10,59 +10,66 @@
 //! scripts/bench.sh --write    # and rewrite BENCHMARKS.md's generated section
 //! ```
 //!
-//! Directly: `cargo bench --bench suite -- [--write] [--quick] [--python PATH]
-//! [--arm64-log PATH] [--out PATH]`. `suite serve-llm --delay-ms D` is the scripted model server it starts.
+//! Directly: `cargo bench --bench suite -- --help`. `suite serve-llm --delay-ms D` is the
+//! scripted model server it starts.
 
 // Children are reaped with wait4(2) (process::reap) to read their peak RSS, which clippy
 // cannot see.
 #![allow(clippy::zombie_processes)]
 
+mod benchmarks_md;
 mod checkpoint;
 mod e2e;
 mod llm_server;
+mod measure;
 mod process;
-mod report;
+mod render;
 mod runtime_api;
 
 #[allow(dead_code, unused_imports)]
 #[path = "../../tests/support/moto.rs"]
 mod moto;
 
+use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Command-line options.
-#[derive(Debug, Default)]
+/// The benchmark suite (run it through `scripts/bench.sh`).
+#[derive(Debug, Default, Parser)]
+#[command(name = "suite")]
 pub struct Options {
     /// Rewrite the generated section of BENCHMARKS.md.
+    #[arg(long)]
     pub write: bool,
     /// Fewer repetitions, for checking the suite itself.
+    #[arg(long)]
     pub quick: bool,
     /// Python of the reference venv (LangGraph + langchain-openai).
+    #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
     /// Write the table to this file instead of stdout (the library prints EMF metric lines on
     /// stdout while the worker runs, so the script keeps the table apart).
+    #[arg(long, value_name = "PATH")]
     pub out: Option<PathBuf>,
     /// Result of `cargo lambda build --release --arm64`: first line `ok` or `failed`, then
     /// the build's last lines.
+    #[arg(long, value_name = "PATH")]
     pub arm64_log: Option<PathBuf>,
+    /// Added by `cargo bench`.
+    #[arg(long, hide = true)]
+    bench: bool,
+    #[command(subcommand)]
+    command: Option<Sub>,
 }
 
-fn options() -> Options {
-    let mut args = std::env::args().skip(1);
-    let mut o = Options::default();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--write" => o.write = true,
-            "--quick" => o.quick = true,
-            "--python" => o.python = args.next().map(PathBuf::from),
-            "--arm64-log" => o.arm64_log = args.next().map(PathBuf::from),
-            "--out" => o.out = args.next().map(PathBuf::from),
-            "--bench" => {} // added by `cargo bench`
-            other => panic!("unknown argument {other:?}"),
-        }
-    }
-    o
+#[derive(Debug, Subcommand)]
+enum Sub {
+    /// Serve the scripted OpenAI-compatible model on 127.0.0.1 (the suite starts it).
+    ServeLlm {
+        /// Delay before each chat reply, in milliseconds.
+        #[arg(long, default_value_t = 0)]
+        delay_ms: u64,
+    },
 }
 
 /// The cargo target directory (`CARGO_TARGET_TMPDIR` is `<target>/tmp`).
@@ -79,24 +86,19 @@ pub fn root() -> PathBuf {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    if args.next().as_deref() == Some("serve-llm") {
-        let delay = match (args.next().as_deref(), args.next()) {
-            (Some("--delay-ms"), Some(ms)) => ms.parse().expect("--delay-ms N"),
-            _ => 0,
-        };
-        llm_server::serve(Duration::from_millis(delay));
+    let options = Options::parse();
+    if let Some(Sub::ServeLlm { delay_ms }) = options.command {
+        llm_server::serve(Duration::from_millis(delay_ms));
         return;
     }
-    let options = options();
-    let results = report::measure(&options);
-    let table = report::render(&results);
+    let results = measure::measure(&options);
+    let table = render::render(&results);
     match &options.out {
         Some(path) => std::fs::write(path, &table).expect("write the table"),
         None => println!("{table}"),
     }
     if options.write {
-        report::write_benchmarks_md(&root().join("BENCHMARKS.md"), &table, options.quick);
+        benchmarks_md::write(&root().join("BENCHMARKS.md"), &table, options.quick);
         eprintln!("BENCHMARKS.md updated");
     }
 }

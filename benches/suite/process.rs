@@ -1,18 +1,12 @@
 //! Child processes: spawn-to-event timings and peak RSS.
 //!
 //! Peak RSS is the kernel's `ru_maxrss` of the child, read with `wait4(2)` when it is reaped
-//! (the same number `/usr/bin/time -v` prints as "Maximum resident set size"). `wait4` is
-//! declared by hand rather than through the `libc` crate to keep the dependency list as it is;
-//! the `rusage` layout below is Linux's on 64-bit targets.
+//! (the same number `/usr/bin/time -v` prints as "Maximum resident set size").
 
 use std::io::{self, Read};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-extern "C" {
-    fn wait4(pid: i32, status: *mut i32, options: i32, rusage: *mut [i64; 18]) -> i32;
-}
 
 /// How a reaped child ended.
 #[derive(Debug, Clone, Copy)]
@@ -25,13 +19,13 @@ pub struct Reaped {
 
 /// Reaps `child` (which must not have been waited for) and reads its peak RSS.
 pub fn reap(child: &Child) -> io::Result<Reaped> {
-    let pid = child.id() as i32;
-    let mut status = 0i32;
-    // struct rusage: ru_utime and ru_stime (two timevals, 4 longs), then ru_maxrss, ...
-    let mut usage = [0i64; 18];
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain old data, for which all zeroes is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
-        // SAFETY: valid pointers to locals of the right size; pid is our own unreaped child.
-        let rc = unsafe { wait4(pid, &mut status, 0, &mut usage) };
+        // SAFETY: valid pointers to locals of the right types; pid is our own unreaped child.
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
         if rc == pid {
             break;
         }
@@ -40,12 +34,22 @@ pub fn reap(child: &Child) -> io::Result<Reaped> {
             return Err(err);
         }
     }
-    // WIFEXITED && WEXITSTATUS == 0
-    let success = (status & 0x7f) == 0 && ((status >> 8) & 0xff) == 0;
     Ok(Reaped {
-        success,
-        max_rss_kib: usage[4].max(0) as u64,
+        success: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        // Linux reports ru_maxrss in KiB.
+        max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
     })
+}
+
+/// A command for one of our binaries on the offline provider: an empty environment but for
+/// `LLM_PROVIDER=offline` and a fresh `STATE_DIR`, no stdin.
+pub fn offline(bin: &Path, state_dir: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.env_clear()
+        .env("LLM_PROVIDER", "offline")
+        .env("STATE_DIR", state_dir)
+        .stdin(Stdio::null());
+    cmd
 }
 
 /// One run of the CLI: process start to the first byte of the answer on stdout, to exit.
@@ -62,12 +66,8 @@ pub struct CliRun {
 /// Runs `bounded-rag -q ask QUESTION` offline with a fresh state folder.
 pub fn cli_once(bin: &Path, question: &str, state_dir: &Path) -> CliRun {
     let started = Instant::now();
-    let mut child = Command::new(bin)
+    let mut child = offline(bin, state_dir)
         .args(["-q", "ask", question])
-        .env_clear()
-        .env("LLM_PROVIDER", "offline")
-        .env("STATE_DIR", state_dir)
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -6,11 +6,11 @@
 //! out one event, timestamps the function's `.../response` (first answer), and when the next
 //! poll arrives (the function is idle again) the process is killed and reaped for its peak RSS.
 
-use super::process::{reap, Reaped};
+use super::process::{self, reap, Reaped};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -61,15 +61,11 @@ pub fn lambda_once(bin: &Path, function: &str, event: &str, state_dir: &Path) ->
     };
 
     let started = Instant::now();
-    let mut child = Command::new(bin)
-        .env_clear()
+    let mut child = process::offline(bin, state_dir)
         .env("AWS_LAMBDA_RUNTIME_API", addr.to_string())
         .env("AWS_LAMBDA_FUNCTION_NAME", function)
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
-        .env("LLM_PROVIDER", "offline")
-        .env("STATE_DIR", state_dir)
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
