@@ -3,52 +3,23 @@
 
 mod support;
 
-use async_trait::async_trait;
 use aws_lambda_events::event::sqs::SqsEvent;
 use bounded_rag::engine::{Budget, Clock, EngineError, SystemClock};
 use bounded_rag::entry::{http, sqs};
 use bounded_rag::queue::{SqsQueue, WorkQueue};
 use bounded_rag::rag::{RunRequest, RunStatus};
-use bounded_rag::store::{CheckpointStore, DynamoStore, Lease, StoreError, Versioned};
+use bounded_rag::store::DynamoStore;
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use support::app::{app, timed_app_on};
 use support::llm_server::{Script, ScriptedLlm};
 use support::moto::{moto, unique_name};
+use support::tap::Tap;
 
 const RUN: &str = include_str!("../events/apigw-run.json");
 const RUN_IDEMPOTENT: &str = include_str!("../events/apigw-run-idempotent.json");
 const QUESTION: &str = "What causes patch canker in durian?";
-
-/// Counts writes and bytes on the way to the real store.
-struct Counting {
-    inner: DynamoStore,
-    puts: AtomicUsize,
-    bytes: Mutex<Vec<usize>>,
-}
-
-#[async_trait]
-impl CheckpointStore for Counting {
-    async fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
-        self.inner.get(key).await
-    }
-    async fn put(
-        &self,
-        key: &str,
-        expected: u64,
-        body: &[u8],
-        lease: Option<&Lease>,
-    ) -> Result<u64, StoreError> {
-        self.puts.fetch_add(1, Ordering::SeqCst);
-        self.bytes.lock().unwrap().push(body.len());
-        self.inner.put(key, expected, body, lease).await
-    }
-    fn name(&self) -> &'static str {
-        "counting"
-    }
-}
 
 async fn dynamo() -> (DynamoStore, aws_sdk_dynamodb::Client, String) {
     let m = moto().await;
@@ -126,11 +97,7 @@ async fn call(
 async fn http_run_leaves_its_checkpoint_in_dynamodb_with_one_write_per_step() {
     let llm = ScriptedLlm::start(Script::defaults()).await;
     let (store, client, table) = dynamo().await;
-    let counting = Arc::new(Counting {
-        inner: store,
-        puts: AtomicUsize::new(0),
-        bytes: Mutex::new(vec![]),
-    });
+    let counting = Arc::new(Tap::new(store));
     let app = app(&llm, counting.clone(), false);
     let (status, body) = call(&app, None, RUN).await;
     assert_eq!(status, 200, "{body}");
@@ -155,8 +122,8 @@ async fn http_run_leaves_its_checkpoint_in_dynamodb_with_one_write_per_step() {
         .expect("checkpoint item in DynamoDB");
     assert!(item.contains_key("expires_at"));
     // 6 steps: one create (holding the lease) + one write per step, the last releasing it
-    assert_eq!(counting.puts.load(Ordering::SeqCst), 1 + 6);
-    let largest = *counting.bytes.lock().unwrap().iter().max().unwrap();
+    assert_eq!(counting.puts(), 1 + 6);
+    let largest = counting.bodies().into_iter().max().unwrap();
     assert!(
         largest < 8 * 1024,
         "a typical checkpoint is under 8 KB, got {largest}"

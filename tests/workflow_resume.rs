@@ -3,17 +3,17 @@
 
 mod support;
 
-use async_trait::async_trait;
 use bounded_rag::engine::{Budget, Clock, EngineError, FakeClock, RetryPolicy, SystemClock};
-use bounded_rag::llm::{ChatModel, ChatRequest, LlmError, OpenAiConfig, OpenAiModel};
+use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunStatus, Workflow};
 use bounded_rag::retrieval::KnowledgeBase;
-use bounded_rag::store::{CheckpointStore, Lease, MemoryStore, StoreError, Versioned};
+use bounded_rag::store::{MemoryStore, StoreError};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use support::app::Timed;
 use support::llm_server::{Reply, Script, ScriptedLlm};
+use support::tap::Tap;
 
 const QUESTION: &str = "What causes patch canker in durian?";
 const REWRITE: &str = "durian patch canker cause Phytophthora";
@@ -48,35 +48,6 @@ fn counts(llm: &ScriptedLlm) -> BTreeMap<&'static str, usize> {
     SCHEMAS.iter().map(|s| (*s, llm.calls(s))).collect()
 }
 
-/// A store whose `n`-th put fails, as if the invocation died right there.
-struct DiesOnPut {
-    inner: MemoryStore,
-    puts: AtomicU32,
-    die_on: u32,
-}
-
-#[async_trait]
-impl CheckpointStore for DiesOnPut {
-    async fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
-        self.inner.get(key).await
-    }
-    async fn put(
-        &self,
-        key: &str,
-        expected: u64,
-        body: &[u8],
-        lease: Option<&Lease>,
-    ) -> Result<u64, StoreError> {
-        if self.puts.fetch_add(1, Ordering::SeqCst) + 1 == self.die_on {
-            return Err(StoreError::Transient("invocation died".into()));
-        }
-        self.inner.put(key, expected, body, lease).await
-    }
-    fn name(&self) -> &'static str {
-        "dies-on-put"
-    }
-}
-
 #[tokio::test]
 async fn interrupted_run_resumes_without_rerunning_completed_steps_and_keeps_counters() {
     // Reference: the same run, uninterrupted.
@@ -103,11 +74,7 @@ async fn interrupted_run_resumes_without_rerunning_completed_steps_and_keeps_cou
     // (grade_documents of the second cycle) after its three model calls.
     let llm = ScriptedLlm::start(never_useful()).await;
     let g = graph(&llm).await;
-    let store = DiesOnPut {
-        inner: MemoryStore::new(),
-        puts: AtomicU32::new(0),
-        die_on: 10,
-    };
+    let store = Tap::new(MemoryStore::new()).dies_on(10);
     let clock = FakeClock::at_ms(SystemClock.now_ms());
     let wf = Workflow {
         graph: &g,
@@ -162,25 +129,6 @@ async fn interrupted_run_resumes_without_rerunning_completed_steps_and_keeps_cou
     let mut expected = counts(&reference);
     *expected.get_mut("grade_documents").unwrap() += 3; // only the unsaved step ran twice
     assert_eq!(counts(&llm), expected);
-}
-
-/// The real client, but every call costs `per_call` on a fake clock: deadline tests are exact
-/// and never sleep.
-struct Timed {
-    inner: OpenAiModel,
-    clock: Arc<FakeClock>,
-    per_call: Duration,
-}
-
-#[async_trait]
-impl ChatModel for Timed {
-    async fn complete(&self, request: &ChatRequest<'_>) -> Result<String, LlmError> {
-        self.clock.advance(self.per_call);
-        self.inner.complete(request).await
-    }
-    fn name(&self) -> &'static str {
-        "timed"
-    }
 }
 
 #[tokio::test]

@@ -6,4 +6,5 @@ pub mod lambda_watch;
 pub mod llm_server;
 pub mod moto;
 pub mod store_conformance;
+pub mod tap;
 pub mod web_server;
