@@ -94,10 +94,7 @@ impl<C: Send + Sync> Persist<C> for NoPersist {
 }
 
 fn budget() -> Budget {
-    Budget {
-        max_steps: STEPS,
-        deadline_ms: SystemClock.now_ms() + 3_600_000,
-    }
+    Budget::new(STEPS, SystemClock.now_ms() + 3_600_000)
 }
 
 fn engine(c: &mut Criterion) {

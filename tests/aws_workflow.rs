@@ -174,10 +174,7 @@ async fn two_workers_racing_on_one_run_in_dynamodb_exactly_one_advances_it() {
     let app = app(&llm, store, true);
     let wf = app.workflow();
     wf.submit("raced", RunRequest::new(QUESTION)).await.unwrap();
-    let budget = Budget {
-        max_steps: 50,
-        deadline_ms: SystemClock.now_ms() + 60_000,
-    };
+    let budget = Budget::new(50, SystemClock.now_ms() + 60_000);
     let (a, b) = tokio::join!(wf.resume("raced", &budget), wf.resume("raced", &budget));
     let oks = [&a, &b].iter().filter(|r| r.is_ok()).count();
     assert_eq!(oks, 1, "{a:?} {b:?}");

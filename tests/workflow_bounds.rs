@@ -45,19 +45,11 @@ impl Harness {
     }
 
     fn workflow(&self) -> Workflow<'_> {
-        Workflow {
-            graph: &self.graph,
-            store: &self.store,
-            clock: &SystemClock,
-            continue_on_deadline: false,
-        }
+        Workflow::new(&self.graph, &self.store, &SystemClock)
     }
 
     async fn run(&self, request: RunRequest, max_steps: u32) -> RunResponse {
-        let budget = Budget {
-            max_steps,
-            deadline_ms: SystemClock.now_ms() + 60_000,
-        };
+        let budget = Budget::new(max_steps, SystemClock.now_ms() + 60_000);
         self.workflow()
             .run_new(&uuid::Uuid::new_v4().to_string(), request, &budget)
             .await
@@ -244,10 +236,7 @@ async fn retry_after_on_429_is_honoured() {
         clock: &clock,
         ..h.workflow()
     };
-    let budget = Budget {
-        max_steps: 50,
-        deadline_ms: clock.now_ms() + 60_000,
-    };
+    let budget = Budget::new(50, clock.now_ms() + 60_000);
     let r = wf
         .run_new("r429", RunRequest::new(QUESTION), &budget)
         .await

@@ -54,16 +54,8 @@ async fn interrupted_run_resumes_without_rerunning_completed_steps_and_keeps_cou
     let reference = ScriptedLlm::start(never_useful()).await;
     let g = graph(&reference).await;
     let store = MemoryStore::new();
-    let wf = Workflow {
-        graph: &g,
-        store: &store,
-        clock: &SystemClock,
-        continue_on_deadline: false,
-    };
-    let budget = Budget {
-        max_steps: 50,
-        deadline_ms: SystemClock.now_ms() + 60_000,
-    };
+    let wf = Workflow::new(&g, &store, &SystemClock);
+    let budget = Budget::new(50, SystemClock.now_ms() + 60_000);
     let full = wf
         .run_new("reference", RunRequest::new(QUESTION), &budget)
         .await
@@ -76,16 +68,8 @@ async fn interrupted_run_resumes_without_rerunning_completed_steps_and_keeps_cou
     let g = graph(&llm).await;
     let store = Tap::new(MemoryStore::new()).dies_on(10);
     let clock = FakeClock::at_ms(SystemClock.now_ms());
-    let wf = Workflow {
-        graph: &g,
-        store: &store,
-        clock: &clock,
-        continue_on_deadline: false,
-    };
-    let budget = Budget {
-        max_steps: 50,
-        deadline_ms: clock.now_ms() + 60_000,
-    };
+    let wf = Workflow::new(&g, &store, &clock);
+    let budget = Budget::new(50, clock.now_ms() + 60_000);
     let err = wf
         .run_new("run-1", RunRequest::new(QUESTION), &budget)
         .await
@@ -106,10 +90,7 @@ async fn interrupted_run_resumes_without_rerunning_completed_steps_and_keeps_cou
 
     // Once it lapses, a new invocation resumes from step 9.
     clock.advance(Duration::from_secs(3_600));
-    let budget = Budget {
-        max_steps: 50,
-        deadline_ms: clock.now_ms() + 60_000,
-    };
+    let budget = Budget::new(50, clock.now_ms() + 60_000);
     let resumed = wf.resume("run-1", &budget).await.unwrap();
     assert_eq!(resumed.status, RunStatus::BestEffort);
     assert_eq!(resumed.metadata.total_steps, full.metadata.total_steps);
@@ -143,19 +124,11 @@ async fn deadline_stops_the_run_before_it_passes_and_a_resume_finishes_it() {
     let kb = KnowledgeBase::embedded().unwrap();
     let g = RagGraph::new(Arc::new(model), Arc::new(kb), None, RagLimits::default());
     let store = MemoryStore::new();
-    let wf = Workflow {
-        graph: &g,
-        store: &store,
-        clock: clock.as_ref(),
-        continue_on_deadline: false,
-    };
+    let wf = Workflow::new(&g, &store, clock.as_ref());
     // route 200 ms, retrieval 0, grading 3 x 200 ms: at 800 ms the longest step so far (600 ms)
     // no longer fits in the 200 ms left, so generation is not started.
     let deadline_ms = clock.now_ms() + 1_000;
-    let budget = Budget {
-        max_steps: 50,
-        deadline_ms,
-    };
+    let budget = Budget::new(50, deadline_ms);
     let r = wf
         .run_new("late", RunRequest::new(QUESTION), &budget)
         .await
@@ -174,10 +147,7 @@ async fn deadline_stops_the_run_before_it_passes_and_a_resume_finishes_it() {
     assert_eq!(llm.calls("generate_answer"), 0);
 
     // A deadline stop is resumable: a fresh budget completes it without redoing steps.
-    let budget = Budget {
-        max_steps: 50,
-        deadline_ms: clock.now_ms() + 60_000,
-    };
+    let budget = Budget::new(50, clock.now_ms() + 60_000);
     let done = wf.resume("late", &budget).await.unwrap();
     assert_eq!(done.status, RunStatus::Completed);
     assert_eq!(done.metadata.total_steps, 6);
@@ -192,17 +162,9 @@ async fn two_invocations_racing_on_one_run_exactly_one_advances_it() {
     let llm = ScriptedLlm::start(Script::defaults()).await;
     let g = graph(&llm).await;
     let store = MemoryStore::new();
-    let wf = Workflow {
-        graph: &g,
-        store: &store,
-        clock: &SystemClock,
-        continue_on_deadline: false,
-    };
+    let wf = Workflow::new(&g, &store, &SystemClock);
     wf.submit("raced", RunRequest::new(QUESTION)).await.unwrap();
-    let budget = Budget {
-        max_steps: 50,
-        deadline_ms: SystemClock.now_ms() + 60_000,
-    };
+    let budget = Budget::new(50, SystemClock.now_ms() + 60_000);
     let (a, b) = tokio::join!(wf.resume("raced", &budget), wf.resume("raced", &budget));
     let (ok, err): (Vec<_>, Vec<_>) = [a, b].into_iter().partition(Result::is_ok);
     assert_eq!(ok.len(), 1, "exactly one invocation advanced the run");

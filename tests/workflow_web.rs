@@ -35,16 +35,8 @@ async fn run(llm: &ScriptedLlm, web: &ScriptedWeb, request: RunRequest) -> RunRe
         max_delay: Duration::from_millis(5),
     });
     let store = MemoryStore::new();
-    let wf = Workflow {
-        graph: &graph,
-        store: &store,
-        clock: &SystemClock,
-        continue_on_deadline: false,
-    };
-    let budget = Budget {
-        max_steps: 50,
-        deadline_ms: SystemClock.now_ms() + 60_000,
-    };
+    let wf = Workflow::new(&graph, &store, &SystemClock);
+    let budget = Budget::new(50, SystemClock.now_ms() + 60_000);
     wf.run_new("web", request, &budget).await.unwrap()
 }
 

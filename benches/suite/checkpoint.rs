@@ -143,16 +143,8 @@ pub async fn measure(server: &LlmServer) -> Vec<RunCost> {
             writes: Mutex::new(Vec::new()),
         };
         let graph: RagGraph = super::e2e::graph(server, model);
-        let workflow = Workflow {
-            graph: &graph,
-            store: &store,
-            clock: &SystemClock,
-            continue_on_deadline: false,
-        };
-        let budget = Budget {
-            max_steps: 50,
-            deadline_ms: SystemClock.now_ms() + 60_000,
-        };
+        let workflow = Workflow::new(&graph, &store, &SystemClock);
+        let budget = Budget::new(50, SystemClock.now_ms() + 60_000);
         let before = server.stats();
         let response = workflow
             .run_new(

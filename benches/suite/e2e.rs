@@ -49,22 +49,14 @@ pub struct E2e {
 pub async fn sequential(server: &LlmServer, warmup: usize, runs: usize) -> E2e {
     let graph = graph(server, "bench");
     let store = MemoryStore::new();
-    let workflow = Workflow {
-        graph: &graph,
-        store: &store,
-        clock: &SystemClock,
-        continue_on_deadline: false,
-    };
+    let workflow = Workflow::new(&graph, &store, &SystemClock);
     let mut wall = Vec::new();
     let mut server_time = Vec::new();
     let mut overhead = Vec::new();
     let mut steps = 0;
     let mut total = Duration::ZERO;
     for i in 0..warmup + runs {
-        let budget = Budget {
-            max_steps: 50,
-            deadline_ms: SystemClock.now_ms() + 60_000,
-        };
+        let budget = Budget::new(50, SystemClock.now_ms() + 60_000);
         let run_id = format!("e2e-{}-{i}", server.delay().as_millis());
         let before = server.stats();
         let started = Instant::now();

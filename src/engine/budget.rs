@@ -16,6 +16,14 @@ pub struct Budget {
 }
 
 impl Budget {
+    /// `max_steps` steps, and no node starts unless it can finish before `deadline_ms`.
+    pub const fn new(max_steps: u32, deadline_ms: u64) -> Self {
+        Self {
+            max_steps,
+            deadline_ms,
+        }
+    }
+
     /// Builds a budget from an invocation deadline.
     ///
     /// The usable deadline is `deadline - margin`, capped at `now + cap`. A deadline that is

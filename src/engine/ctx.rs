@@ -121,10 +121,7 @@ mod tests {
     }
 
     fn budget(clock: &FakeClock, secs: u64) -> Budget {
-        Budget {
-            max_steps: 50,
-            deadline_ms: clock.now_ms() + secs * 1_000,
-        }
+        Budget::new(50, clock.now_ms() + secs * 1_000)
     }
 
     async fn run_script(

@@ -237,10 +237,7 @@ mod tests {
     }
 
     fn budget(clock: &FakeClock, max_steps: u32, secs: u64) -> Budget {
-        Budget {
-            max_steps,
-            deadline_ms: clock.now_ms() + secs * 1_000,
-        }
+        Budget::new(max_steps, clock.now_ms() + secs * 1_000)
     }
 
     #[tokio::test]
@@ -296,10 +293,7 @@ mod tests {
         let g = Toy::new(clock.clone(), 6);
         let mut cp = Checkpoint::new("r", N::Start, 0);
         // 350 ms: steps of 100 ms; after 3 steps 50 ms remain < longest step (100 ms)
-        let b = Budget {
-            max_steps: 50,
-            deadline_ms: 350,
-        };
+        let b = Budget::new(50, 350);
         advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
             .await
             .unwrap();

@@ -28,7 +28,18 @@ pub struct Workflow<'a> {
     pub continue_on_deadline: bool,
 }
 
-impl Workflow<'_> {
+impl<'a> Workflow<'a> {
+    /// A workflow whose deadline stops are final (set `continue_on_deadline` when a queue
+    /// continues them).
+    pub fn new(graph: &'a RagGraph, store: &'a dyn CheckpointStore, clock: &'a dyn Clock) -> Self {
+        Self {
+            graph,
+            store,
+            clock,
+            continue_on_deadline: false,
+        }
+    }
+
     /// Starts a new run and advances it within `budget`.
     pub async fn run_new(
         &self,
