@@ -11,9 +11,11 @@
 //! | [`store`] | versioned checkpoint stores: memory, local file, DynamoDB |
 //! | [`config`] | settings from the environment, validated |
 //! | [`queue`] | SQS work queue for asynchronous runs and continuations |
+//! | [`aws`] | per-call timeouts of the AWS clients, from the deadline margin |
 //! | [`entry`] | CLI, API Gateway and SQS handlers |
 #![warn(missing_docs)]
 
+pub mod aws;
 pub mod config;
 pub mod engine;
 pub mod entry;

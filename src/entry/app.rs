@@ -1,6 +1,7 @@
 //! Builds every client once from [`Settings`]: model, knowledge base, web search, checkpoint
 //! store. The CLI and both Lambda functions share this wiring.
 
+use crate::aws;
 use crate::config::{LlmProvider, Settings};
 use crate::engine::{Budget, Clock, SystemClock};
 use crate::llm::{ChatModel, OfflineModel, OpenAiConfig, OpenAiModel};
@@ -9,10 +10,6 @@ use crate::retrieval::{KnowledgeBase, Retriever, TavilyClient, TavilyConfig, Web
 use crate::secrets::{SecretBundle, SecretsProvider};
 use crate::store::{CheckpointStore, DynamoStore, FileStore};
 use std::sync::Arc;
-use std::time::Duration;
-
-/// Longest a single DynamoDB call may take, SDK retries included.
-const STORE_OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why the application could not start.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +64,10 @@ impl App {
         };
         let secrets = match (&settings.aws.secrets_id, &aws) {
             (Some(id), Some(sdk)) => {
-                let client = aws_sdk_secretsmanager::Client::new(sdk);
+                let config = aws_sdk_secretsmanager::config::Builder::from(sdk)
+                    .timeout_config(aws::timeouts(sdk, aws::STARTUP_CALL))
+                    .build();
+                let client = aws_sdk_secretsmanager::Client::from_conf(config);
                 SecretsProvider::new(client, id.clone(), settings.aws.secrets_ttl)
                     .get_json()
                     .await?
@@ -86,7 +86,8 @@ impl App {
         };
         let store: Arc<dyn CheckpointStore> = match (&settings.aws.checkpoint_table, &aws) {
             (Some(table), Some(sdk)) => {
-                let config = DynamoStore::client_config(sdk, STORE_OPERATION_TIMEOUT);
+                let timeout = aws::run_call_timeout(settings.budgets.deadline_margin);
+                let config = DynamoStore::client_config(sdk, timeout);
                 let client = aws_sdk_dynamodb::Client::from_conf(config);
                 Arc::new(DynamoStore::new(
                     client,
@@ -172,8 +173,12 @@ impl App {
     pub fn work_queue(&self) -> Option<crate::queue::SqsQueue> {
         let url = self.settings.aws.work_queue_url.as_ref()?;
         let sdk = self.aws.as_ref()?;
+        let timeout = aws::run_call_timeout(self.settings.budgets.deadline_margin);
+        let config = aws_sdk_sqs::config::Builder::from(sdk)
+            .timeout_config(aws::timeouts(sdk, timeout))
+            .build();
         Some(crate::queue::SqsQueue::new(
-            aws_sdk_sqs::Client::new(sdk),
+            aws_sdk_sqs::Client::from_conf(config),
             url.clone(),
         ))
     }

@@ -90,18 +90,14 @@ impl DynamoStore {
 
     /// SDK client configuration for this store: `sdk_config` with standard-mode retries (the
     /// infrastructure retry layer: nothing above it should retry the same call again) and
-    /// `operation_timeout` bounding one call including its retries. Choose it below the
-    /// smallest remaining budget a checkpoint write must fit in.
+    /// `operation_timeout` bounding one call including its retries (the app uses
+    /// [`crate::aws::run_call_timeout`]: a write started at the usable deadline still ends
+    /// before the Lambda deadline).
     pub fn client_config(
         sdk_config: &aws_config::SdkConfig,
         operation_timeout: Duration,
     ) -> aws_sdk_dynamodb::Config {
-        let timeouts = sdk_config
-            .timeout_config()
-            .map(|t| t.to_builder())
-            .unwrap_or_default()
-            .operation_timeout(operation_timeout)
-            .build();
+        let timeouts = crate::aws::timeouts(sdk_config, operation_timeout);
         aws_sdk_dynamodb::config::Builder::from(sdk_config)
             .retry_config(RetryConfig::standard())
             .timeout_config(timeouts)

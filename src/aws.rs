@@ -1,0 +1,62 @@
+//! How long one AWS call may take, SDK retries included.
+//!
+//! Checkpoint writes (DynamoDB) and continuation sends (SQS) can start right at a run's usable
+//! deadline, which lies `DEADLINE_MARGIN_MS` before the Lambda deadline. Each such call gets
+//! half the margin, so a last checkpoint write and a continuation send both end, answered or
+//! failed, before Lambda would kill the invocation. Secrets Manager is read once at start-up,
+//! outside any run budget, and gets a fixed timeout.
+
+use aws_config::timeout::TimeoutConfig;
+use aws_config::SdkConfig;
+use std::time::Duration;
+
+/// Shortest per-call timeout, whatever the margin: below it a healthy call could time out.
+pub const MIN_RUN_CALL: Duration = Duration::from_millis(250);
+/// Longest per-call timeout, whatever the margin.
+pub const MAX_RUN_CALL: Duration = Duration::from_secs(5);
+/// Per-call timeout of the start-up Secrets Manager read.
+pub const STARTUP_CALL: Duration = Duration::from_secs(5);
+
+/// The timeout of one DynamoDB or SQS call made during a run: half of `deadline_margin`,
+/// within [`MIN_RUN_CALL`]..=[`MAX_RUN_CALL`].
+pub fn run_call_timeout(deadline_margin: Duration) -> Duration {
+    (deadline_margin / 2).clamp(MIN_RUN_CALL, MAX_RUN_CALL)
+}
+
+/// `sdk_config`'s timeouts with `operation` bounding each call, its retries included.
+pub fn timeouts(sdk_config: &SdkConfig, operation: Duration) -> TimeoutConfig {
+    sdk_config
+        .timeout_config()
+        .map(|t| t.to_builder())
+        .unwrap_or_default()
+        .operation_timeout(operation)
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_call_gets_half_the_margin_within_bounds() {
+        let ms = Duration::from_millis;
+        assert_eq!(run_call_timeout(ms(1_500)), ms(750));
+        assert_eq!(run_call_timeout(ms(4_000)), ms(2_000));
+        assert_eq!(run_call_timeout(ms(0)), MIN_RUN_CALL);
+        assert_eq!(run_call_timeout(ms(60_000)), MAX_RUN_CALL);
+    }
+
+    #[test]
+    fn the_operation_timeout_is_set_and_other_timeouts_are_kept() {
+        let sdk = SdkConfig::builder()
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .connect_timeout(Duration::from_millis(300))
+                    .build(),
+            )
+            .build();
+        let t = timeouts(&sdk, Duration::from_millis(750));
+        assert_eq!(t.operation_timeout(), Some(Duration::from_millis(750)));
+        assert_eq!(t.connect_timeout(), Some(Duration::from_millis(300)));
+    }
+}
