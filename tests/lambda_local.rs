@@ -181,7 +181,7 @@ async fn llm_key_comes_from_secrets_manager_and_is_never_logged() {
             call.authorization.as_deref(),
             Some(expected.as_str()),
             "call {:?} did not carry the key from the secret",
-            call.name
+            call.name()
         );
     }
     assert!(

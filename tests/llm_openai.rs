@@ -49,7 +49,7 @@ async fn sends_the_chat_completions_wire_format_without_auth_when_keyless() {
 
     let recorded = server.recorded();
     assert_eq!(recorded.len(), 1);
-    assert_eq!(recorded[0].name, "grade_documents");
+    assert_eq!(recorded[0].name(), "grade_documents");
     assert_eq!(recorded[0].authorization, None);
     let body = &recorded[0].body;
     assert_eq!(body["model"], "test-model");
@@ -85,7 +85,7 @@ async fn sends_a_bearer_key_only_when_configured() {
     .unwrap();
     assert_eq!(route.data_source, DataSource::KgRetrieval);
     let recorded = server.recorded();
-    assert_eq!(recorded[0].name, "route_query");
+    assert_eq!(recorded[0].name(), "route_query");
     assert_eq!(
         recorded[0].authorization.as_deref(),
         Some(format!("Bearer {KEY}").as_str())

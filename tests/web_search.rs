@@ -167,7 +167,7 @@ async fn slow_servers_time_out_as_transient() {
 
 #[tokio::test]
 async fn malformed_bodies_and_bad_requests_are_permanent() {
-    let web = ScriptedWeb::start([WebReply::Raw("<html>oops</html>".into())]).await;
+    let web = ScriptedWeb::start([WebReply::Text("<html>oops</html>".into())]).await;
     let err = client(&web, None)
         .search("q", 2, TIMEOUT)
         .await

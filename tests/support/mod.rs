@@ -5,6 +5,7 @@ pub mod app;
 pub mod lambda_watch;
 pub mod llm_server;
 pub mod moto;
+pub mod scripted_http;
 pub mod store_conformance;
 pub mod tap;
 pub mod web_server;
