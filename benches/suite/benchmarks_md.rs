@@ -67,15 +67,32 @@ fn provenance(quick: bool) -> String {
     )
 }
 
+/// The span of the generated section (markers included) in `text`.
+fn generated_span(text: &str) -> Option<(usize, usize)> {
+    let begin = text.find(BEGIN)?;
+    let end = begin + text[begin..].find(END)? + END.len();
+    Some((begin, end))
+}
+
+/// Checks, before anything is measured, that `path` has a generated section to replace: the
+/// hand-written rest of the file is never touched, so a file without the markers is an error.
+pub fn check(path: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--write: cannot read {}: {e}", path.display()))?;
+    generated_span(&text).map(|_| ()).ok_or_else(|| {
+        format!(
+            "--write: {} has no generated section (a line `{BEGIN}`, later `{END}`)",
+            path.display()
+        )
+    })
+}
+
 /// Replaces the generated section of BENCHMARKS.md (between its markers) with `table`.
-pub fn write(path: &Path, table: &str, quick: bool) {
+pub fn write(path: &Path, table: &str, quick: bool) -> Result<(), String> {
+    check(path)?;
+    let current = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let (begin, end) = generated_span(&current).expect("checked");
     let generated = format!("{BEGIN}\n{}\n{table}{END}", provenance(quick));
-    let current = std::fs::read_to_string(path).unwrap_or_default();
-    let updated = match (current.find(BEGIN), current.find(END)) {
-        (Some(b), Some(e)) if b < e => {
-            format!("{}{generated}{}", &current[..b], &current[e + END.len()..])
-        }
-        _ => format!("# Benchmarks\n\n{generated}\n"),
-    };
-    std::fs::write(path, updated).expect("write BENCHMARKS.md");
+    let updated = format!("{}{generated}{}", &current[..begin], &current[end..]);
+    std::fs::write(path, updated).map_err(|e| format!("--write: {}: {e}", path.display()))
 }

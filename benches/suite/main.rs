@@ -32,6 +32,7 @@ mod moto;
 
 use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::Duration;
 
 /// The benchmark suite (run it through `scripts/bench.sh`).
@@ -85,20 +86,57 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn main() {
+/// Refuses, before the minutes of measuring, options whose output could not be written.
+fn check_outputs(options: &Options) -> Result<(), String> {
+    if let Some(out) = &options.out {
+        let dir = out.parent().filter(|d| !d.as_os_str().is_empty());
+        if dir.is_some_and(|d| !d.is_dir()) {
+            return Err(format!("--out {}: no such directory", out.display()));
+        }
+    }
+    if options.write {
+        benchmarks_md::check(&root().join("BENCHMARKS.md"))?;
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
     let options = Options::parse();
     if let Some(Sub::ServeLlm { delay_ms }) = options.command {
         llm_server::serve(Duration::from_millis(delay_ms));
-        return;
+        return ExitCode::SUCCESS;
+    }
+    if let Err(e) = check_outputs(&options) {
+        eprintln!("suite: {e}");
+        return ExitCode::from(2);
     }
     let results = measure::measure(&options);
     let table = render::render(&results);
-    match &options.out {
-        Some(path) => std::fs::write(path, &table).expect("write the table"),
-        None => println!("{table}"),
+    // The table reaches stdout even when writing it elsewhere fails: a run is never lost.
+    let written = match &options.out {
+        Some(path) => {
+            std::fs::write(path, &table).map_err(|e| format!("--out {}: {e}", path.display()))
+        }
+        None => Ok(()),
+    };
+    if options.out.is_none() || written.is_err() {
+        println!("{table}");
     }
-    if options.write {
-        benchmarks_md::write(&root().join("BENCHMARKS.md"), &table, options.quick);
-        eprintln!("BENCHMARKS.md updated");
+    let updated = if options.write {
+        benchmarks_md::write(&root().join("BENCHMARKS.md"), &table, options.quick)
+    } else {
+        Ok(())
+    };
+    match written.and(updated) {
+        Ok(()) => {
+            if options.write {
+                eprintln!("BENCHMARKS.md updated");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("suite: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
