@@ -8,6 +8,7 @@ use bounded_rag::config::Settings;
 use bounded_rag::engine::{Budget, Clock, SystemClock};
 use bounded_rag::entry::{sqs, App};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
+use bounded_rag::queue::WorkMessage;
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunStatus, Workflow};
 use bounded_rag::retrieval::KnowledgeBase;
 use bounded_rag::store::MemoryStore;
@@ -99,12 +100,13 @@ pub struct Batch {
 fn event(prefix: &str, n: usize) -> SqsEvent {
     let records: Vec<_> = (0..n)
         .map(|i| {
+            let message = WorkMessage {
+                run_id: format!("{prefix}-{i}"),
+                request: Some(RunRequest::new(QUESTION)),
+            };
             json!({
-                "messageId": format!("{prefix}-{i}"),
-                "body": json!({
-                    "run_id": format!("{prefix}-{i}"),
-                    "request": {"question": QUESTION}
-                }).to_string(),
+                "messageId": message.run_id,
+                "body": serde_json::to_string(&message).expect("work message"),
                 "attributes": {"ApproximateReceiveCount": "1"},
                 "messageAttributes": {},
                 "eventSource": "aws:sqs",
