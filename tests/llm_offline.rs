@@ -138,8 +138,11 @@ async fn replies_are_deterministic_and_in_the_design_shapes() {
             },
             timeout: Duration::from_secs(1),
         };
-        let first = OfflineModel.complete(&request).await.unwrap();
-        assert_eq!(first, OfflineModel.complete(&request).await.unwrap());
+        let first = OfflineModel.complete(&request).await.unwrap().content;
+        assert_eq!(
+            first,
+            OfflineModel.complete(&request).await.unwrap().content
+        );
         let value: serde_json::Value = serde_json::from_str(&first).unwrap();
         let schema = task.schema();
         let field = schema["required"][0].as_str().unwrap();

@@ -13,6 +13,9 @@ pub struct Budget {
     pub max_steps: u32,
     /// No node starts unless it can finish before this instant (Unix epoch ms).
     pub deadline_ms: u64,
+    /// Tokens allowed for the run, across every invocation (`MAX_TOKENS_PER_RUN`, or the
+    /// request's `max_tokens` when lower); `None` means unbounded.
+    pub max_tokens: Option<u64>,
 }
 
 impl Budget {
@@ -21,7 +24,14 @@ impl Budget {
         Self {
             max_steps,
             deadline_ms,
+            max_tokens: None,
         }
+    }
+
+    /// The same budget with a token limit for the whole run.
+    pub const fn with_max_tokens(mut self, max_tokens: Option<u64>) -> Self {
+        self.max_tokens = max_tokens;
+        self
     }
 
     /// Builds a budget from an invocation deadline.
@@ -44,10 +54,7 @@ impl Budget {
             Some(d) => d.min(capped),
             None => capped,
         };
-        Self {
-            max_steps,
-            deadline_ms,
-        }
+        Self::new(max_steps, deadline_ms)
     }
 
     /// Time left at `now_ms` (zero once the deadline has passed).

@@ -1,6 +1,6 @@
 //! The checkpoint: everything needed to resume a run, written after every step.
 
-use super::StepRecord;
+use super::{Budget, StepRecord, Usage};
 use crate::error::ErrorClass;
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +12,8 @@ pub enum Limit {
     StepLimit,
     /// The deadline budget could not cover the next node.
     Deadline,
+    /// The run's token budget could not cover the next node.
+    TokenBudget,
 }
 
 impl Limit {
@@ -20,6 +22,7 @@ impl Limit {
         match self {
             Limit::StepLimit => "step_limit",
             Limit::Deadline => "deadline",
+            Limit::TokenBudget => "token_budget",
         }
     }
 }
@@ -66,6 +69,9 @@ pub struct Checkpoint<S, N> {
     pub records: Vec<StepRecord>,
     /// Infrastructure retries made so far (silent, not steps).
     pub infra_retries: u32,
+    /// Tokens and model calls so far, across every invocation (failed steps included).
+    #[serde(default)]
+    pub usage: Usage,
     /// Set when a node failed.
     pub failure: Option<NodeFailure>,
     /// Workflow state.
@@ -83,19 +89,22 @@ impl<S, N> Checkpoint<S, N> {
             limits_hit: Vec::new(),
             records: Vec::new(),
             infra_retries: 0,
+            usage: Usage::default(),
             failure: None,
             state,
         }
     }
 
-    /// True when an invocation allowed `max_steps` steps in all could make progress: not
-    /// finished, not failed for good, and not stopped by a step limit it would hit again.
-    pub fn can_advance(&self, max_steps: u32) -> bool {
+    /// True when an invocation with `budget` could make progress: not finished, not failed
+    /// for good, not stopped by a step limit it would hit again, nor by its token budget.
+    pub fn can_advance(&self, budget: &Budget) -> bool {
         match self.phase {
             Phase::Running => true,
             Phase::Stopped => match self.limits_hit.last() {
                 Some(Limit::Deadline) => true,
-                Some(Limit::StepLimit) => self.steps < max_steps,
+                Some(Limit::StepLimit) => self.steps < budget.max_steps,
+                // What the run may spend was its caller's decision; its answer is final.
+                Some(Limit::TokenBudget) => false,
                 None => false,
             },
             Phase::Failed => self

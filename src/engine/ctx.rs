@@ -1,7 +1,7 @@
 //! What a running step may use from the engine: the remaining budget and the node's retry
 //! policy for its remote calls.
 
-use super::{Budget, Clock, RetryPolicy};
+use super::{Budget, Clock, Meter, RetryPolicy, Usage};
 use crate::error::Classify;
 use std::fmt::Display;
 use std::future::Future;
@@ -17,6 +17,7 @@ pub struct StepCtx<'a> {
     policy: RetryPolicy,
     retries: AtomicU32,
     out_of_budget: AtomicBool,
+    meter: Meter,
 }
 
 impl<'a> StepCtx<'a> {
@@ -35,6 +36,7 @@ impl<'a> StepCtx<'a> {
             policy,
             retries: AtomicU32::new(0),
             out_of_budget: AtomicBool::new(false),
+            meter: Meter::default(),
         }
     }
 
@@ -51,6 +53,16 @@ impl<'a> StepCtx<'a> {
     /// Retries made by this step so far.
     pub fn retries(&self) -> u32 {
         self.retries.load(Ordering::Relaxed)
+    }
+
+    /// Where this step's model calls record their tokens.
+    pub fn meter(&self) -> &Meter {
+        &self.meter
+    }
+
+    /// Tokens and calls this step used so far.
+    pub fn usage(&self) -> Usage {
+        self.meter.usage()
     }
 
     /// True when a retry was given up because its backoff would not fit in the budget.

@@ -74,6 +74,13 @@ pub trait Graph: Send + Sync {
     /// (it also uses the longest duration this node has taken so far in the run).
     fn estimate(&self, node: Self::Node) -> Duration;
 
+    /// Tokens a node is expected to use when it has not run yet in this run; the engine does
+    /// not start it when the run's token budget cannot cover this (or, once the node has run,
+    /// its largest use so far). Zero for nodes that call no model.
+    fn token_estimate(&self, _node: Self::Node, _state: &Self::State) -> u64 {
+        0
+    }
+
     /// Runs one node.
     async fn step(
         &self,

@@ -1,7 +1,7 @@
 //! A small bounded state-graph engine. It knows nothing about RAG, HTTP or AWS.
 //!
 //! A [`Graph`] names typed nodes and runs one step at a time; [`advance`] owns every limit:
-//! the step limit (counted across resumes), the deadline budget (a node is not started when
+//! the step limit (counted across resumes), the deadline budget, the token budget (a node is not started when
 //! the budget cannot cover it), per-node retry policies with full-jitter backoff, a
 //! [`StepRecord`] per step and a checkpoint write after every step through [`Persist`].
 
@@ -15,6 +15,7 @@ mod record;
 mod retry;
 mod runner;
 mod session;
+mod usage;
 
 pub use budget::Budget;
 pub use checkpoint::{Checkpoint, Limit, NodeFailure, Phase};
@@ -26,3 +27,4 @@ pub use record::{rfc3339, StepRecord};
 pub use retry::RetryPolicy;
 pub use runner::advance;
 pub use session::{run_key, Loaded, Persist, Session};
+pub use usage::{Meter, Usage};

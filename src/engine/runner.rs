@@ -1,9 +1,9 @@
-//! The run loop: the one place that enforces the step limit, the deadline budget and
-//! checkpointing after every step.
+//! The run loop: the one place that enforces the step limit, the deadline budget, the token
+//! budget and checkpointing after every step.
 
 use super::{
     rfc3339, Budget, Checkpoint, Clock, EngineError, Graph, Limit, NodeFailure, NodeId, Persist,
-    Phase, StepCtx, StepRecord, Transition,
+    Phase, StepCtx, StepRecord, Transition, Usage,
 };
 use crate::error::Classify;
 use std::time::Duration;
@@ -24,7 +24,7 @@ where
     G: Graph,
     P: Persist<Checkpoint<G::State, G::Node>> + ?Sized,
 {
-    if !cp.can_advance(budget.max_steps) {
+    if !cp.can_advance(budget) {
         return Ok(());
     }
     if cp.phase != Phase::Running {
@@ -46,6 +46,14 @@ where
             stop(graph, cp, Limit::Deadline);
             break;
         }
+        if let Some(max) = budget.max_tokens {
+            let needed = largest_use_so_far(cp, node.name())
+                .unwrap_or_else(|| graph.token_estimate(node, &cp.state));
+            if cp.usage.total().saturating_add(needed) > max {
+                stop(graph, cp, Limit::TokenBudget);
+                break;
+            }
+        }
 
         let started = clock.now_micros();
         let ctx = StepCtx::new(
@@ -57,6 +65,8 @@ where
         );
         let result = graph.step(node, &mut cp.state, &ctx).await;
         cp.infra_retries += ctx.retries();
+        let used = ctx.usage();
+        cp.usage.add(&used);
         match result {
             Ok(out) => {
                 let elapsed = clock.now_micros().saturating_sub(started);
@@ -65,7 +75,7 @@ where
                     name: node.name().to_owned(),
                     timestamp: rfc3339(started),
                     processing_time: elapsed as f64 / 1e6,
-                    details: out.details,
+                    details: with_usage(out.details, &used),
                 });
                 tracing::info!(
                     node = node.name(),
@@ -115,6 +125,32 @@ fn stop<G: Graph>(graph: &G, cp: &mut Checkpoint<G::State, G::Node>, limit: Limi
     cp.phase = Phase::Stopped;
     cp.limits_hit.push(limit);
     graph.on_limit(&mut cp.state, limit);
+}
+
+/// Adds the step's `tokens`, `model_calls` and `cache_hits` to its details (an object), when
+/// it used a model at all.
+fn with_usage(mut details: serde_json::Value, used: &Usage) -> serde_json::Value {
+    if used.is_empty() {
+        return details;
+    }
+    if let Some(map) = details.as_object_mut() {
+        map.insert("tokens".into(), used.tokens_json());
+        map.insert("model_calls".into(), used.model_calls.into());
+        if used.cache_hits > 0 {
+            map.insert("cache_hits".into(), used.cache_hits.into());
+        }
+    }
+    details
+}
+
+/// The most tokens one step of this node has used in this run, if it ran (read back from the
+/// step records, so it survives resumes).
+fn largest_use_so_far<S, N>(cp: &Checkpoint<S, N>, name: &str) -> Option<u64> {
+    cp.records
+        .iter()
+        .filter(|r| r.name == name)
+        .map(|r| r.details["tokens"]["total"].as_u64().unwrap_or(0))
+        .max()
 }
 
 /// The longest this node has taken in this run, or, for a node not run yet, the longest any
@@ -171,6 +207,7 @@ mod tests {
         step_time: Duration,
         calls: AtomicU32,
         fail_at: Option<(u32, ErrorClass)>,
+        tokens_per_step: u64,
     }
 
     impl Toy {
@@ -181,6 +218,7 @@ mod tests {
                 step_time: Duration::from_millis(100),
                 calls: AtomicU32::new(0),
                 fail_at: None,
+                tokens_per_step: 0,
             }
         }
     }
@@ -203,10 +241,18 @@ mod tests {
             &self,
             node: N,
             state: &mut u32,
-            _ctx: &StepCtx<'_>,
+            ctx: &StepCtx<'_>,
         ) -> Result<StepOutput<N>, Boom> {
             let call = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
             self.clock.advance(self.step_time);
+            if self.tokens_per_step > 0 {
+                ctx.meter().charge(&Usage {
+                    prompt_tokens: self.tokens_per_step - 1,
+                    completion_tokens: 1,
+                    model_calls: 1,
+                    ..Usage::default()
+                });
+            }
             if let Some((at, class)) = self.fail_at {
                 if at == call {
                     return Err(Boom(class));
@@ -223,6 +269,9 @@ mod tests {
         }
         fn on_limit(&self, state: &mut u32, _: Limit) {
             *state += 1000;
+        }
+        fn token_estimate(&self, _: N, _: &u32) -> u64 {
+            self.tokens_per_step / 2
         }
     }
 
@@ -271,13 +320,13 @@ mod tests {
         assert_eq!((cp.phase, cp.steps), (Phase::Stopped, 5));
         assert_eq!(cp.limits_hit, vec![Limit::StepLimit]);
         assert_eq!(cp.state, 1004, "on_limit ran once");
-        assert!(!cp.can_advance(5));
+        assert!(!cp.can_advance(&b));
         advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
             .await
             .unwrap();
         assert_eq!(g.calls.load(Ordering::SeqCst), 5, "no step after the limit");
         // a higher limit lets it continue; the count is not reset
-        assert!(cp.can_advance(7));
+        assert!(cp.can_advance(&budget(&clock, 7, 60)));
         cp.state -= 1000; // undo the toy's on_limit marker
         let b = budget(&clock, 7, 60);
         advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
@@ -300,7 +349,7 @@ mod tests {
         assert_eq!((cp.phase, cp.steps), (Phase::Stopped, 3));
         assert!(clock.now_ms() <= 350, "never ran past the deadline");
         assert_eq!(cp.limits_hit, vec![Limit::Deadline]);
-        assert!(cp.can_advance(50));
+        assert!(cp.can_advance(&budget(&clock, 50, 60)));
         cp.state -= 1000; // undo the toy's on_limit marker
         let b = budget(&clock, 50, 60);
         advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
@@ -311,6 +360,31 @@ mod tests {
             g.calls.load(Ordering::SeqCst),
             7,
             "no completed step re-run"
+        );
+    }
+
+    #[tokio::test]
+    async fn token_budget_stops_before_a_node_that_cannot_fit_and_is_final() {
+        let clock = Arc::new(FakeClock::at_ms(0));
+        let mut g = Toy::new(clock.clone(), 100);
+        g.tokens_per_step = 100;
+        let mut cp = Checkpoint::new("r", N::Start, 0);
+        // start: never run, estimate 50 fits (0 + 50 <= 250); uses 100.
+        // loop: never run, estimate 50 fits (100 + 50); uses 100.
+        // loop again: its largest use so far is 100 and 200 + 100 > 250: stop.
+        let b = budget(&clock, 50, 60).with_max_tokens(Some(250));
+        advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
+            .await
+            .unwrap();
+        assert_eq!((cp.phase, cp.steps), (Phase::Stopped, 2));
+        assert_eq!(g.calls.load(Ordering::SeqCst), 2);
+        assert_eq!(cp.limits_hit, vec![Limit::TokenBudget]);
+        assert_eq!((cp.usage.total(), cp.usage.model_calls), (200, 2));
+        assert_eq!(cp.records[1].details["tokens"]["total"], 100);
+        assert_eq!(cp.records[1].details["model_calls"], 1);
+        assert!(
+            !cp.can_advance(&budget(&clock, 50, 60)),
+            "a token-budget stop is final"
         );
     }
 
@@ -327,7 +401,7 @@ mod tests {
         assert_eq!(cp.phase, Phase::Failed);
         assert_eq!(cp.failure.as_ref().unwrap().node, "loop");
         assert_eq!(cp.next, Some(N::Loop), "failed node kept");
-        assert!(!cp.can_advance(50));
+        assert!(!cp.can_advance(&budget(&clock, 50, 60)));
         assert_eq!(saves.0, vec![(1, false), (1, true)]);
     }
 
@@ -342,7 +416,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!((cp.phase, cp.steps), (Phase::Failed, 2));
-        assert!(cp.can_advance(50));
+        assert!(cp.can_advance(&budget(&clock, 50, 60)));
         advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
             .await
             .unwrap();

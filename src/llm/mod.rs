@@ -13,7 +13,7 @@ pub use error::LlmError;
 pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER, NO_MATCH_ANSWER};
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use scripted::{Reply, ScriptedModel};
-pub use structured::{ask, MAX_REASKS};
+pub use structured::{ask, ask_metered, estimate_tokens, MAX_REASKS};
 pub use task::{Answer, BinaryScore, DataSource, Generated, Refined, RouteDecision, Task};
 
 use crate::retrieval::Document;
@@ -74,15 +74,76 @@ pub struct ChatRequest<'a> {
     pub timeout: Duration,
 }
 
+/// Tokens of one model call, as the provider reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenCount {
+    /// Prompt (input) tokens.
+    pub prompt: u64,
+    /// Completion (output) tokens.
+    pub completion: u64,
+}
+
+/// One model reply: the message content and what it cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    /// The raw text of the reply's message content (JSON for structured calls).
+    pub content: String,
+    /// Tokens as the provider reported them (`usage`); `None` when it reported none, in which
+    /// case the caller estimates them and marks the estimate.
+    pub tokens: Option<TokenCount>,
+    /// True when the reply came from the response cache: no model call was made.
+    pub cached: bool,
+}
+
+impl Completion {
+    /// A reply without reported token counts.
+    pub fn new(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            tokens: None,
+            cached: false,
+        }
+    }
+
+    /// The same reply with the provider's token counts.
+    pub fn with_tokens(mut self, prompt: u64, completion: u64) -> Self {
+        self.tokens = Some(TokenCount { prompt, completion });
+        self
+    }
+}
+
+/// Receives the raw content of a streamed reply, piece by piece, as it arrives.
+pub type DeltaSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
 /// A chat model that answers with JSON matching `request.task`'s schema.
 ///
 /// Implementations make exactly one attempt: infrastructure retries belong to the engine,
 /// the malformed-JSON re-ask to [`ask`].
 #[async_trait]
 pub trait ChatModel: Send + Sync {
-    /// Returns the raw JSON text of the reply's message content.
-    async fn complete(&self, request: &ChatRequest<'_>) -> Result<String, LlmError>;
+    /// Returns the reply's message content (raw JSON text) and its token counts.
+    async fn complete(&self, request: &ChatRequest<'_>) -> Result<Completion, LlmError>;
+
+    /// Like [`ChatModel::complete`], but hands the content to `on_delta` as it is generated
+    /// (the provider's streaming API). The returned completion holds the whole content. The
+    /// default, for providers that cannot stream, calls `complete` and hands over the content
+    /// in one piece.
+    async fn complete_streaming(
+        &self,
+        request: &ChatRequest<'_>,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<Completion, LlmError> {
+        let completion = self.complete(request).await?;
+        on_delta(&completion.content);
+        Ok(completion)
+    }
 
     /// Short provider name for logs and metadata (`openai`, `offline`).
     fn name(&self) -> &'static str;
+
+    /// What, besides the request, a cached reply of this model is keyed by: the provider and
+    /// the model name (so a cache shared by two models never mixes their answers).
+    fn cache_scope(&self) -> String {
+        self.name().to_owned()
+    }
 }

@@ -16,7 +16,7 @@
 //! - `refine_query`: the question's content words, deduplicated (it cannot paraphrase).
 
 use super::lexical::{content_words, sentences, shorten, stem, stems, strip_markers, words};
-use super::{ChatModel, ChatRequest, DataSource, LlmError, Task};
+use super::{ChatModel, ChatRequest, Completion, DataSource, LlmError, Task};
 use crate::retrieval::Document;
 use async_trait::async_trait;
 use serde_json::json;
@@ -61,7 +61,7 @@ pub struct OfflineModel;
 
 #[async_trait]
 impl ChatModel for OfflineModel {
-    async fn complete(&self, request: &ChatRequest<'_>) -> Result<String, LlmError> {
+    async fn complete(&self, request: &ChatRequest<'_>) -> Result<Completion, LlmError> {
         let inputs = &request.inputs;
         let reply = match request.task {
             Task::RouteQuery => json!({ "data_source": route(inputs.question).as_str() }),
@@ -79,7 +79,8 @@ impl ChatModel for OfflineModel {
                 json!({ "answer": extractive_answer(inputs.question, inputs.documents) })
             }
         };
-        Ok(reply.to_string())
+        // No tokenizer here: the caller estimates the tokens and marks them as estimated.
+        Ok(Completion::new(reply.to_string()))
     }
 
     fn name(&self) -> &'static str {

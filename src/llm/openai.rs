@@ -5,7 +5,7 @@
 //! callers see [`ChatRequest`] in and the reply's JSON text out.
 
 use super::error::{excerpt, parse_retry_after};
-use super::{ChatModel, ChatRequest, LlmError, Role};
+use super::{ChatModel, ChatRequest, Completion, LlmError, Role, TokenCount};
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use reqwest::header::{HeaderValue, AUTHORIZATION, RETRY_AFTER};
@@ -163,7 +163,7 @@ impl OpenAiModel {
 
 #[async_trait]
 impl ChatModel for OpenAiModel {
-    async fn complete(&self, request: &ChatRequest<'_>) -> Result<String, LlmError> {
+    async fn complete(&self, request: &ChatRequest<'_>) -> Result<Completion, LlmError> {
         let timeout = request.timeout.min(self.request_timeout);
         if timeout.is_zero() {
             return Err(LlmError::Timeout { after: timeout });
@@ -231,6 +231,7 @@ impl ChatModel for OpenAiModel {
                 excerpt(&self.redact(String::from_utf8_lossy(&bytes).into_owned()))
             ))
         })?;
+        let tokens = reply.usage.map(WireUsage::count);
         let message = reply
             .choices
             .into_iter()
@@ -238,7 +239,11 @@ impl ChatModel for OpenAiModel {
             .ok_or_else(|| LlmError::InvalidResponse("the reply has no choices".into()))?
             .message;
         match (message.content, message.refusal) {
-            (Some(content), _) => Ok(content),
+            (Some(content), _) => Ok(Completion {
+                content,
+                tokens,
+                cached: false,
+            }),
             (None, Some(refusal)) => Err(LlmError::InvalidResponse(format!(
                 "the model refused: {}",
                 excerpt(&refusal)
@@ -251,6 +256,10 @@ impl ChatModel for OpenAiModel {
 
     fn name(&self) -> &'static str {
         "openai"
+    }
+
+    fn cache_scope(&self) -> String {
+        format!("openai {} {}", self.endpoint, self.model)
     }
 }
 
@@ -313,6 +322,24 @@ struct JsonSchema<'a> {
 #[derive(Deserialize)]
 struct WireResponse {
     choices: Vec<WireChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+/// `usage` of a reply (or of the last chunk of a stream).
+#[derive(Deserialize)]
+struct WireUsage {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+}
+
+impl WireUsage {
+    fn count(self) -> TokenCount {
+        TokenCount {
+            prompt: self.prompt_tokens,
+            completion: self.completion_tokens,
+        }
+    }
 }
 
 #[derive(Deserialize)]

@@ -1,7 +1,7 @@
 //! A scripted in-process model for unit tests and benchmarks: replies are given per task, every
 //! call is recorded, so tests assert exact numbers of calls of each kind.
 
-use super::{ChatModel, ChatRequest, LlmError, Task};
+use super::{ChatModel, ChatRequest, Completion, LlmError, Task};
 use async_trait::async_trait;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -75,7 +75,7 @@ impl ScriptedModel {
 
 #[async_trait]
 impl ChatModel for ScriptedModel {
-    async fn complete(&self, request: &ChatRequest<'_>) -> Result<String, LlmError> {
+    async fn complete(&self, request: &ChatRequest<'_>) -> Result<Completion, LlmError> {
         let reply = {
             let mut s = self
                 .script
@@ -100,7 +100,7 @@ impl ChatModel for ScriptedModel {
             }
         };
         match reply {
-            Reply::Content(text) => Ok(text),
+            Reply::Content(text) => Ok(Completion::new(text)),
             Reply::Error(e) => Err(e),
         }
     }

@@ -5,14 +5,33 @@
 //! owns infrastructure retries (DESIGN.md: no layer retries what another already retried).
 
 use super::error::excerpt;
-use super::{ChatModel, ChatRequest, LlmError, Message, Role};
+use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmError, Message, Role};
+use crate::engine::{Meter, Usage};
 use serde::de::DeserializeOwned;
 use std::time::Instant;
 
 /// How many times a malformed reply is re-asked before giving up (permanent error).
 pub const MAX_REASKS: u32 = 1;
 
-/// Calls the model and parses its reply as `T`, re-asking at most [`MAX_REASKS`] times.
+/// Calls the model and parses its reply as `T`, re-asking at most [`MAX_REASKS`] times;
+/// the calls' usage is discarded (see [`ask_metered`]).
+///
+/// # Errors
+///
+/// As [`ask_metered`].
+pub async fn ask<T: DeserializeOwned>(
+    model: &dyn ChatModel,
+    request: &ChatRequest<'_>,
+) -> Result<T, LlmError> {
+    ask_metered(model, request, &Meter::default(), None).await
+}
+
+/// Calls the model and parses its reply as `T`, re-asking at most [`MAX_REASKS`] times, and
+/// charges every reply's tokens to `meter` (estimated, and marked so, when the provider
+/// reports none).
+///
+/// With `on_delta`, the first call streams its content to it as it is generated; a re-ask is
+/// not streamed (its reply replaces a malformed one the caller has already been shown).
 ///
 /// A re-ask appends the bad reply as an assistant turn and a user turn naming the schema and
 /// the parse error; it costs one more model call. `request.timeout` bounds the whole call,
@@ -22,12 +41,19 @@ pub const MAX_REASKS: u32 = 1;
 ///
 /// [`LlmError::Malformed`] (permanent) when the last reply still does not parse; any error of
 /// [`ChatModel::complete`] unchanged; [`LlmError::Timeout`] when no time is left for a re-ask.
-pub async fn ask<T: DeserializeOwned>(
+pub async fn ask_metered<T: DeserializeOwned>(
     model: &dyn ChatModel,
     request: &ChatRequest<'_>,
+    meter: &Meter,
+    on_delta: Option<DeltaSink<'_>>,
 ) -> Result<T, LlmError> {
     let started = Instant::now();
-    let mut reply = model.complete(request).await?;
+    let first = match on_delta {
+        Some(sink) => model.complete_streaming(request, sink).await?,
+        None => model.complete(request).await?,
+    };
+    meter.charge(&usage_of(request, &first));
+    let mut reply = first.content;
     let mut error = match parse::<T>(&reply) {
         Ok(value) => return Ok(value),
         Err(error) => error,
@@ -45,7 +71,9 @@ pub async fn ask<T: DeserializeOwned>(
         next.messages.push(Message::new(Role::Assistant, reply));
         next.messages
             .push(Message::new(Role::User, reask_prompt(&next, &error)));
-        reply = model.complete(&next).await?;
+        let completion = model.complete(&next).await?;
+        meter.charge(&usage_of(&next, &completion));
+        reply = completion.content;
         match parse::<T>(&reply) {
             Ok(value) => return Ok(value),
             Err(e) => error = e,
@@ -58,6 +86,42 @@ pub async fn ask<T: DeserializeOwned>(
         error: error.to_string(),
         excerpt: excerpt(&reply),
     })
+}
+
+/// What one reply cost: a cache hit costs nothing; reported tokens are taken as they are;
+/// otherwise both sides are estimated with [`estimate_tokens`] and marked as estimated.
+fn usage_of(request: &ChatRequest<'_>, completion: &Completion) -> Usage {
+    if completion.cached {
+        return Usage {
+            cache_hits: 1,
+            ..Usage::default()
+        };
+    }
+    match completion.tokens {
+        Some(tokens) => Usage {
+            prompt_tokens: tokens.prompt,
+            completion_tokens: tokens.completion,
+            model_calls: 1,
+            ..Usage::default()
+        },
+        None => Usage {
+            prompt_tokens: request
+                .messages
+                .iter()
+                .map(|m| estimate_tokens(&m.content))
+                .sum(),
+            completion_tokens: estimate_tokens(&completion.content),
+            estimated: true,
+            model_calls: 1,
+            ..Usage::default()
+        },
+    }
+}
+
+/// A provider-neutral token estimate: one token per four characters (rounded up), plus four
+/// for the message framing; the usual rule of thumb for English text with BPE tokenizers.
+pub fn estimate_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4) + 4
 }
 
 /// The user turn that asks the model to try again.
@@ -136,13 +200,14 @@ mod tests {
 
     #[async_trait]
     impl ChatModel for Scripted {
-        async fn complete(&self, request: &ChatRequest<'_>) -> Result<String, LlmError> {
+        async fn complete(&self, request: &ChatRequest<'_>) -> Result<Completion, LlmError> {
             self.seen.lock().unwrap().push(request.messages.clone());
             self.turns
                 .lock()
                 .unwrap()
                 .pop_front()
                 .expect("the fake model ran out of turns")
+                .map(Completion::new)
         }
         fn name(&self) -> &'static str {
             "scripted"
@@ -241,6 +306,46 @@ mod tests {
             .unwrap_err();
         assert!(error.is_transient());
         assert_eq!(model.calls(), 2);
+    }
+
+    #[tokio::test]
+    async fn usage_is_charged_per_reply_and_estimated_when_unreported() {
+        let model = Scripted::new([Ok("maybe?"), Ok(r#"{"binary_score":"no"}"#)]);
+        let meter = Meter::default();
+        let _: BinaryScore = ask_metered(&model, &request(Task::GradeDocuments), &meter, None)
+            .await
+            .unwrap();
+        let used = meter.usage();
+        assert_eq!(used.model_calls, 2, "the re-ask is a second call");
+        assert!(used.estimated);
+        // "grade" + "question" prompts, then the same plus the bad reply and the re-ask turn
+        assert!(used.prompt_tokens > 2 * (estimate_tokens("grade") + estimate_tokens("question")));
+        assert_eq!(
+            used.completion_tokens,
+            estimate_tokens("maybe?") + estimate_tokens(r#"{"binary_score":"no"}"#)
+        );
+    }
+
+    #[tokio::test]
+    async fn streaming_hands_the_first_reply_to_the_sink() {
+        let model = Scripted::new([Ok(r#"{"binary_score":"yes"}"#)]);
+        let seen = Mutex::new(String::new());
+        let sink = |delta: &str| seen.lock().unwrap().push_str(delta);
+        let meter = Meter::default();
+        let score: BinaryScore =
+            ask_metered(&model, &request(Task::GradeAnswer), &meter, Some(&sink))
+                .await
+                .unwrap();
+        assert!(score.yes());
+        assert_eq!(*seen.lock().unwrap(), r#"{"binary_score":"yes"}"#);
+        assert_eq!(meter.usage().model_calls, 1);
+    }
+
+    #[test]
+    fn estimate_is_a_quarter_of_the_characters_plus_framing() {
+        assert_eq!(estimate_tokens(""), 4);
+        assert_eq!(estimate_tokens("abcd"), 5);
+        assert_eq!(estimate_tokens("abcde"), 6);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 use super::{prompts, BestEffortReason, Outcome, RagError, RagGraph, RagNode, RagState};
 use crate::engine::{StepCtx, StepOutput};
 use crate::llm::{
-    ask, BinaryScore, ChatRequest, DataSource, Generated, Refined, RouteDecision, Task, TaskInputs,
+    ask_metered, BinaryScore, ChatRequest, DataSource, Generated, Refined, RouteDecision, Task,
+    TaskInputs,
 };
 use crate::retrieval::Document;
 use serde::de::DeserializeOwned;
@@ -34,7 +35,7 @@ async fn call<T: DeserializeOwned>(
                 },
                 timeout: ctx.remaining(),
             };
-            async move { ask::<T>(graph.model.as_ref(), &request).await }
+            async move { ask_metered::<T>(graph.model.as_ref(), &request, ctx.meter(), None).await }
         })
         .await?;
     Ok(result)

@@ -90,7 +90,7 @@ impl<'a> Workflow<'a> {
             .ok_or_else(|| EngineError::NotFound {
                 run_id: run_id.to_owned(),
             })?;
-        if !loaded.checkpoint.can_advance(budget.max_steps) {
+        if !loaded.checkpoint.can_advance(budget) {
             return Ok(self.respond(&loaded.checkpoint));
         }
         let mut session = Session::lock(

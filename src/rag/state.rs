@@ -58,6 +58,9 @@ impl BestEffortReason {
             BestEffortReason::Limit(Limit::Deadline) => {
                 "Note: the workflow ran out of time; this is the best answer found so far."
             }
+            BestEffortReason::Limit(Limit::TokenBudget) => {
+                "Note: the workflow reached its token budget; this is the best answer found so far."
+            }
         }
     }
 }

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use bounded_rag::config::Settings;
 use bounded_rag::engine::{Clock, FakeClock, RetryPolicy, SystemClock};
 use bounded_rag::entry::App;
-use bounded_rag::llm::{ChatModel, ChatRequest, LlmError, OpenAiConfig, OpenAiModel};
+use bounded_rag::llm::{ChatModel, ChatRequest, Completion, LlmError, OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{RagGraph, RagLimits};
 use bounded_rag::retrieval::KnowledgeBase;
 use bounded_rag::store::{CheckpointStore, MemoryStore};
@@ -24,7 +24,7 @@ pub struct Timed {
 
 #[async_trait]
 impl ChatModel for Timed {
-    async fn complete(&self, request: &ChatRequest<'_>) -> Result<String, LlmError> {
+    async fn complete(&self, request: &ChatRequest<'_>) -> Result<Completion, LlmError> {
         self.clock.advance(self.per_call);
         self.inner.complete(request).await
     }

@@ -1,0 +1,113 @@
+//! Model usage, metered like time: tokens and calls of a step, summed over a run (across
+//! resumes), and the token budget a node must fit in before it starts.
+
+use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
+
+/// Tokens and model calls spent by a step or a whole run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt (input) tokens.
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    /// Completion (output) tokens.
+    #[serde(default)]
+    pub completion_tokens: u64,
+    /// True when any part was estimated because a provider reported no `usage`.
+    #[serde(default)]
+    pub estimated: bool,
+    /// Model replies received (re-asks included; cache hits and failed attempts excluded).
+    #[serde(default)]
+    pub model_calls: u32,
+    /// Replies served from the response cache (no model call, no tokens).
+    #[serde(default)]
+    pub cache_hits: u32,
+}
+
+impl Usage {
+    /// Prompt plus completion tokens.
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+
+    /// True when nothing was used (no call, no cache hit).
+    pub fn is_empty(&self) -> bool {
+        self.model_calls == 0 && self.cache_hits == 0 && self.total() == 0
+    }
+
+    /// Adds `other` to this usage.
+    pub fn add(&mut self, other: &Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.estimated |= other.estimated;
+        self.model_calls += other.model_calls;
+        self.cache_hits += other.cache_hits;
+    }
+
+    /// The JSON object shown in step details and response metadata:
+    /// `{"prompt", "completion", "total", "estimated"}`.
+    pub fn tokens_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "prompt": self.prompt_tokens,
+            "completion": self.completion_tokens,
+            "total": self.total(),
+            "estimated": self.estimated,
+        })
+    }
+}
+
+/// Collects the usage of one step; concurrent calls inside the step add to it.
+#[derive(Debug, Default)]
+pub struct Meter(Mutex<Usage>);
+
+impl Meter {
+    /// Adds one call's usage.
+    pub fn charge(&self, usage: &Usage) {
+        if let Ok(mut total) = self.0.lock() {
+            total.add(usage);
+        }
+    }
+
+    /// What was charged so far.
+    pub fn usage(&self) -> Usage {
+        self.0.lock().map(|u| *u).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_adds_up_and_keeps_the_estimated_mark() {
+        let meter = Meter::default();
+        meter.charge(&Usage {
+            prompt_tokens: 100,
+            completion_tokens: 5,
+            model_calls: 1,
+            ..Usage::default()
+        });
+        meter.charge(&Usage {
+            prompt_tokens: 40,
+            completion_tokens: 2,
+            estimated: true,
+            model_calls: 1,
+            ..Usage::default()
+        });
+        meter.charge(&Usage {
+            cache_hits: 1,
+            ..Usage::default()
+        });
+        let u = meter.usage();
+        assert_eq!((u.total(), u.model_calls, u.cache_hits), (147, 2, 1));
+        assert!(u.estimated);
+        assert_eq!(u.tokens_json()["total"], 147);
+        assert!(Usage::default().is_empty());
+    }
+
+    #[test]
+    fn old_checkpoints_without_usage_fields_still_load() {
+        let u: Usage = serde_json::from_str("{}").unwrap();
+        assert_eq!(u, Usage::default());
+    }
+}
