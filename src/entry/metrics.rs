@@ -8,7 +8,8 @@ use serde_json::{json, Map, Value};
 pub const NAMESPACE: &str = "BoundedRag";
 
 /// The EMF document for one run invocation: steps, retries, rewrites, regenerations,
-/// fallbacks, limits hit and model latency, with the route as dimension.
+/// fallbacks, limits hit, model latency, model calls, cache hits and tokens, with the route as
+/// dimension.
 pub fn run_metrics(response: &RunResponse, timestamp_ms: u64) -> Value {
     let m = &response.metadata;
     let route = m.route.map(|r| r.as_str()).unwrap_or("none");
@@ -34,10 +35,16 @@ pub fn run_metrics(response: &RunResponse, timestamp_ms: u64) -> Value {
         ("WebFallbacks", "Count", json!(u32::from(m.web_fallback))),
         ("LimitsHit", "Count", json!(m.limits_hit.len())),
         ("ModelLatency", "Milliseconds", json!(model_ms.round())),
+        ("ModelCalls", "Count", json!(m.model_calls)),
+        ("CacheHits", "Count", json!(m.cache_hits)),
+        ("PromptTokens", "Count", json!(m.tokens.prompt)),
+        ("CompletionTokens", "Count", json!(m.tokens.completion)),
+        ("Tokens", "Count", json!(m.tokens.total)),
     ];
     for limit in [
         "step_limit",
         "deadline",
+        "token_budget",
         "max_retries",
         "max_regenerations",
         "no_sources",
@@ -63,6 +70,7 @@ pub fn run_metrics(response: &RunResponse, timestamp_ms: u64) -> Value {
     }
     doc.insert("run_id".into(), json!(response.run_id));
     doc.insert("status".into(), json!(response.status));
+    doc.insert("tokens_estimated".into(), json!(m.tokens.estimated));
     Value::Object(doc)
 }
 
@@ -70,6 +78,7 @@ fn limit_metric(limit: &str) -> &'static str {
     match limit {
         "step_limit" => "LimitStepLimit",
         "deadline" => "LimitDeadline",
+        "token_budget" => "LimitTokenBudget",
         "max_retries" => "LimitMaxRetries",
         "max_regenerations" => "LimitMaxRegenerations",
         _ => "LimitNoSources",
@@ -86,7 +95,7 @@ mod tests {
     use super::*;
     use crate::engine::StepRecord;
     use crate::llm::DataSource;
-    use crate::rag::{Metadata, RunStatus};
+    use crate::rag::{Metadata, RunStatus, Tokens};
 
     #[test]
     fn emf_document_declares_every_metric_it_carries() {
@@ -119,6 +128,14 @@ mod tests {
                 web_search_unavailable: false,
                 infrastructure_retries: 2,
                 provider: "offline".into(),
+                tokens: Tokens {
+                    prompt: 900,
+                    completion: 60,
+                    total: 960,
+                    estimated: false,
+                },
+                model_calls: 7,
+                cache_hits: 1,
             },
             error: None,
         };
@@ -142,5 +159,11 @@ mod tests {
         assert_eq!(doc["WebFallbacks"], 1);
         assert_eq!(doc["LimitMaxRegenerations"], 1);
         assert_eq!(doc["LimitDeadline"], 0);
+        assert_eq!(doc["LimitTokenBudget"], 0);
+        assert_eq!(
+            (doc["Tokens"].as_u64(), doc["ModelCalls"].as_u64()),
+            (Some(960), Some(7))
+        );
+        assert_eq!(doc["CacheHits"], 1);
     }
 }

@@ -26,6 +26,6 @@ pub use error::RagError;
 pub use graph::{RagGraph, RagLimits};
 pub use node::RagNode;
 pub use request::{Mode, RunRequest, ValidationError, MAX_QUESTION_CHARS};
-pub use response::{Metadata, RunError, RunResponse, RunStatus};
+pub use response::{Metadata, RunError, RunResponse, RunStatus, Tokens};
 pub use service::{RagCheckpoint, Workflow};
 pub use state::{BestEffortReason, Citation, Outcome, RagState};

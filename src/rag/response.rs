@@ -1,7 +1,7 @@
 //! The caller-facing answer (DESIGN.md "HTTP API"), built from a checkpoint.
 
 use super::{Citation, Outcome, RagNode, RagState};
-use crate::engine::{Checkpoint, NodeFailure, Phase, StepRecord};
+use crate::engine::{Checkpoint, NodeFailure, Phase, StepRecord, Usage};
 use crate::llm::DataSource;
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +45,36 @@ pub struct Metadata {
     pub infrastructure_retries: u32,
     /// Model provider (`openai`, `offline`).
     pub provider: String,
+    /// Tokens used by the run, across every invocation.
+    pub tokens: Tokens,
+    /// Model replies received (re-asks included; cache hits excluded).
+    pub model_calls: u32,
+    /// Model replies served from the response cache (`LLM_CACHE_TTL_SECONDS`).
+    pub cache_hits: u32,
+}
+
+/// Tokens used by a run: as the provider reported them, or estimated when it reported none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tokens {
+    /// Prompt (input) tokens.
+    pub prompt: u64,
+    /// Completion (output) tokens.
+    pub completion: u64,
+    /// Their sum.
+    pub total: u64,
+    /// True when any call's tokens were estimated (the provider sent no `usage`).
+    pub estimated: bool,
+}
+
+impl From<&Usage> for Tokens {
+    fn from(usage: &Usage) -> Self {
+        Self {
+            prompt: usage.prompt_tokens,
+            completion: usage.completion_tokens,
+            total: usage.total(),
+            estimated: usage.estimated,
+        }
+    }
 }
 
 /// Why a run failed.
@@ -122,6 +152,9 @@ impl RunResponse {
                 web_search_unavailable: state.web_search_unavailable,
                 infrastructure_retries: cp.infra_retries,
                 provider: provider.to_owned(),
+                tokens: Tokens::from(&cp.usage),
+                model_calls: cp.usage.model_calls,
+                cache_hits: cp.usage.cache_hits,
             },
             error: cp.failure.as_ref().map(|f: &NodeFailure| RunError {
                 node: f.node.clone(),
