@@ -101,6 +101,9 @@ pub struct Limits {
     pub max_regenerations: u32,
     /// `WORKFLOW_RECURSION_LIMIT`: steps per run across resumes (1..=1000, default 50).
     pub recursion_limit: u32,
+    /// `MAX_TOKENS_PER_RUN`: tokens per run across resumes (0..=100000000, 0 or unset =
+    /// unbounded); a request's `max_tokens` can only lower it.
+    pub max_tokens_per_run: Option<u64>,
 }
 
 /// Wall-clock budgets.
@@ -237,6 +240,7 @@ const RECURSION_LIMIT: Num = Num::new(1, 1000, 50, "");
 const SECRETS_TTL: Num = Num::new(0, 86_400, 300, "seconds");
 const RUN_TTL: Num = Num::new(60, 31_536_000, 604_800, "seconds");
 const MAX_BODY_BYTES: Num = Num::new(1_024, 1_048_576, 65_536, "bytes");
+const MAX_TOKENS_PER_RUN: Num = Num::new(0, 100_000_000, 0, "tokens (0 = unbounded)");
 
 impl Settings {
     /// Reads the process environment.
@@ -308,6 +312,8 @@ impl Settings {
             max_retries: env.count("MAX_RETRIES", MAX_RETRIES)?,
             max_regenerations: env.count("MAX_REGENERATIONS", MAX_REGENERATIONS)?,
             recursion_limit: env.count("WORKFLOW_RECURSION_LIMIT", RECURSION_LIMIT)?,
+            max_tokens_per_run: Some(env.number("MAX_TOKENS_PER_RUN", MAX_TOKENS_PER_RUN)?)
+                .filter(|n| *n > 0),
         };
         let budgets = Budgets {
             deadline_margin: env.millis("DEADLINE_MARGIN_MS", DEADLINE_MARGIN)?,

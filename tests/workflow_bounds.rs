@@ -92,6 +92,24 @@ async fn happy_path_makes_one_call_per_step_and_grades_each_document() {
     assert_eq!(h.calls("grade_hallucinations"), 1);
     assert_eq!(h.calls("grade_answer"), 1);
     assert_eq!(h.llm.total_calls(), 7);
+    assert_eq!(r.metadata.model_calls, 7);
+    // The answer check is asked together with the groundedness check, in the same step;
+    // grade_answer then uses that verdict and calls nothing.
+    let details = |name: &str| {
+        r.workflow_steps
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.details.clone())
+            .unwrap()
+    };
+    assert_eq!(details("grade_hallucinations")["model_calls"], 2);
+    assert_eq!(details("grade_hallucinations")["answer_checked"], true);
+    assert_eq!(
+        details("grade_answer")["asked_with"],
+        "grade_hallucinations"
+    );
+    assert!(details("grade_answer").get("model_calls").is_none());
+    assert_eq!(details("grade_documents")["model_calls"], 3);
     assert_eq!(r.answer, "Scripted answer [1].");
     assert_eq!(r.citations.len(), 3);
     assert!(r.citations.iter().all(|c| c.url.starts_with("kb://")));
@@ -141,7 +159,12 @@ async fn always_ungrounded_answer_stops_after_exactly_three_regenerations() {
         "first answer + 3 regenerations"
     );
     assert_eq!(h.calls("grade_hallucinations"), 4);
-    assert_eq!(h.calls("grade_answer"), 0);
+    assert_eq!(
+        h.calls("grade_answer"),
+        4,
+        "asked with each groundedness check; unused as no answer was grounded"
+    );
+    assert_eq!(r.metadata.model_calls, 1 + 3 + 4 + 4 + 4);
     assert_eq!(r.metadata.hallucination_retry_count, 3);
     assert_eq!(r.status, RunStatus::BestEffort);
     assert!(r.success);
@@ -181,7 +204,12 @@ async fn recursion_limit_of_five_ends_gracefully_with_the_best_answer_so_far() {
     assert_eq!(r.metadata.limits_hit, ["step_limit"]);
     assert!(r.answer.starts_with("Scripted answer [1]."), "{}", r.answer);
     assert!(r.answer.contains("step limit"));
-    assert_eq!(h.calls("grade_answer"), 0, "the sixth step never ran");
+    assert_eq!(steps(&r)[4], "grade_hallucinations");
+    assert_eq!(
+        h.calls("grade_answer"),
+        1,
+        "asked with the groundedness check in step 5; the grade_answer step never ran"
+    );
 }
 
 #[tokio::test]

@@ -117,7 +117,8 @@ impl App {
     }
 
     /// The budget of one invocation: the deadline (if any) minus the margin, capped by
-    /// `RUN_TIMEOUT_MS`, with the configured step limit.
+    /// `RUN_TIMEOUT_MS`, with the configured step limit and `MAX_TOKENS_PER_RUN` (which a
+    /// request's `max_tokens` may lower).
     pub fn budget(&self, deadline_ms: Option<u64>) -> Budget {
         Budget::from_deadline(
             self.settings.limits.recursion_limit,
@@ -126,6 +127,7 @@ impl App {
             self.settings.budgets.deadline_margin,
             self.settings.budgets.run_timeout,
         )
+        .with_max_tokens(self.settings.limits.max_tokens_per_run)
     }
 }
 

@@ -6,7 +6,7 @@ use crate::engine::EngineError;
 use crate::error::{Classify, ErrorClass};
 use crate::queue::{WorkMessage, WorkQueue};
 use crate::rag::idempotency::{self, Claim};
-use crate::rag::{RunRequest, RunResponse, RunStatus, ValidationError};
+use crate::rag::{RunRequest, RunResponse, RunStatus, ValidationError, Workflow};
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::{json, Value};
@@ -42,7 +42,7 @@ pub async fn handle(app: &App, queue: Option<&dyn WorkQueue>, request: Request) 
 
 /// An error answer: status and JSON body, turned into a response at the top.
 #[derive(Debug)]
-struct ApiError {
+pub(super) struct ApiError {
     code: StatusCode,
     body: Value,
 }
@@ -53,7 +53,7 @@ impl From<ApiError> for Response<Body> {
     }
 }
 
-type Reply = Result<Response<Body>, ApiError>;
+pub(super) type Reply = Result<Response<Body>, ApiError>;
 
 async fn run_sync(
     app: &App,
@@ -62,9 +62,22 @@ async fn run_sync(
     deadline: Option<u64>,
 ) -> Reply {
     let (run_request, body) = parse_body(app, request)?;
+    let run = claim(app, request, &body).await?;
+    run_claimed(app, queue, &app.workflow(), run, run_request, deadline).await
+}
+
+/// Runs a validated, claimed request within the invocation's budget and shapes the answer
+/// (the streaming handler passes a workflow whose graph reports events).
+pub(super) async fn run_claimed(
+    app: &App,
+    queue: Option<&dyn WorkQueue>,
+    workflow: &Workflow<'_>,
+    run: Run,
+    run_request: RunRequest,
+    deadline: Option<u64>,
+) -> Reply {
     let budget = app.budget(deadline);
-    let workflow = app.workflow();
-    let run_id = match claim(app, request, &body).await? {
+    let run_id = match run {
         Run::New(run_id) => run_id,
         Run::Repeat(run_id) => {
             // A repeat: never a second run. Finish the same one if it can be advanced.
@@ -175,7 +188,7 @@ async fn finish(app: &App, queue: Option<&dyn WorkQueue>, response: RunResponse)
     }
 }
 
-fn parse_body(app: &App, request: &Request) -> Result<(RunRequest, Vec<u8>), ApiError> {
+pub(super) fn parse_body(app: &App, request: &Request) -> Result<(RunRequest, Vec<u8>), ApiError> {
     let body = request.body().as_ref().to_vec();
     let max = app.settings.max_body_bytes;
     if body.len() > max {
@@ -191,7 +204,7 @@ fn parse_body(app: &App, request: &Request) -> Result<(RunRequest, Vec<u8>), Api
 }
 
 /// The run a request is about.
-enum Run {
+pub(super) enum Run {
     /// A new run with this id.
     New(String),
     /// A repeat of an earlier request with the same `Idempotency-Key`.
@@ -199,7 +212,7 @@ enum Run {
 }
 
 /// Maps the `Idempotency-Key` header (if any) to a run id.
-async fn claim(app: &App, request: &Request, body: &[u8]) -> Result<Run, ApiError> {
+pub(super) async fn claim(app: &App, request: &Request, body: &[u8]) -> Result<Run, ApiError> {
     let run_id = uuid::Uuid::new_v4().to_string();
     let Some(header) = request.headers().get("idempotency-key") else {
         return Ok(Run::New(run_id));

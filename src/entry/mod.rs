@@ -7,5 +7,6 @@ pub mod http;
 pub mod logging;
 pub mod metrics;
 pub mod sqs;
+pub mod stream;
 
 pub use app::{App, StartupError};

@@ -44,6 +44,16 @@ impl Task {
         }
     }
 
+    /// A generous estimate of the reply's tokens, for token budgets before a call is made.
+    pub fn expected_completion_tokens(self) -> u64 {
+        match self {
+            Task::RouteQuery => 16,
+            Task::GradeDocuments | Task::GradeHallucinations | Task::GradeAnswer => 12,
+            Task::RefineQuery => 64,
+            Task::GenerateAnswer => 320,
+        }
+    }
+
     /// The JSON schema of the reply.
     pub fn schema(self) -> Value {
         let (field, spec) = match self {

@@ -1,9 +1,9 @@
 //! The adaptive-RAG graph: its dependencies, limits and the engine hooks.
 
-use super::{nodes, BestEffortReason, Outcome, RagError, RagNode, RagState};
+use super::{nodes, prompts, BestEffortReason, Events, Outcome, RagError, RagNode, RagState};
 use crate::engine::{Graph, Limit, RetryPolicy, StepCtx, StepOutput};
-use crate::llm::ChatModel;
-use crate::retrieval::{Retriever, WebSearch};
+use crate::llm::{estimate_tokens, ChatModel, Task};
+use crate::retrieval::{Document, Retriever, WebSearch};
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +34,7 @@ pub struct RagGraph {
     pub(crate) web: Option<Arc<dyn WebSearch>>,
     pub(crate) limits: RagLimits,
     pub(crate) remote_policy: RetryPolicy,
+    pub(crate) events: Events,
 }
 
 impl RagGraph {
@@ -50,6 +51,15 @@ impl RagGraph {
             web,
             limits,
             remote_policy: RetryPolicy::REMOTE,
+            events: Events::default(),
+        }
+    }
+
+    /// The same graph (sharing its clients) reporting to `events`: one per watched run.
+    pub fn with_events(&self, events: Events) -> Self {
+        Self {
+            events,
+            ..self.clone()
         }
     }
 
@@ -86,6 +96,39 @@ impl Graph for RagGraph {
         match node {
             RagNode::KgRetrieval => Duration::from_millis(5),
             _ => Duration::from_millis(50),
+        }
+    }
+
+    fn token_estimate(&self, node: RagNode, state: &RagState) -> u64 {
+        let question = state.request.question.as_str();
+        let answer = state.generation.as_deref();
+        let one = |task: Task, documents: &[Document], answer: Option<&str>| {
+            prompts::messages(task, question, documents, answer)
+                .iter()
+                .map(|m| estimate_tokens(&m.content))
+                .sum::<u64>()
+                + task.expected_completion_tokens()
+        };
+        match node {
+            RagNode::KgRetrieval | RagNode::WebSearch => 0,
+            RagNode::RouteQuestion => one(Task::RouteQuery, &[], None),
+            RagNode::TransformQuery => one(Task::RefineQuery, &[], None),
+            RagNode::GradeDocuments => state
+                .documents
+                .iter()
+                .map(|d| one(Task::GradeDocuments, std::slice::from_ref(d), None))
+                .sum(),
+            RagNode::Generate => one(Task::GenerateAnswer, &state.documents, None),
+            RagNode::GradeHallucinations => {
+                let answer_check = if state.request.check_answer() {
+                    one(Task::GradeAnswer, &[], answer)
+                } else {
+                    0
+                };
+                one(Task::GradeHallucinations, &state.documents, answer) + answer_check
+            }
+            RagNode::GradeAnswer if state.answer_check.is_some() => 0,
+            RagNode::GradeAnswer => one(Task::GradeAnswer, &[], answer),
         }
     }
 

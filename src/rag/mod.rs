@@ -7,11 +7,13 @@
 //!                -> generate (model alone)
 //! decide_to_generate: relevant -> generate | none, rewrites left -> transform_query -> kg_retrieval
 //!                     | rewrites exhausted -> web_search (fallback) -> generate
-//! generate -> grade_hallucinations: grounded -> grade_answer | not grounded -> generate (bounded)
+//! generate -> grade_hallucinations (the answer check is asked at the same time)
+//!             : grounded -> grade_answer (uses that verdict) | not grounded -> generate (bounded)
 //! grade_answer: useful -> END | not useful -> transform_query (bounded) | exhausted -> END best-effort
 //! ```
 
 mod error;
+mod events;
 mod graph;
 pub mod idempotency;
 mod node;
@@ -23,9 +25,10 @@ mod service;
 mod state;
 
 pub use error::RagError;
+pub use events::{Counters, Events, RunEvent};
 pub use graph::{RagGraph, RagLimits};
 pub use node::RagNode;
-pub use request::{Mode, RunRequest, ValidationError, MAX_QUESTION_CHARS};
+pub use request::{Mode, RunRequest, ValidationError, MAX_QUESTION_CHARS, MAX_TOKENS_LIMIT};
 pub use response::{Metadata, RunError, RunResponse, RunStatus, Tokens};
 pub use service::{RagCheckpoint, Workflow};
 pub use state::{BestEffortReason, Citation, Outcome, RagState};

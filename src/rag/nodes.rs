@@ -2,19 +2,21 @@
 //! state, then names the next node; every loop is bounded by a counter checked here and by the
 //! engine's step limit and deadline.
 
-use super::{prompts, BestEffortReason, Outcome, RagError, RagGraph, RagNode, RagState};
+use super::{prompts, BestEffortReason, Outcome, RagError, RagGraph, RagNode, RagState, RunEvent};
 use crate::engine::{StepCtx, StepOutput};
 use crate::llm::{
-    ask_metered, BinaryScore, ChatRequest, DataSource, Generated, Refined, RouteDecision, Task,
-    TaskInputs,
+    ask_metered, AnswerDeltas, BinaryScore, ChatRequest, DataSource, Generated, Refined,
+    RouteDecision, Task, TaskInputs,
 };
 use crate::retrieval::Document;
 use serde::de::DeserializeOwned;
 use serde_json::json;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
 
 type Step = Result<StepOutput<RagNode>, RagError>;
 
-/// One structured model call with the node's retry policy.
+/// One structured model call with the node's retry policy; its tokens go to the step's meter.
 async fn call<T: DeserializeOwned>(
     graph: &RagGraph,
     ctx: &StepCtx<'_>,
@@ -25,20 +27,68 @@ async fn call<T: DeserializeOwned>(
 ) -> Result<T, RagError> {
     let result = ctx
         .retry(task.schema_name(), || {
-            let request = ChatRequest {
-                task,
-                messages: prompts::messages(task, question, documents, answer),
-                inputs: TaskInputs {
-                    question,
-                    documents,
-                    answer,
-                },
-                timeout: ctx.remaining(),
-            };
+            let request = request(ctx, task, question, documents, answer);
             async move { ask_metered::<T>(graph.model.as_ref(), &request, ctx.meter(), None).await }
         })
         .await?;
     Ok(result)
+}
+
+fn request<'a>(
+    ctx: &StepCtx<'_>,
+    task: Task,
+    question: &'a str,
+    documents: &'a [Document],
+    answer: Option<&'a str>,
+) -> ChatRequest<'a> {
+    ChatRequest {
+        task,
+        messages: prompts::messages(task, question, documents, answer),
+        inputs: TaskInputs {
+            question,
+            documents,
+            answer,
+        },
+        timeout: ctx.remaining(),
+    }
+}
+
+/// The answer call, streamed to the run's events as `token`s when someone listens. Every try
+/// is a new generation attempt; a try whose stream broke is `discarded` before the retry.
+/// Returns the answer and the number of the attempt that produced it.
+async fn generate_answer(
+    graph: &RagGraph,
+    ctx: &StepCtx<'_>,
+    state: &RagState,
+) -> Result<(Generated, u32), RagError> {
+    let question = state.request.question.as_str();
+    let documents = state.documents.as_slice();
+    if !graph.events.is_on() {
+        let generated = call(graph, ctx, Task::GenerateAnswer, question, documents, None).await?;
+        return Ok((generated, state.generations + 1));
+    }
+    let attempt = AtomicU32::new(state.generations);
+    let generated = ctx
+        .retry(Task::GenerateAnswer.schema_name(), || {
+            let n = attempt.fetch_add(1, Ordering::SeqCst) + 1;
+            if n > state.generations + 1 {
+                graph.events.emit(RunEvent::Discarded { attempt: n - 1 });
+            }
+            let request = request(ctx, Task::GenerateAnswer, question, documents, None);
+            async move {
+                let decoder = Mutex::new(AnswerDeltas::new());
+                let sink = |raw: &str| {
+                    let text = decoder.lock().map(|mut d| d.push(raw)).unwrap_or_default();
+                    if !text.is_empty() {
+                        graph.events.emit(RunEvent::Token { attempt: n, text });
+                    }
+                };
+                ask_metered::<Generated>(graph.model.as_ref(), &request, ctx.meter(), Some(&sink))
+                    .await
+            }
+        })
+        .await?;
+    Ok((generated, attempt.load(Ordering::SeqCst)))
 }
 
 pub(super) async fn route_question(
@@ -188,17 +238,15 @@ pub(super) async fn web_search(graph: &RagGraph, state: &mut RagState, ctx: &Ste
 }
 
 pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepCtx<'_>) -> Step {
-    let generated: Generated = call(
-        graph,
-        ctx,
-        Task::GenerateAnswer,
-        &state.request.question,
-        &state.documents,
-        None,
-    )
-    .await?;
+    let (generated, attempt) = generate_answer(graph, ctx, state).await?;
     state.generation = Some(generated.answer);
-    let details = json!({ "documents": state.documents.len(), "regeneration": state.hallucination_retry_count });
+    state.generations = attempt;
+    state.answer_check = None;
+    let details = json!({
+        "documents": state.documents.len(),
+        "regeneration": state.hallucination_retry_count,
+        "attempt": attempt,
+    });
     let no_context = state.documents.is_empty();
     if no_context && state.route != Some(DataSource::LlmInternal) {
         // Wanted sources, found none: answer from the model alone, clearly marked.
@@ -227,21 +275,37 @@ pub(super) async fn grade_hallucinations(
     state: &mut RagState,
     ctx: &StepCtx<'_>,
 ) -> Step {
+    let question = state.request.question.as_str();
     let answer = state.generation.as_deref();
-    let grade: BinaryScore = call(
+    let grounded = call::<BinaryScore>(
         graph,
         ctx,
         Task::GradeHallucinations,
-        &state.request.question,
+        question,
         &state.documents,
         answer,
-    )
-    .await?;
+    );
+    // The answer check does not wait for this one: both are asked at once, and its verdict
+    // counts only if the answer is grounded (one extra call when it is not, none otherwise).
+    let (grade, useful) = if state.request.check_answer() {
+        let useful = call::<BinaryScore>(graph, ctx, Task::GradeAnswer, question, &[], answer);
+        let (grade, useful) = futures::future::try_join(grounded, useful).await?;
+        (grade, Some(useful.yes()))
+    } else {
+        (grounded.await?, None)
+    };
     let max = graph.limits.max_regenerations;
     if grade.yes() {
-        return Ok(grade_answer_or_end(state, json!({ "grounded": true })));
+        state.answer_check = useful;
+        return Ok(grade_answer_or_end(
+            state,
+            json!({ "grounded": true, "answer_checked": useful.is_some() }),
+        ));
     }
     if state.hallucination_retry_count < max {
+        graph.events.emit(RunEvent::Discarded {
+            attempt: state.generations,
+        });
         state.hallucination_retry_count += 1;
         let n = state.hallucination_retry_count;
         tracing::info!("answer not grounded: regeneration retry {n}/{max}");
@@ -263,31 +327,46 @@ pub(super) async fn grade_answer(
     state: &mut RagState,
     ctx: &StepCtx<'_>,
 ) -> Step {
-    let answer = state.generation.as_deref();
-    let grade: BinaryScore = call(
-        graph,
-        ctx,
-        Task::GradeAnswer,
-        &state.request.question,
-        &[],
-        answer,
-    )
-    .await?;
-    if grade.yes() {
-        return Ok(end(state, Outcome::Completed, json!({ "useful": true })));
+    // Asked together with the groundedness check when both are on; else asked now.
+    let (useful, asked_with) = match state.answer_check {
+        Some(useful) => (useful, "grade_hallucinations"),
+        None => {
+            let answer = state.generation.as_deref();
+            let grade: BinaryScore = call(
+                graph,
+                ctx,
+                Task::GradeAnswer,
+                &state.request.question,
+                &[],
+                answer,
+            )
+            .await?;
+            (grade.yes(), "grade_answer")
+        }
+    };
+    state.answer_check = None;
+    if useful {
+        return Ok(end(
+            state,
+            Outcome::Completed,
+            json!({ "useful": true, "asked_with": asked_with }),
+        ));
     }
     let max = graph.limits.max_retries;
     if state.query_transformation_retry_count < max {
+        graph.events.emit(RunEvent::Discarded {
+            attempt: state.generations,
+        });
         return Ok(StepOutput::next(
             RagNode::TransformQuery,
-            json!({ "useful": false, "decision": "transform_query" }),
+            json!({ "useful": false, "decision": "transform_query", "asked_with": asked_with }),
         ));
     }
     tracing::warn!("max retries reached ({max}/{max} rewrites): ending best-effort");
     Ok(end(
         state,
         Outcome::BestEffort(BestEffortReason::MaxRetries),
-        json!({ "useful": false, "decision": "max_retries" }),
+        json!({ "useful": false, "decision": "max_retries", "asked_with": asked_with }),
     ))
 }
 

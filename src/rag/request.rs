@@ -55,7 +55,13 @@ pub struct RunRequest {
     /// Check the answer resolves the question (default from `mode`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enable_answer_quality_checking: Option<bool>,
+    /// Most tokens the run may use (1..=100000000), capped by `MAX_TOKENS_PER_RUN`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
 }
+
+/// Largest accepted `max_tokens`.
+pub const MAX_TOKENS_LIMIT: u64 = 100_000_000;
 
 fn default_three() -> u32 {
     3
@@ -98,6 +104,7 @@ impl RunRequest {
             enable_retrieved_documents_grading: None,
             enable_hallucination_checking: None,
             enable_answer_quality_checking: None,
+            max_tokens: None,
         }
     }
 
@@ -149,6 +156,14 @@ impl RunRequest {
                 ));
             }
         }
+        if let Some(max) = self.max_tokens {
+            if !(1..=MAX_TOKENS_LIMIT).contains(&max) {
+                return Err(ValidationError::new(
+                    "max_tokens",
+                    format!("must be between 1 and {MAX_TOKENS_LIMIT}, got {max}"),
+                ));
+            }
+        }
         if !(self.node_retrieval
             || self.edge_retrieval
             || self.episode_retrieval
@@ -160,6 +175,15 @@ impl RunRequest {
             ));
         }
         Ok(())
+    }
+
+    /// The run's token budget: the lower of the request's `max_tokens` and `cap`
+    /// (`MAX_TOKENS_PER_RUN`), either of which may be absent.
+    pub fn token_budget(&self, cap: Option<u64>) -> Option<u64> {
+        match (self.max_tokens, cap) {
+            (Some(asked), Some(cap)) => Some(asked.min(cap)),
+            (asked, cap) => asked.or(cap),
+        }
     }
 
     /// Whether retrieved documents are graded.
@@ -246,6 +270,11 @@ mod tests {
         assert_eq!(field_of(r#"{"question":"q","mode":"fast"}"#), "mode");
         assert_eq!(field_of(r#"{"question":"q","colour":1}"#), "colour");
         assert_eq!(field_of(r#"{"question":"q""#), "body");
+        assert_eq!(field_of(r#"{"question":"q","max_tokens":0}"#), "max_tokens");
+        assert_eq!(
+            field_of(r#"{"question":"q","max_tokens":-5}"#),
+            "max_tokens"
+        );
     }
 
     #[test]
@@ -258,6 +287,17 @@ mod tests {
         r.enable_answer_quality_checking = Some(true);
         r.enable_retrieved_documents_grading = Some(false);
         assert!(!r.grade_documents() && r.check_answer());
+    }
+
+    #[test]
+    fn token_budget_is_the_lower_of_request_and_setting() {
+        let mut r = RunRequest::new("q");
+        assert_eq!(r.token_budget(None), None);
+        assert_eq!(r.token_budget(Some(5000)), Some(5000));
+        r.max_tokens = Some(800);
+        assert_eq!(r.token_budget(None), Some(800));
+        assert_eq!(r.token_budget(Some(5000)), Some(800));
+        assert_eq!(r.token_budget(Some(300)), Some(300));
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! Running, resuming and reading runs: the one entry point the CLI and the Lambda handlers
 //! call. It owns no workflow logic: the graph decides, the engine bounds, the store persists.
 
-use super::{RagGraph, RagNode, RagState, RunRequest, RunResponse};
+use super::{Events, RagGraph, RagNode, RagState, RunEvent, RunRequest, RunResponse};
 use crate::engine::{
     advance, run_key, Budget, Checkpoint, Clock, EngineError, NodeFailure, Persist, Phase, Session,
 };
 use crate::error::ErrorClass;
 use crate::store::{CheckpointStore, Lease, StoreError};
+use async_trait::async_trait;
 use std::time::Duration;
 use tracing::Instrument;
 
@@ -50,8 +51,10 @@ impl<'a> Workflow<'a> {
         let span = tracing::info_span!("run", run_id);
         async {
             let mut cp = self.new_checkpoint(run_id, request);
-            let mut session = Session::create(self.store, run_id, &cp, self.lease(budget)).await?;
-            advance(self.graph, &mut cp, budget, self.clock, &mut session).await?;
+            let budget = &self.run_budget(&cp, budget);
+            let session = Session::create(self.store, run_id, &cp, self.lease(budget)).await?;
+            let mut persist = Observed::new(session, &self.graph.events, &cp);
+            advance(self.graph, &mut cp, budget, self.clock, &mut persist).await?;
             Ok(self.respond(&cp))
         }
         .instrument(span)
@@ -90,10 +93,11 @@ impl<'a> Workflow<'a> {
             .ok_or_else(|| EngineError::NotFound {
                 run_id: run_id.to_owned(),
             })?;
+        let budget = &self.run_budget(&loaded.checkpoint, budget);
         if !loaded.checkpoint.can_advance(budget) {
             return Ok(self.respond(&loaded.checkpoint));
         }
-        let mut session = Session::lock(
+        let session = Session::lock(
             self.store,
             run_id,
             &loaded,
@@ -106,7 +110,8 @@ impl<'a> Workflow<'a> {
         if cp.state.outcome == Some(super::Outcome::Suspended) {
             cp.state.outcome = None;
         }
-        advance(self.graph, &mut cp, budget, self.clock, &mut session)
+        let mut persist = Observed::new(session, &self.graph.events, &cp);
+        advance(self.graph, &mut cp, budget, self.clock, &mut persist)
             .instrument(tracing::info_span!("run", run_id))
             .await?;
         Ok(self.respond(&cp))
@@ -185,6 +190,11 @@ impl<'a> Workflow<'a> {
         )
     }
 
+    /// The invocation's budget, with the token limit narrowed by the run's own `max_tokens`.
+    fn run_budget(&self, cp: &RagCheckpoint, budget: &Budget) -> Budget {
+        budget.with_max_tokens(cp.state.request.token_budget(budget.max_tokens))
+    }
+
     fn lease(&self, budget: &Budget) -> Lease {
         self.lease_until(budget.deadline_ms)
     }
@@ -206,4 +216,35 @@ fn encode(run_id: &str, cp: &RagCheckpoint) -> Result<Vec<u8>, EngineError> {
         run_id: run_id.to_owned(),
         message: e.to_string(),
     })
+}
+
+/// Persists through `inner`, then tells the run's watchers about each newly saved step.
+struct Observed<'e, P> {
+    inner: P,
+    events: &'e Events,
+    reported: usize,
+}
+
+impl<'e, P> Observed<'e, P> {
+    fn new(inner: P, events: &'e Events, cp: &RagCheckpoint) -> Self {
+        Self {
+            inner,
+            events,
+            reported: cp.records.len(),
+        }
+    }
+}
+
+#[async_trait]
+impl<P: Persist<RagCheckpoint> + Send> Persist<RagCheckpoint> for Observed<'_, P> {
+    async fn save(&mut self, cp: &RagCheckpoint, release: bool) -> Result<(), EngineError> {
+        self.inner.save(cp, release).await?;
+        if cp.records.len() > self.reported {
+            self.reported = cp.records.len();
+            if let Some(event) = RunEvent::step(cp) {
+                self.events.emit(event);
+            }
+        }
+        Ok(())
+    }
 }

@@ -94,6 +94,13 @@ pub struct RagState {
     pub query_transformation_retry_count: u32,
     /// Regenerations after an ungrounded answer.
     pub hallucination_retry_count: u32,
+    /// Generation attempts so far (numbers the `token` and `discarded` stream events).
+    #[serde(default)]
+    pub generations: u32,
+    /// The answer check's verdict, asked together with the groundedness check and used by
+    /// `grade_answer` only when the answer was grounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_check: Option<bool>,
     /// Whether the web-search fallback ran after the rewrites were exhausted.
     pub web_fallback: bool,
     /// Set when web search was wanted but is not configured.
@@ -117,6 +124,8 @@ impl RagState {
             generation: None,
             query_transformation_retry_count: 0,
             hallucination_retry_count: 0,
+            generations: 0,
+            answer_check: None,
             web_fallback: false,
             web_search_unavailable: false,
             continue_on_deadline: false,

@@ -1,0 +1,148 @@
+//! The streaming HTTP handler (a function URL in `RESPONSE_STREAM` mode): `POST /workflow/run`
+//! answers with server-sent events while the run goes on — `step` after each checkpointed
+//! step, `token` pieces of the answer, `discarded` when an attempt is rejected — and ends with
+//! `final` (the body `POST /workflow/run` answers with) or `suspended` (its 202 body). Every
+//! other route, and every error found before the run starts, is answered as by [`super::http`].
+//!
+//! The run does not depend on the caller: it runs in its own task, so a client that
+//! disconnects only stops receiving; the run is checkpointed as usual and can be read with
+//! `GET /workflow/runs/{run_id}`.
+
+use super::http::{self, claim, parse_body, run_claimed, ApiError, Run};
+use super::App;
+use crate::queue::WorkQueue;
+use crate::rag::{Events, RunEvent, RunRequest, Workflow};
+use bytes::Bytes;
+use lambda_http::http::{HeaderValue, Method, StatusCode};
+use lambda_http::{Request, RequestExt, Response};
+use lambda_runtime::streaming::{channel, Body, Sender};
+use serde_json::Value;
+
+/// One server-sent event: `event: NAME` and one `data:` line of compact JSON.
+pub fn sse(name: &str, data: &Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+/// The SSE frame of a run event.
+pub fn sse_event(event: &RunEvent) -> String {
+    sse(event.name(), &event.data())
+}
+
+/// The last event of a streamed run, from the buffered answer's status and body: `suspended`
+/// for a run that will be continued, `final` for everything else.
+pub fn last_event(status: StatusCode, body: &Value) -> String {
+    let suspended = status == StatusCode::ACCEPTED && body["status"] == "suspended";
+    sse(if suspended { "suspended" } else { "final" }, body)
+}
+
+/// Handles one request of the streaming function. Never fails: errors become JSON answers.
+pub async fn handle(
+    app: &'static App,
+    queue: Option<&'static dyn WorkQueue>,
+    request: Request,
+) -> Response<Body> {
+    let is_run = request.method() == Method::POST
+        && request.uri().path().trim_end_matches('/') == "/workflow/run";
+    if !is_run {
+        return buffered(http::handle(app, queue, request).await);
+    }
+    let deadline = request.lambda_context_ref().map(|c| c.deadline);
+    let prepared = async {
+        let (run_request, body) = parse_body(app, &request)?;
+        let run = claim(app, &request, &body).await?;
+        Ok::<_, ApiError>((run_request, run))
+    };
+    let (run_request, run) = match prepared.await {
+        Ok(ready) => ready,
+        Err(e) => return buffered(e.into()),
+    };
+    let (sender, body) = channel();
+    tokio::spawn(async move {
+        let (events, receiver) = Events::channel();
+        let (answer, mut sender) = tokio::join!(
+            run_reporting(app, queue, events, run, run_request, deadline),
+            forward(receiver, sender)
+        );
+        let body = http::body_json(&answer);
+        send(&mut sender, last_event(answer.status(), &body)).await;
+    });
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(
+        "content-type",
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert("cache-control", HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// Runs the request on a graph reporting to `events`; the channel closes when it returns.
+async fn run_reporting(
+    app: &App,
+    queue: Option<&dyn WorkQueue>,
+    events: Events,
+    run: Run,
+    run_request: RunRequest,
+    deadline: Option<u64>,
+) -> Response<lambda_http::Body> {
+    let graph = app.graph.with_events(events);
+    let workflow = Workflow {
+        graph: &graph,
+        ..app.workflow()
+    };
+    run_claimed(app, queue, &workflow, run, run_request, deadline)
+        .await
+        .unwrap_or_else(Response::from)
+}
+
+/// Sends every run event to the caller until the run's event channel closes.
+async fn forward(
+    mut receiver: tokio::sync::mpsc::UnboundedReceiver<RunEvent>,
+    mut sender: Sender,
+) -> Sender {
+    while let Some(event) = receiver.recv().await {
+        send(&mut sender, sse_event(&event)).await;
+    }
+    sender
+}
+
+/// A caller who went away is not an error: the run goes on and stays readable.
+async fn send(sender: &mut Sender, frame: String) {
+    if sender.send_data(Bytes::from(frame)).await.is_err() {
+        tracing::debug!("the caller stopped reading the stream; the run goes on");
+    }
+}
+
+/// A buffered answer as a (one-piece) streamed response.
+fn buffered(response: Response<lambda_http::Body>) -> Response<Body> {
+    let (parts, body) = response.into_parts();
+    Response::from_parts(parts, Body::from(body.to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn frames_are_named_server_sent_events() {
+        let frame = sse_event(&RunEvent::Token {
+            attempt: 1,
+            text: "Hi\nthere".into(),
+        });
+        assert_eq!(
+            frame,
+            "event: token\ndata: {\"attempt\":1,\"text\":\"Hi\\nthere\"}\n\n"
+        );
+    }
+
+    #[test]
+    fn a_suspended_answer_ends_with_suspended_everything_else_with_final() {
+        let suspended = json!({"run_id": "r", "status": "suspended"});
+        assert!(last_event(StatusCode::ACCEPTED, &suspended).starts_with("event: suspended\n"));
+        let running = json!({"run_id": "r", "status": "running"});
+        assert!(last_event(StatusCode::ACCEPTED, &running).starts_with("event: final\n"));
+        let done = json!({"status": "completed"});
+        assert!(last_event(StatusCode::OK, &done).starts_with("event: final\n"));
+    }
+}
