@@ -1,5 +1,6 @@
 //! The `bounded-rag` command line: `ask`, `ingest`, `status`.
 
+use super::cli_stream::Job;
 use super::App;
 use crate::rag::{Mode, RunRequest, RunResponse, RunStatus};
 use crate::retrieval::ingest_dir;
@@ -62,9 +63,16 @@ pub struct AskArgs {
     /// Continue a stopped run instead of starting one.
     #[arg(long, value_name = "RUN_ID", conflicts_with = "question")]
     pub resume: Option<String>,
-    /// Print the full JSON response (the HTTP API's body).
+    /// Print the full JSON response (the HTTP API's body); with --stream, every event as a
+    /// JSON line.
     #[arg(long)]
     pub json: bool,
+    /// Print the answer as it is generated (steps on stderr).
+    #[arg(long)]
+    pub stream: bool,
+    /// Most tokens the run may use (capped by MAX_TOKENS_PER_RUN).
+    #[arg(long)]
+    pub max_tokens: Option<u64>,
     /// Knowledge-base documents to retrieve (1..=10).
     #[arg(long)]
     pub n_retrieved_documents: Option<u32>,
@@ -121,6 +129,7 @@ impl AskArgs {
         r.enable_retrieved_documents_grading = self.enable_retrieved_documents_grading;
         r.enable_hallucination_checking = self.enable_hallucination_checking;
         r.enable_answer_quality_checking = self.enable_answer_quality_checking;
+        r.max_tokens = self.max_tokens;
         r.validate().map_err(|e| {
             let flag = e.field.replace('_', "-");
             format!("invalid --{flag}: {}", e.message)
@@ -167,6 +176,17 @@ async fn ask(args: AskArgs) -> ExitCode {
         Err(e) => return fail(2, &e.to_string()),
     };
     let budget = app.budget(None);
+    if args.stream {
+        let job = match (request, args.resume) {
+            (Some(request), _) => Job::New(uuid::Uuid::new_v4().to_string(), request),
+            (None, Some(run_id)) => Job::Resume(run_id),
+            (None, None) => return fail(2, "a question or --resume RUN_ID is required"),
+        };
+        return match super::cli_stream::run(&app, job, &budget, args.json).await {
+            Ok(response) => exit_code(&response),
+            Err(e) => fail(1, &e.to_string()),
+        };
+    }
     let workflow = app.workflow();
     let result = match (request, &args.resume) {
         (Some(request), _) => {
@@ -191,6 +211,10 @@ fn print_response(response: &RunResponse, json: bool) -> ExitCode {
     } else {
         println!("{}", render(response));
     }
+    exit_code(response)
+}
+
+fn exit_code(response: &RunResponse) -> ExitCode {
     match response.status {
         RunStatus::Failed => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
@@ -227,12 +251,19 @@ pub fn render(r: &RunResponse) -> String {
     } else {
         m.limits_hit.join(",")
     };
+    let estimated = if m.tokens.estimated {
+        " (estimated)"
+    } else {
+        ""
+    };
     out.push_str(&format!(
-        "\n{status} · {} steps · route {route} · rewrites {} · regenerations {} · limits {limits} · {:.3}s · provider {} · run {}",
+        "\n{status} · {} steps · route {route} · rewrites {} · regenerations {} · limits {limits} · {:.3}s · {} model calls · {} tokens{estimated} · provider {} · run {}",
         m.total_steps,
         m.query_transformation_retry_count,
         m.hallucination_retry_count,
         m.total_processing_time,
+        m.model_calls,
+        m.tokens.total,
         m.provider,
         r.run_id,
     ));

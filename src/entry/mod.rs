@@ -3,6 +3,7 @@
 
 mod app;
 pub mod cli;
+mod cli_stream;
 pub mod http;
 pub mod logging;
 pub mod metrics;

@@ -1,5 +1,6 @@
 //! `cargo lambda watch` on loopback: the Lambda Runtime API emulator serving this crate's
-//! function binaries (`api`, `worker`), one emulator per [`LambdaWatch`], stopped on drop.
+//! function binaries (`api`, `worker`, `stream`), one emulator per [`LambdaWatch`], stopped on
+//! drop.
 //!
 //! `cargo-lambda` is looked up in `CARGO_LAMBDA_BIN`, then `.local/venv/bin/cargo-lambda` (what
 //! `scripts/setup-test-tools.sh` installs), then `PATH`. Missing means the tests fail.
@@ -48,14 +49,15 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 const LOG_TAIL: usize = 40;
 
 /// The function binaries this crate builds; `None` when a binary does not exist (yet).
-const FUNCTIONS: [(&str, Option<&str>); 2] = [
+const FUNCTIONS: [(&str, Option<&str>); 3] = [
     ("api", option_env!("CARGO_BIN_EXE_api")),
     ("worker", option_env!("CARGO_BIN_EXE_worker")),
+    ("stream", option_env!("CARGO_BIN_EXE_stream")),
 ];
 
 /// Variables of the application (`src/config.rs`) never inherited from the developer's shell:
 /// a test sets what it needs and nothing else leaks in. `AWS_*` is dropped as well.
-const APP_VARS: [&str; 22] = [
+const APP_VARS: [&str; 24] = [
     "LLM_PROVIDER",
     "LLM_BASE_URL",
     "LLM_MODEL",
@@ -76,6 +78,8 @@ const APP_VARS: [&str; 22] = [
     "DEADLINE_MARGIN_MS",
     "RUN_TIMEOUT_MS",
     "RUN_TTL_SECONDS",
+    "MAX_TOKENS_PER_RUN",
+    "LLM_CACHE_TTL_SECONDS",
     "RUST_LOG",
     "RUN_ID",
 ];
@@ -259,6 +263,27 @@ impl LambdaWatch {
             request = request.body(body.to_owned());
         }
         self.send(function, request).await
+    }
+
+    /// A request through the function URL emulation whose answer is returned as soon as its
+    /// head arrives, so a test can read a streamed body piece by piece (`Response::chunk`).
+    pub async fn url_stream(
+        &self,
+        function: &str,
+        path: &str,
+        body: &str,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let url = format!("{}/lambda-url/{function}{path}", self.endpoint());
+        let mut request = self.http.post(url).body(body.to_owned());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request
+            .timeout(INVOKE_TIMEOUT)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {path} to {function}: {e}\n{}", self.log_tail()))
     }
 
     /// Pids of live processes started for this emulator (found by their

@@ -1,0 +1,115 @@
+//! `bounded-rag ask --stream`: the answer's text on stdout as it is generated, a note on stderr
+//! when an attempt is discarded, then the sources and the summary; with `--json`, every event
+//! as one JSON line (`{"event", "data"}`), the last one `final` with the full response.
+
+use super::App;
+use crate::engine::{Budget, EngineError};
+use crate::rag::{Events, RunEvent, RunRequest, RunResponse, Workflow};
+use std::io::Write;
+
+/// What to run: a new run, or the continuation of a stored one.
+pub enum Job {
+    /// A new run with this id.
+    New(String, RunRequest),
+    /// Continue this run.
+    Resume(String),
+}
+
+/// Runs `job` with events, printing them as they come; returns the final response.
+pub async fn run(
+    app: &App,
+    job: Job,
+    budget: &Budget,
+    json: bool,
+) -> Result<RunResponse, EngineError> {
+    let (events, mut receiver) = Events::channel();
+    let graph = app.graph.with_events(events);
+    let workflow = Workflow {
+        graph: &graph,
+        ..app.workflow()
+    };
+    let mut printer = Printer::new(json);
+    let run = async {
+        match job {
+            Job::New(run_id, request) => workflow.run_new(&run_id, request, budget).await,
+            Job::Resume(run_id) => workflow.resume(&run_id, budget).await,
+        }
+    };
+    tokio::pin!(run);
+    let result = loop {
+        tokio::select! {
+            biased;
+            Some(event) = receiver.recv() => printer.event(&event),
+            result = &mut run => break result,
+        }
+    };
+    while let Ok(event) = receiver.try_recv() {
+        printer.event(&event);
+    }
+    if let Ok(response) = &result {
+        printer.finish(response);
+    }
+    result
+}
+
+/// Prints events for a person (text) or a program (JSON lines).
+struct Printer {
+    json: bool,
+    /// Text of the current attempt, to print only what the final answer adds to it.
+    shown: String,
+}
+
+impl Printer {
+    fn new(json: bool) -> Self {
+        Self {
+            json,
+            shown: String::new(),
+        }
+    }
+
+    fn event(&mut self, event: &RunEvent) {
+        if self.json {
+            let line = serde_json::json!({"event": event.name(), "data": event.data()});
+            print_flush(&format!("{line}\n"));
+            return;
+        }
+        match event {
+            RunEvent::Token { text, .. } => {
+                self.shown.push_str(text);
+                print_flush(text);
+            }
+            RunEvent::Discarded { attempt } => {
+                if !self.shown.is_empty() {
+                    print_flush("\n");
+                }
+                eprintln!("bounded-rag: answer attempt {attempt} discarded; generating another");
+                self.shown.clear();
+            }
+            RunEvent::Step { .. } => {} // steps are on stderr through the progress log
+        }
+    }
+
+    fn finish(&mut self, response: &RunResponse) {
+        if self.json {
+            let line = serde_json::json!({"event": "final", "data": response});
+            print_flush(&format!("{line}\n"));
+            return;
+        }
+        // The final answer may add a disclaimer to what was streamed, or differ from it (a
+        // limit stopped the run after an attempt was discarded): print what is missing.
+        let rest = match response.answer.strip_prefix(self.shown.as_str()) {
+            Some(rest) => rest.to_owned(),
+            None if self.shown.is_empty() => response.answer.clone(),
+            None => format!("\n\n{}", response.answer),
+        };
+        let mut summary = response.clone();
+        summary.answer.clear();
+        print_flush(&format!("{rest}\n{}\n", super::cli::render(&summary)));
+    }
+}
+
+fn print_flush(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
