@@ -55,12 +55,13 @@ const FUNCTIONS: [(&str, Option<&str>); 2] = [
 
 /// Variables of the application (`src/config.rs`) never inherited from the developer's shell:
 /// a test sets what it needs and nothing else leaks in. `AWS_*` is dropped as well.
-const APP_VARS: [&str; 22] = [
+const APP_VARS: [&str; 23] = [
     "LLM_PROVIDER",
     "LLM_BASE_URL",
     "LLM_MODEL",
     "LLM_API_KEY",
     "LLM_TIMEOUT_MS",
+    "LLM_CACHE_TTL_SECONDS",
     "WEB_SEARCH_BASE_URL",
     "WEB_SEARCH_API_KEY",
     "SECRETS_ID",
