@@ -1,6 +1,8 @@
 //! Provider-neutral model access: the [`ChatModel`] trait, typed structured outputs and the
-//! bounded re-ask on malformed JSON. Wire structs stay private to each provider module.
+//! bounded re-ask on malformed JSON, and the opt-in response cache ([`CachingModel`]). Wire
+//! structs stay private to each provider module.
 
+mod cache;
 mod error;
 mod lexical;
 mod offline;
@@ -9,6 +11,7 @@ mod scripted;
 mod structured;
 mod task;
 
+pub use cache::{cache_key, CachingModel};
 pub use error::LlmError;
 pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER, NO_MATCH_ANSWER};
 pub use openai::{OpenAiConfig, OpenAiModel};
