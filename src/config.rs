@@ -81,6 +81,9 @@ pub struct LlmSettings {
     pub api_key: Option<Secret>,
     /// `LLM_TIMEOUT_MS`: per-call timeout (1000..=300000 ms, default 30000).
     pub timeout: Duration,
+    /// `LLM_CACHE_TTL_SECONDS`: how long model replies are cached in the checkpoint store
+    /// (0..=2592000 s); `None` when 0, the default: no response cache.
+    pub cache_ttl: Option<Duration>,
 }
 
 /// Tavily-compatible web search settings.
@@ -232,6 +235,7 @@ impl Num {
 
 /// Accepted ranges and defaults of the numeric variables.
 const LLM_TIMEOUT: Num = Num::new(1_000, 300_000, 30_000, "milliseconds");
+const LLM_CACHE_TTL: Num = Num::new(0, 2_592_000, 0, "seconds");
 const DEADLINE_MARGIN: Num = Num::new(0, 60_000, 1_500, "milliseconds");
 const RUN_TIMEOUT: Num = Num::new(1_000, 900_000, 120_000, "milliseconds");
 const MAX_RETRIES: Num = Num::new(0, 10, 3, "");
@@ -302,6 +306,8 @@ impl Settings {
                 .unwrap_or_else(|| DEFAULT_LLM_MODEL.to_owned()),
             api_key,
             timeout: env.millis("LLM_TIMEOUT_MS", LLM_TIMEOUT)?,
+            cache_ttl: Some(env.seconds("LLM_CACHE_TTL_SECONDS", LLM_CACHE_TTL)?)
+                .filter(|ttl| !ttl.is_zero()),
         };
         let web_key = env.secret("WEB_SEARCH_API_KEY")?;
         let web = env.url("WEB_SEARCH_BASE_URL")?.map(|base_url| WebSettings {

@@ -42,6 +42,14 @@ const NUMERIC: &[NumCase] = &[
         read: |s| ms(s.llm.timeout),
     },
     NumCase {
+        var: "LLM_CACHE_TTL_SECONDS",
+        min: 0,
+        max: 2_592_000,
+        default: 0,
+        expected: "a whole number of seconds in 0..=2592000",
+        read: |s| s.llm.cache_ttl.map_or(0, |ttl| ttl.as_secs()),
+    },
+    NumCase {
         var: "SECRETS_TTL_SECONDS",
         min: 0,
         max: 86_400,
@@ -145,6 +153,25 @@ fn numeric_variables_have_defaults_ranges_and_clear_errors() {
             assert_eq!(read(value).unwrap_err().to_string(), text);
         }
     }
+}
+
+#[test]
+fn the_response_cache_is_off_unless_given_a_ttl() {
+    assert_eq!(settings(&[]).unwrap().llm.cache_ttl, None);
+    assert_eq!(
+        settings(&[("LLM_CACHE_TTL_SECONDS", "0")])
+            .unwrap()
+            .llm
+            .cache_ttl,
+        None
+    );
+    assert_eq!(
+        settings(&[("LLM_CACHE_TTL_SECONDS", "86400")])
+            .unwrap()
+            .llm
+            .cache_ttl,
+        Some(Duration::from_secs(86_400))
+    );
 }
 
 #[test]

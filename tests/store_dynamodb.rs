@@ -13,7 +13,7 @@ use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use bounded_rag::error::{Classify, ErrorClass};
-use bounded_rag::store::{CheckpointStore, DynamoStore, StoreError};
+use bounded_rag::store::{CacheStore, CheckpointStore, DynamoStore, StoreError};
 use rand::RngCore;
 use support::moto::moto;
 use support::store_conformance;
@@ -76,6 +76,65 @@ async fn conforms_to_the_store_contract() {
     assert_eq!(store.name(), "dynamodb");
     store_conformance::check_all(&store).await;
     store_conformance::check_parallel_tasks(Arc::new(store)).await;
+}
+
+#[tokio::test]
+async fn conforms_to_the_cache_contract() {
+    let (store, _, _) = fresh_store().await;
+    store_conformance::check_cache(&store, "dynamodb").await;
+}
+
+#[tokio::test]
+async fn cache_items_carry_their_own_ttl_and_read_as_absent_once_expired() {
+    let (store, client, table) = fresh_store().await;
+    let ttl = Duration::from_secs(120);
+    store
+        .put_cached("cache#fresh", b"reply", ttl)
+        .await
+        .unwrap();
+    let item = raw_item(&client, &table, "cache#fresh", "head").await;
+    let expires_at: u64 = item["expires_at"].as_n().unwrap().parse().unwrap();
+    let now = now_secs();
+    assert!(
+        (now + ttl.as_secs() - 5..=now + ttl.as_secs()).contains(&expires_at),
+        "the cache TTL ({ttl:?}), not the store's ({TTL:?}): expires_at {expires_at}, now {now}"
+    );
+    assert_eq!(item["enc"].as_s().unwrap(), "raw");
+    assert!(!item.contains_key("version"), "cache items are unversioned");
+
+    // DynamoDB deletes expired items lazily: one still in the table must read as absent.
+    let expired = [
+        ("pk", AttributeValue::S("cache#old".into())),
+        ("sk", AttributeValue::S("head".into())),
+        ("enc", AttributeValue::S("raw".into())),
+        ("body", AttributeValue::B(b"stale".to_vec().into())),
+        (
+            "expires_at",
+            AttributeValue::N((now_secs() - 60).to_string()),
+        ),
+    ];
+    let mut put = client.put_item().table_name(&table);
+    for (name, value) in expired {
+        put = put.item(name, value);
+    }
+    put.send().await.expect("raw PutItem");
+    assert_eq!(store.get_cached("cache#old").await.unwrap(), None);
+    store.put_cached("cache#old", b"new", ttl).await.unwrap();
+    assert_eq!(
+        store.get_cached("cache#old").await.unwrap().as_deref(),
+        Some(&b"new"[..])
+    );
+}
+
+#[tokio::test]
+async fn a_cache_body_over_the_item_limit_is_too_large() {
+    let (store, _, _) = fresh_store().await;
+    let err = store
+        .put_cached("cache#huge", &random_bytes(400 * 1024), TTL)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::TooLarge { .. }), "{err}");
+    assert_eq!(store.get_cached("cache#huge").await.unwrap(), None);
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
-use support::store_conformance::{check_all, check_parallel_tasks, fresh_key, RACERS};
+use support::store_conformance::{check_all, check_cache, check_parallel_tasks, fresh_key, RACERS};
 
 const CHILD_DIR_VAR: &str = "BOUNDED_RAG_STORE_CHILD_DIR";
 const CHILD_KEY: &str = "run#cross-process";
@@ -48,6 +48,21 @@ async fn file_store_with_ttl_conforms() {
         .unwrap()
         .with_ttl(Duration::from_secs(3600));
     check_all(&store).await;
+}
+
+#[tokio::test]
+async fn memory_store_conforms_as_a_cache() {
+    check_cache(&MemoryStore::with_ttl(Duration::from_secs(60)), "memory").await;
+}
+
+#[tokio::test]
+async fn file_store_conforms_as_a_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileStore::open(dir.path())
+        .unwrap()
+        .with_ttl(Duration::from_secs(60));
+    check_cache(&store, "file").await;
+    assert_only_store_files(dir.path());
 }
 
 #[tokio::test]

@@ -1,14 +1,15 @@
 //! Builds every client once from [`Settings`]: model, knowledge base, web search, checkpoint
-//! store. The CLI and both Lambda functions share this wiring.
+//! store (which also holds the response cache when `LLM_CACHE_TTL_SECONDS` is set). The CLI and
+//! both Lambda functions share this wiring.
 
 use crate::aws;
 use crate::config::{LlmProvider, Settings};
 use crate::engine::{Budget, Clock, SystemClock};
-use crate::llm::{ChatModel, OfflineModel, OpenAiConfig, OpenAiModel};
+use crate::llm::{CachingModel, ChatModel, OfflineModel, OpenAiConfig, OpenAiModel};
 use crate::rag::{RagGraph, RagLimits, Workflow};
 use crate::retrieval::{KnowledgeBase, Retriever, TavilyClient, TavilyConfig, WebSearch};
 use crate::secrets::{SecretBundle, SecretsProvider};
-use crate::store::{CheckpointStore, DynamoStore, FileStore};
+use crate::store::{CacheStore, CheckpointStore, DynamoStore, FileStore};
 use std::sync::Arc;
 
 /// Why the application could not start.
@@ -74,7 +75,6 @@ impl App {
             }
             _ => SecretBundle::default(),
         };
-        let model = build_model(&settings, &secrets)?;
         let kb: Arc<dyn Retriever> = Arc::new(match &settings.kb_path {
             Some(path) => KnowledgeBase::load(path)?,
             None => KnowledgeBase::embedded()?,
@@ -84,19 +84,30 @@ impl App {
             max_retries: settings.limits.max_retries,
             max_regenerations: settings.limits.max_regenerations,
         };
-        let store: Arc<dyn CheckpointStore> = match (&settings.aws.checkpoint_table, &aws) {
-            (Some(table), Some(sdk)) => {
-                let timeout = aws::run_call_timeout(settings.budgets.deadline_margin);
-                let config = DynamoStore::client_config(sdk, timeout);
-                let client = aws_sdk_dynamodb::Client::from_conf(config);
-                Arc::new(DynamoStore::new(
-                    client,
-                    table.clone(),
-                    settings.aws.run_ttl,
-                ))
-            }
-            _ => Arc::new(FileStore::open(&settings.state_dir)?.with_ttl(settings.aws.run_ttl)),
-        };
+        // One store holds the checkpoints and the cached replies, as two views of one client.
+        let (store, cache): (Arc<dyn CheckpointStore>, Arc<dyn CacheStore>) =
+            match (&settings.aws.checkpoint_table, &aws) {
+                (Some(table), Some(sdk)) => {
+                    let timeout = aws::run_call_timeout(settings.budgets.deadline_margin);
+                    let config = DynamoStore::client_config(sdk, timeout);
+                    let client = aws_sdk_dynamodb::Client::from_conf(config);
+                    let store = Arc::new(DynamoStore::new(
+                        client,
+                        table.clone(),
+                        settings.aws.run_ttl,
+                    ));
+                    (store.clone(), store)
+                }
+                _ => {
+                    let store = FileStore::open(&settings.state_dir)?;
+                    let store = Arc::new(store.with_ttl(settings.aws.run_ttl));
+                    (store.clone(), store)
+                }
+            };
+        let mut model = build_model(&settings, &secrets)?;
+        if let Some(ttl) = settings.llm.cache_ttl {
+            model = Arc::new(CachingModel::new(model, cache, ttl));
+        }
         Ok(Self {
             graph: RagGraph::new(model, kb, web, limits),
             settings,

@@ -1,7 +1,9 @@
 //! Provider-neutral model access: the [`ChatModel`] trait, typed structured outputs and the
-//! bounded re-ask on malformed JSON. Wire structs stay private to each provider module.
+//! bounded re-ask on malformed JSON, and the opt-in response cache ([`CachingModel`]). Wire
+//! structs stay private to each provider module.
 
 mod answer_stream;
+mod cache;
 mod error;
 mod lexical;
 mod offline;
@@ -11,6 +13,7 @@ mod structured;
 mod task;
 
 pub use answer_stream::AnswerDeltas;
+pub use cache::{cache_key, CachingModel};
 pub use error::LlmError;
 pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER, NO_MATCH_ANSWER};
 pub use openai::{OpenAiConfig, OpenAiModel};

@@ -14,6 +14,10 @@
 //! Retries: the SDK's standard retry mode is the infrastructure retry layer (throttling, 5xx,
 //! timeouts, connection errors). What still fails after it is classified once, here, as
 //! [`StoreError::Transient`] or [`StoreError::Permanent`].
+//!
+//! Cache items ([`super::CacheStore`]) live in the same table; their layout is in `cache`.
+
+mod cache;
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -13,12 +13,15 @@
 //! - `S.tmp` receives the next version under the lock and is renamed over `S.json`, so
 //!   readers (which take no lock) see the old file or the new one, never a torn one.
 //!
+//! Cache items ([`CacheStore`]) are files of the same shape, at version 0 with their own
+//! `expires_at_ms`, written under the same lock (so two writers never share a `S.tmp`).
+//!
 //! Writes are not `fsync`ed: a killed process can never leave a partial checkpoint, but a
 //! power cut may lose the last step, which a local CLI run can afford.
 //! Every blocking call runs inside `tokio::task::spawn_blocking`.
 
 use super::memory::{epoch_ms, expiry_ms, is_expired, system_clock, Clock};
-use super::{CheckpointStore, Lease, StoreError, Versioned};
+use super::{CacheStore, CheckpointStore, Lease, StoreError, Versioned};
 use async_trait::async_trait;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
@@ -199,13 +202,58 @@ impl Inner {
             expires_at_ms: expiry_ms(now_ms, self.ttl),
             body,
         };
-        let json = serde_json::to_vec(&envelope)
-            .map_err(|e| StoreError::Permanent(format!("cannot encode {}: {e}", data.display())))?;
-        let tmp = data.with_extension("tmp");
-        fs::write(&tmp, json).map_err(|e| io_error("write", &tmp, e))?;
-        fs::rename(&tmp, &data).map_err(|e| io_error("replace", &data, e))?;
+        write_envelope(&data, &envelope)?;
         Ok(version)
     }
+
+    fn get_cached(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let path = self.data_path(key)?;
+        let Some(envelope) = read_live(&path, self.now_ms())? else {
+            return Ok(None);
+        };
+        let body = BASE64
+            .decode(envelope.body.as_bytes())
+            .map_err(|e| corrupt(&path, e))?;
+        Ok(Some(body))
+    }
+
+    fn put_cached(&self, key: &str, body: String, ttl: Duration) -> Result<(), StoreError> {
+        let data = self.data_path(key)?;
+        let _lock = lock_exclusive(&data.with_extension("lock"), self.lock_timeout)?;
+        let envelope = Envelope {
+            version: 0,
+            lease: None,
+            expires_at_ms: expiry_ms(self.now_ms(), Some(ttl)),
+            body,
+        };
+        write_envelope(&data, &envelope)
+    }
+}
+
+#[async_trait]
+impl CacheStore for FileStore {
+    async fn get_cached(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let inner = Arc::clone(&self.inner);
+        let key = key.to_owned();
+        blocking(move || inner.get_cached(&key)).await
+    }
+
+    async fn put_cached(&self, key: &str, body: &[u8], ttl: Duration) -> Result<(), StoreError> {
+        let inner = Arc::clone(&self.inner);
+        let key = key.to_owned();
+        let body = BASE64.encode(body);
+        blocking(move || inner.put_cached(&key, body, ttl)).await
+    }
+}
+
+/// Replaces the file at `data` with `envelope`: written to `S.tmp`, then renamed over it, so
+/// readers never see a torn file. The caller holds the key's lock.
+fn write_envelope(data: &Path, envelope: &Envelope) -> Result<(), StoreError> {
+    let json = serde_json::to_vec(envelope)
+        .map_err(|e| StoreError::Permanent(format!("cannot encode {}: {e}", data.display())))?;
+    let tmp = data.with_extension("tmp");
+    fs::write(&tmp, json).map_err(|e| io_error("write", &tmp, e))?;
+    fs::rename(&tmp, data).map_err(|e| io_error("replace", data, e))
 }
 
 /// Runs blocking file work off the async workers.
@@ -392,6 +440,31 @@ mod tests {
         now.fetch_add(1, Ordering::SeqCst);
         assert_eq!(store.get("run#a").await.unwrap(), None);
         assert_eq!(store.put("run#a", 0, b"y", None).await.unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn cache_items_expire_after_their_own_ttl() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = Arc::new(AtomicU64::new(1_000_000));
+        let clock = Arc::clone(&now);
+        let store = FileStore::open(dir.path())
+            .unwrap()
+            .with_ttl(Duration::from_secs(3_600))
+            .with_clock(move || UNIX_EPOCH + Duration::from_millis(clock.load(Ordering::SeqCst)));
+        store
+            .put_cached("cache#a", b"reply", Duration::from_secs(2))
+            .await
+            .unwrap();
+        let json: serde_json::Value =
+            serde_json::from_slice(&fs::read(store.path_of("cache#a")).unwrap()).unwrap();
+        assert_eq!(json["expires_at_ms"], 1_002_000);
+        now.fetch_add(1_999, Ordering::SeqCst);
+        assert_eq!(
+            store.get_cached("cache#a").await.unwrap().unwrap(),
+            b"reply"
+        );
+        now.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(store.get_cached("cache#a").await.unwrap(), None);
     }
 
     #[tokio::test]

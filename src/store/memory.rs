@@ -4,9 +4,10 @@
 //! operations of one call (never across an `.await`), so contention stays negligible.
 //! An optional TTL makes items expire like DynamoDB's `expires_at`: an expired item reads as
 //! absent and can be created again from version 0. "Now" comes from an injectable clock so
-//! tests can move time forward without sleeping.
+//! tests can move time forward without sleeping. Cache items ([`CacheStore`]) share the map and
+//! carry their own expiry.
 
-use super::{CheckpointStore, Lease, StoreError, Versioned};
+use super::{CacheStore, CheckpointStore, Lease, StoreError, Versioned};
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::fmt;
@@ -164,6 +165,33 @@ impl CheckpointStore for MemoryStore {
     }
 }
 
+#[async_trait]
+impl CacheStore for MemoryStore {
+    async fn get_cached(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let now_ms = self.now_ms();
+        let items = self.lock();
+        Ok(items
+            .get(key)
+            .filter(|entry| !is_expired(entry.expires_at_ms, now_ms))
+            .map(|entry| entry.item.body.clone()))
+    }
+
+    async fn put_cached(&self, key: &str, body: &[u8], ttl: Duration) -> Result<(), StoreError> {
+        let now_ms = self.now_ms();
+        // Unversioned (version 0): a cache item is never advanced by a conditional put.
+        let entry = Entry {
+            item: Versioned {
+                version: 0,
+                body: body.to_vec(),
+                lease: None,
+            },
+            expires_at_ms: expiry_ms(now_ms, Some(ttl)),
+        };
+        self.lock().insert(key.to_owned(), entry);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,5 +274,24 @@ mod tests {
         now.fetch_add(100 * 365 * 24 * 3_600_000, Ordering::SeqCst);
         assert!(store.get("run#a").await.unwrap().is_some());
         assert_eq!(store.purge_expired(), 0);
+    }
+
+    #[tokio::test]
+    async fn cache_items_expire_after_their_own_ttl() {
+        let (now, clock) = fake_clock();
+        // The store's TTL (for checkpoints) does not apply to cache items.
+        let store = MemoryStore::with_ttl(Duration::from_secs(3_600)).with_clock(clock);
+        store
+            .put_cached("cache#a", b"reply", Duration::from_secs(10))
+            .await
+            .unwrap();
+        now.fetch_add(9_999, Ordering::SeqCst);
+        assert_eq!(
+            store.get_cached("cache#a").await.unwrap().as_deref(),
+            Some(&b"reply"[..])
+        );
+        now.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(store.get_cached("cache#a").await.unwrap(), None);
+        assert_eq!(store.purge_expired(), 1);
     }
 }

@@ -1,11 +1,14 @@
 //! Checkpoint persistence: the [`CheckpointStore`] trait (versioned, conditional writes, leases)
-//! with in-memory and local-file implementations. The DynamoDB one lives in `dynamodb`.
+//! with in-memory and local-file implementations. The DynamoDB one lives in `dynamodb`. The same
+//! stores also hold expiring cache items ([`CacheStore`], in `cache`).
 
+mod cache;
 mod dynamodb;
 mod error;
 mod file;
 mod memory;
 
+pub use cache::{CacheStore, CACHE_KEY_PREFIX};
 pub(crate) use dynamodb::sdk_error_class;
 pub use dynamodb::DynamoStore;
 pub use error::StoreError;

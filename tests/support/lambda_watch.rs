@@ -63,6 +63,7 @@ const APP_VARS: [&str; 24] = [
     "LLM_MODEL",
     "LLM_API_KEY",
     "LLM_TIMEOUT_MS",
+    "LLM_CACHE_TTL_SECONDS",
     "WEB_SEARCH_BASE_URL",
     "WEB_SEARCH_API_KEY",
     "SECRETS_ID",
@@ -79,7 +80,6 @@ const APP_VARS: [&str; 24] = [
     "RUN_TIMEOUT_MS",
     "RUN_TTL_SECONDS",
     "MAX_TOKENS_PER_RUN",
-    "LLM_CACHE_TTL_SECONDS",
     "RUST_LOG",
     "RUN_ID",
 ];

@@ -3,11 +3,16 @@
 //! Every check uses fresh, uuid-suffixed keys, so the checks can run against a shared,
 //! long-lived backend (a DynamoDB table) and in parallel. Call [`check_all`] with any store;
 //! call [`check_parallel_tasks`] too when the store can be shared as an `Arc` (it races
-//! writers on separate tokio tasks, which needs `'static` handles).
+//! writers on separate tokio tasks, which needs `'static` handles). Stores that also hold
+//! cache items pass [`check_cache`] as well.
 
-use bounded_rag::store::{CheckpointStore, Lease, StoreError};
+use bounded_rag::store::{CacheStore, CheckpointStore, Lease, StoreError};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::Barrier;
+
+/// Lifetime of the cache items the cache checks expect to read back.
+const CACHE_TTL: Duration = Duration::from_secs(3_600);
 
 /// How many writers race from the same version.
 pub const RACERS: usize = 16;
@@ -200,6 +205,71 @@ pub async fn check_unusual_keys(store: &dyn CheckpointStore) {
     }
 }
 
+/// A cache key no other check (or earlier test run) has used.
+pub fn fresh_cache_key(check: &str) -> String {
+    format!("cache#conformance-{check}-{}", uuid::Uuid::new_v4())
+}
+
+/// Runs every cache check; `name` labels failures.
+pub async fn check_cache(store: &dyn CacheStore, name: &str) {
+    check_cache_absent(store, name).await;
+    check_cache_round_trip(store, name).await;
+    check_cache_last_writer_wins(store, name).await;
+    check_cache_expired_is_absent(store, name).await;
+}
+
+/// Reading a cache key never written gives `None`.
+pub async fn check_cache_absent(store: &dyn CacheStore, name: &str) {
+    let key = fresh_cache_key("absent");
+    assert_eq!(cached(store, name, &key).await, None, "{name}: absent key");
+}
+
+/// Bodies come back byte-exact: a short reply, an empty one, binary bytes, and a large
+/// compressible one (which DynamoDB stores gzipped).
+pub async fn check_cache_round_trip(store: &dyn CacheStore, name: &str) {
+    let large = r#"{"answer":"durian "#.repeat(2_000).into_bytes();
+    let binary = pseudo_random_bytes(4_096, 11);
+    let bodies: [&[u8]; 4] = [br#"{"binary_score":"yes"}"#, b"", &binary, &large];
+    for (i, body) in bodies.into_iter().enumerate() {
+        let key = fresh_cache_key(&format!("round-trip-{i}"));
+        put_cached(store, name, &key, body, CACHE_TTL).await;
+        assert!(
+            cached(store, name, &key).await.as_deref() == Some(body),
+            "{name}: body {i} ({} bytes) changed",
+            body.len()
+        );
+    }
+}
+
+/// A second write replaces the first, unconditionally.
+pub async fn check_cache_last_writer_wins(store: &dyn CacheStore, name: &str) {
+    let key = fresh_cache_key("overwrite");
+    put_cached(store, name, &key, b"first", CACHE_TTL).await;
+    put_cached(store, name, &key, b"second", CACHE_TTL).await;
+    assert_eq!(
+        cached(store, name, &key).await.as_deref(),
+        Some(&b"second"[..]),
+        "{name}"
+    );
+}
+
+/// An item whose expiry has come reads as absent, even before the backend deletes it; a
+/// zero TTL stores an item that is already expired, and replacing a live item with one expires
+/// it.
+pub async fn check_cache_expired_is_absent(store: &dyn CacheStore, name: &str) {
+    let key = fresh_cache_key("expired");
+    put_cached(store, name, &key, b"stale", Duration::ZERO).await;
+    assert_eq!(cached(store, name, &key).await, None, "{name}: zero TTL");
+    let key = fresh_cache_key("expired-over-live");
+    put_cached(store, name, &key, b"live", CACHE_TTL).await;
+    put_cached(store, name, &key, b"stale", Duration::ZERO).await;
+    assert_eq!(
+        cached(store, name, &key).await,
+        None,
+        "{name}: expired over live"
+    );
+}
+
 /// Deterministic incompressible bytes covering every byte value.
 pub fn pseudo_random_bytes(len: usize, seed: u64) -> Vec<u8> {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -276,4 +346,18 @@ async fn put(store: &dyn CheckpointStore, key: &str, expected: u64, body: &[u8])
         .put(key, expected, body, None)
         .await
         .unwrap_or_else(|e| panic!("{}: put {key:?} from {expected}: {e}", store.name()))
+}
+
+async fn cached(store: &dyn CacheStore, name: &str, key: &str) -> Option<Vec<u8>> {
+    store
+        .get_cached(key)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: get_cached {key:?}: {e}"))
+}
+
+async fn put_cached(store: &dyn CacheStore, name: &str, key: &str, body: &[u8], ttl: Duration) {
+    store
+        .put_cached(key, body, ttl)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: put_cached {key:?}: {e}"));
 }

@@ -1,0 +1,515 @@
+//! The response cache: [`CachingModel`] replays a stored reply for a request it has already
+//! seen instead of calling the model again (`LLM_CACHE_TTL_SECONDS`).
+//!
+//! The key ([`cache_key`]) is `cache#` and the hex SHA-256 of the model's
+//! [`ChatModel::cache_scope`] (provider, endpoint, model), the task's schema name and JSON
+//! schema, and every message's role and content, each field length-prefixed so two different
+//! requests can never frame to the same bytes. The typed [`super::TaskInputs`] and the timeout
+//! are left out: the messages are rendered from the inputs, and a timeout does not change an
+//! answer.
+//!
+//! Only a reply that succeeded and is a JSON object of the task's reply type is stored: never an
+//! error, never a reply that [`super::ask`] would re-ask (malformed, fenced or chatty). The
+//! cache is best effort: a store that fails on read or write is logged at warn (without the
+//! reply) and the call goes on as a miss, so the cache never fails a call and never retries
+//! one. Store calls are bounded by the store's own timeouts (the DynamoDB client's operation
+//! timeout, the file store's lock timeout).
+
+use super::{
+    BinaryScore, ChatModel, ChatRequest, Completion, DeltaSink, Generated, LlmError, Refined, Role,
+    RouteDecision, Task,
+};
+use crate::store::{CacheStore, CACHE_KEY_PREFIX};
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::fmt::{self, Write as _};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Changes whenever the key derivation changes, so old items are simply never found again.
+const KEY_FORMAT: &str = "bounded-rag llm-cache v1";
+
+/// A [`ChatModel`] that answers repeated requests from a [`CacheStore`].
+///
+/// A hit returns the stored content as a [`Completion`] with `cached: true` and no tokens
+/// (metered as a cache hit: no model call, no tokens); a miss calls the inner model and stores
+/// a well-formed reply for `ttl`.
+pub struct CachingModel {
+    inner: Arc<dyn ChatModel>,
+    store: Arc<dyn CacheStore>,
+    ttl: Duration,
+}
+
+impl CachingModel {
+    /// Caches `inner`'s replies in `store`, each for `ttl` after it was stored.
+    pub fn new(inner: Arc<dyn ChatModel>, store: Arc<dyn CacheStore>, ttl: Duration) -> Self {
+        Self { inner, store, ttl }
+    }
+
+    /// The stored reply for `key`, if there is a usable one. Failures and unusable items are
+    /// logged and read as a miss.
+    async fn lookup(&self, key: &str, task: Task) -> Option<Completion> {
+        let schema = task.schema_name();
+        let body = match self.store.get_cached(key).await {
+            Ok(body) => body?,
+            Err(error) => {
+                tracing::warn!(schema, %error, "response cache read failed; calling the model");
+                return None;
+            }
+        };
+        match String::from_utf8(body) {
+            Ok(content) if well_formed(task, &content) => {
+                tracing::debug!(schema, "response cache hit");
+                Some(Completion {
+                    content,
+                    tokens: None,
+                    cached: true,
+                })
+            }
+            _ => {
+                tracing::warn!(schema, "unusable response cache item; calling the model");
+                None
+            }
+        }
+    }
+
+    /// Stores `completion` under `key` when it is well formed; failures are logged only.
+    async fn remember(&self, key: &str, task: Task, completion: &Completion) {
+        if !well_formed(task, &completion.content) {
+            return;
+        }
+        let body = completion.content.as_bytes();
+        if let Err(error) = self.store.put_cached(key, body, self.ttl).await {
+            let schema = task.schema_name();
+            tracing::warn!(schema, %error, "response cache write failed; reply not cached");
+        }
+    }
+}
+
+impl fmt::Debug for CachingModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachingModel")
+            .field("inner", &self.inner.name())
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl ChatModel for CachingModel {
+    async fn complete(&self, request: &ChatRequest<'_>) -> Result<Completion, LlmError> {
+        let key = cache_key(&self.inner.cache_scope(), request);
+        if let Some(hit) = self.lookup(&key, request.task).await {
+            return Ok(hit);
+        }
+        let completion = self.inner.complete(request).await?;
+        self.remember(&key, request.task, &completion).await;
+        Ok(completion)
+    }
+
+    /// A hit hands the whole content to `on_delta` once; a miss streams from the inner model.
+    async fn complete_streaming(
+        &self,
+        request: &ChatRequest<'_>,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<Completion, LlmError> {
+        let key = cache_key(&self.inner.cache_scope(), request);
+        if let Some(hit) = self.lookup(&key, request.task).await {
+            on_delta(&hit.content);
+            return Ok(hit);
+        }
+        let completion = self.inner.complete_streaming(request, on_delta).await?;
+        self.remember(&key, request.task, &completion).await;
+        Ok(completion)
+    }
+
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn cache_scope(&self) -> String {
+        self.inner.cache_scope()
+    }
+}
+
+/// The cache key of `request` to a model whose [`ChatModel::cache_scope`] is `scope`:
+/// `cache#` and 64 lower-case hex digits.
+pub fn cache_key(scope: &str, request: &ChatRequest<'_>) -> String {
+    let mut hash = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hash.update((bytes.len() as u64).to_be_bytes());
+        hash.update(bytes);
+    };
+    field(KEY_FORMAT.as_bytes());
+    field(scope.as_bytes());
+    field(request.task.schema_name().as_bytes());
+    field(request.task.schema().to_string().as_bytes());
+    for message in &request.messages {
+        field(role_name(message.role).as_bytes());
+        field(message.content.as_bytes());
+    }
+    let mut key = String::with_capacity(CACHE_KEY_PREFIX.len() + 64);
+    key.push_str(CACHE_KEY_PREFIX);
+    for byte in hash.finalize() {
+        let _ = write!(key, "{byte:02x}");
+    }
+    key
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    }
+}
+
+/// True when `content` is, as it stands, a JSON object of `task`'s reply type.
+fn well_formed(task: Task, content: &str) -> bool {
+    fn is<T: DeserializeOwned>(value: Value) -> bool {
+        serde_json::from_value::<T>(value).is_ok()
+    }
+    let Ok(value @ Value::Object(_)) = serde_json::from_str::<Value>(content) else {
+        return false;
+    };
+    match task {
+        Task::RouteQuery => is::<RouteDecision>(value),
+        Task::GradeDocuments | Task::GradeHallucinations | Task::GradeAnswer => {
+            is::<BinaryScore>(value)
+        }
+        Task::RefineQuery => is::<Refined>(value),
+        Task::GenerateAnswer => is::<Generated>(value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Meter;
+    use crate::llm::{ask_metered, Message, ScriptedModel, TaskInputs};
+    use crate::store::{MemoryStore, StoreError};
+    use serde_json::json;
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    use std::time::UNIX_EPOCH;
+
+    const YES: &str = r#"{"binary_score":"yes"}"#;
+
+    fn request(task: Task, user: &str) -> ChatRequest<'static> {
+        ChatRequest {
+            task,
+            messages: vec![
+                Message::new(Role::System, "grade"),
+                Message::new(Role::User, user),
+            ],
+            inputs: TaskInputs {
+                question: "question",
+                documents: &[],
+                answer: None,
+            },
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    fn caching(model: &Arc<ScriptedModel>, store: &Arc<MemoryStore>) -> CachingModel {
+        CachingModel::new(model.clone(), store.clone(), Duration::from_secs(60))
+    }
+
+    /// The same model under another cache scope (another endpoint or model name).
+    struct Scoped(Arc<ScriptedModel>, &'static str);
+
+    #[async_trait]
+    impl ChatModel for Scoped {
+        async fn complete(&self, request: &ChatRequest<'_>) -> Result<Completion, LlmError> {
+            self.0.complete(request).await
+        }
+        fn name(&self) -> &'static str {
+            "scoped"
+        }
+        fn cache_scope(&self) -> String {
+            self.1.to_owned()
+        }
+    }
+
+    /// A cache store that always fails, counting its calls.
+    #[derive(Default)]
+    struct Broken {
+        gets: AtomicUsize,
+        puts: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl CacheStore for Broken {
+        async fn get_cached(&self, _: &str) -> Result<Option<Vec<u8>>, StoreError> {
+            self.gets.fetch_add(1, Ordering::SeqCst);
+            Err(StoreError::Transient("throttled".into()))
+        }
+        async fn put_cached(&self, _: &str, _: &[u8], _: Duration) -> Result<(), StoreError> {
+            self.puts.fetch_add(1, Ordering::SeqCst);
+            Err(StoreError::Permanent("access denied".into()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_repeated_request_calls_the_model_once_and_is_metered_as_a_hit() {
+        let model = Arc::new(ScriptedModel::new().raw(Task::GradeDocuments, YES));
+        let store = Arc::new(MemoryStore::new());
+        let cache = caching(&model, &store);
+        let req = request(Task::GradeDocuments, "question");
+
+        let first = cache.complete(&req).await.unwrap();
+        let second = cache.complete(&req).await.unwrap();
+        assert_eq!(model.calls(Task::GradeDocuments), 1);
+        assert_eq!((first.content.as_str(), first.cached), (YES, false));
+        assert_eq!(
+            second,
+            Completion {
+                content: YES.into(),
+                tokens: None,
+                cached: true
+            }
+        );
+        let key = cache_key("scripted", &req);
+        assert_eq!(
+            store.get_cached(&key).await.unwrap().unwrap(),
+            YES.as_bytes()
+        );
+
+        let meter = Meter::default();
+        let score: BinaryScore = ask_metered(&cache, &req, &meter, None).await.unwrap();
+        assert!(score.yes());
+        let usage = meter.usage();
+        assert_eq!(
+            (usage.model_calls, usage.cache_hits, usage.total()),
+            (0, 1, 0)
+        );
+        assert_eq!(model.calls(Task::GradeDocuments), 1);
+    }
+
+    #[tokio::test]
+    async fn other_messages_schemas_and_scopes_miss() {
+        let model = Arc::new(
+            ScriptedModel::new()
+                .raw(Task::GradeDocuments, YES)
+                .raw(Task::GradeAnswer, YES)
+                .reply(Task::RefineQuery, json!({"refined_question": "durian"})),
+        );
+        let store = Arc::new(MemoryStore::new());
+        let cache = caching(&model, &store);
+        let other_scope = CachingModel::new(
+            Arc::new(Scoped(model.clone(), "openai http://other/v1 m")),
+            store.clone(),
+            Duration::from_secs(60),
+        );
+        let base = request(Task::GradeDocuments, "question");
+        let mut reordered = base.clone();
+        reordered.messages.reverse();
+        let requests = [
+            (&cache, base.clone()),
+            (&cache, request(Task::GradeDocuments, "question 2")),
+            (&cache, reordered),
+            // Same schema as grade_documents, another name.
+            (&cache, request(Task::GradeAnswer, "question")),
+            (&cache, request(Task::RefineQuery, "question")),
+            (&other_scope, base.clone()),
+        ];
+        for (via, req) in &requests {
+            assert!(
+                !via.complete(req).await.unwrap().cached,
+                "{:?}",
+                req.messages
+            );
+        }
+        assert_eq!(model.call_log().len(), requests.len(), "every one a miss");
+        for (via, req) in &requests {
+            assert!(
+                via.complete(req).await.unwrap().cached,
+                "{:?}",
+                req.messages
+            );
+        }
+        assert_eq!(
+            model.call_log().len(),
+            requests.len(),
+            "then every one a hit"
+        );
+    }
+
+    #[test]
+    fn keys_frame_every_field() {
+        let key = |task, messages: &[(Role, &str)]| {
+            let mut req = request(task, "");
+            req.messages = messages.iter().map(|(r, c)| Message::new(*r, *c)).collect();
+            cache_key("openai http://127.0.0.1/v1 m", &req)
+        };
+        let base = key(
+            Task::GradeDocuments,
+            &[(Role::System, "ab"), (Role::User, "c")],
+        );
+        assert!(base.starts_with("cache#") && base.len() == 6 + 64, "{base}");
+        assert!(base[6..]
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+        for other in [
+            key(
+                Task::GradeDocuments,
+                &[(Role::System, "a"), (Role::User, "bc")],
+            ),
+            key(
+                Task::GradeDocuments,
+                &[(Role::User, "ab"), (Role::User, "c")],
+            ),
+            key(Task::GradeDocuments, &[(Role::System, "abc")]),
+            key(
+                Task::GradeDocuments,
+                &[(Role::System, "ab"), (Role::User, "c"), (Role::User, "")],
+            ),
+            key(
+                Task::GradeHallucinations,
+                &[(Role::System, "ab"), (Role::User, "c")],
+            ),
+        ] {
+            assert_ne!(base, other);
+        }
+        let req = request(Task::GradeDocuments, "q");
+        assert_ne!(
+            cache_key("openai a bc", &req),
+            cache_key("openai ab c", &req)
+        );
+        assert_eq!(cache_key("s", &req), cache_key("s", &req.clone()));
+    }
+
+    #[tokio::test]
+    async fn errors_and_malformed_replies_are_not_cached() {
+        let model = Arc::new(
+            ScriptedModel::new()
+                .fail(Task::GradeAnswer, LlmError::Connect("refused".into()))
+                .raw(Task::GradeAnswer, "maybe?")
+                .raw(
+                    Task::GradeAnswer,
+                    "```json\n{\"binary_score\":\"yes\"}\n```",
+                )
+                .raw(Task::GradeAnswer, r#"{"binary_score":"maybe"}"#)
+                .raw(Task::GradeAnswer, r#"["yes"]"#)
+                .raw(Task::GradeAnswer, YES),
+        );
+        let store = Arc::new(MemoryStore::new());
+        let cache = caching(&model, &store);
+        let req = request(Task::GradeAnswer, "question");
+        let key = cache_key("scripted", &req);
+
+        assert_eq!(
+            cache.complete(&req).await.unwrap_err(),
+            LlmError::Connect("refused".into())
+        );
+        assert_eq!(store.get_cached(&key).await.unwrap(), None);
+        for n in 2..=5 {
+            let bad = cache.complete(&req).await.unwrap();
+            assert!(!bad.cached);
+            assert_eq!(model.calls(Task::GradeAnswer), n);
+            assert_eq!(
+                store.get_cached(&key).await.unwrap(),
+                None,
+                "{}",
+                bad.content
+            );
+        }
+        assert!(!cache.complete(&req).await.unwrap().cached);
+        assert!(cache.complete(&req).await.unwrap().cached);
+        assert_eq!(model.calls(Task::GradeAnswer), 6);
+    }
+
+    #[tokio::test]
+    async fn an_expired_entry_is_a_miss() {
+        let now_ms = Arc::new(AtomicU64::new(1_700_000_000_000));
+        let clock = now_ms.clone();
+        let store =
+            Arc::new(MemoryStore::new().with_clock(move || {
+                UNIX_EPOCH + Duration::from_millis(clock.load(Ordering::SeqCst))
+            }));
+        let model = Arc::new(ScriptedModel::new().raw(Task::GradeDocuments, YES));
+        let cache = caching(&model, &store);
+        let req = request(Task::GradeDocuments, "question");
+
+        cache.complete(&req).await.unwrap();
+        now_ms.fetch_add(59_999, Ordering::SeqCst);
+        assert!(cache.complete(&req).await.unwrap().cached);
+        assert_eq!(model.calls(Task::GradeDocuments), 1);
+        now_ms.fetch_add(1, Ordering::SeqCst);
+        assert!(!cache.complete(&req).await.unwrap().cached);
+        assert_eq!(model.calls(Task::GradeDocuments), 2);
+        // The miss stored the reply again, for another full TTL.
+        now_ms.fetch_add(59_999, Ordering::SeqCst);
+        assert!(cache.complete(&req).await.unwrap().cached);
+        assert_eq!(model.calls(Task::GradeDocuments), 2);
+    }
+
+    #[tokio::test]
+    async fn a_streamed_hit_hands_the_whole_content_over_once() {
+        let model = Arc::new(ScriptedModel::new().raw(Task::GradeDocuments, YES));
+        let store = Arc::new(MemoryStore::new());
+        let cache = caching(&model, &store);
+        let req = request(Task::GradeDocuments, "question");
+        let deltas = Mutex::new(Vec::<String>::new());
+        let sink = |delta: &str| deltas.lock().unwrap().push(delta.to_owned());
+
+        let miss = cache.complete_streaming(&req, &sink).await.unwrap();
+        assert!(!miss.cached);
+        deltas.lock().unwrap().clear();
+        let hit = cache.complete_streaming(&req, &sink).await.unwrap();
+        assert!(hit.cached);
+        assert_eq!(*deltas.lock().unwrap(), [YES]);
+        assert_eq!(model.calls(Task::GradeDocuments), 1);
+    }
+
+    #[tokio::test]
+    async fn store_failures_are_ignored_and_never_retried() {
+        let model = Arc::new(ScriptedModel::new().raw(Task::GradeDocuments, YES));
+        let store = Arc::new(Broken::default());
+        let cache = CachingModel::new(model.clone(), store.clone(), Duration::from_secs(60));
+        let req = request(Task::GradeDocuments, "question");
+        for _ in 0..2 {
+            let reply = cache.complete(&req).await.unwrap();
+            assert_eq!((reply.content.as_str(), reply.cached), (YES, false));
+        }
+        assert_eq!(model.calls(Task::GradeDocuments), 2);
+        assert_eq!(store.gets.load(Ordering::SeqCst), 2);
+        assert_eq!(store.puts.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn an_unusable_item_is_a_miss_and_is_replaced() {
+        let model = Arc::new(ScriptedModel::new().raw(Task::GradeDocuments, YES));
+        let store = Arc::new(MemoryStore::new());
+        let cache = caching(&model, &store);
+        let req = request(Task::GradeDocuments, "question");
+        let key = cache_key("scripted", &req);
+        for garbage in [&b"\xff\xfe"[..], b"{\"answer\":\"wrong task\"}"] {
+            store
+                .put_cached(&key, garbage, Duration::from_secs(60))
+                .await
+                .unwrap();
+            assert!(!cache.complete(&req).await.unwrap().cached);
+            assert_eq!(
+                store.get_cached(&key).await.unwrap().unwrap(),
+                YES.as_bytes()
+            );
+        }
+        assert_eq!(model.calls(Task::GradeDocuments), 2);
+    }
+
+    #[test]
+    fn name_and_scope_are_the_inner_models() {
+        let inner = Arc::new(Scoped(
+            Arc::new(ScriptedModel::new()),
+            "openai http://x/v1 m",
+        ));
+        let cache = CachingModel::new(inner, Arc::new(MemoryStore::new()), Duration::from_secs(1));
+        assert_eq!(
+            (cache.name(), cache.cache_scope().as_str()),
+            ("scoped", "openai http://x/v1 m")
+        );
+    }
+}

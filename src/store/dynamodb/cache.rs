@@ -1,0 +1,85 @@
+//! [`CacheStore`] on the checkpoint table: one item per key, `pk` = the key (`cache#<hex>`),
+//! `sk = "head"`, with `enc` and `body` encoded as for checkpoints (gzip over 8 KB when that is
+//! smaller) and `expires_at` (N, epoch seconds: the table's TTL attribute). No version, no
+//! lease, no chunks: one unconditional `PutItem` per write, last writer wins, and a body that
+//! does not fit in one item is [`StoreError::TooLarge`].
+//!
+//! DynamoDB deletes expired items lazily (often days late), so a read treats an item whose
+//! `expires_at` has come as absent.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use super::{
+    decode, encode, n, now_secs, num, s, take_blob, DynamoStore, Item, HEAD, INLINE_LIMIT,
+};
+use crate::store::{CacheStore, StoreError};
+
+#[async_trait]
+impl CacheStore for DynamoStore {
+    async fn get_cached(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        // Eventually consistent: half the read cost, and a reply cached a moment ago that a
+        // reader misses only costs one model call.
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(key))
+            .key("sk", s(HEAD))
+            .send()
+            .await
+            .map_err(|e| self.sdk_error("GetItem", key, &e))?;
+        let Some(mut item) = out.item else {
+            return Ok(None);
+        };
+        let expires_at =
+            num(&item, "expires_at").ok_or_else(|| self.corrupt(key, "no expires_at"))?;
+        if expires_at <= now_secs() {
+            return Ok(None);
+        }
+        let enc = match item.remove("enc") {
+            Some(AttributeValue::S(enc)) => enc,
+            _ => return Err(self.corrupt(key, "no enc")),
+        };
+        let stored = take_blob(&mut item, "body").ok_or_else(|| self.corrupt(key, "no body"))?;
+        let body = decode(&enc, stored)
+            .ok_or_else(|| self.corrupt(key, &format!("unknown enc {enc:?}")))?
+            .map_err(|e| self.corrupt(key, &format!("bad gzip body: {e}")))?;
+        Ok(Some(body))
+    }
+
+    async fn put_cached(&self, key: &str, body: &[u8], ttl: Duration) -> Result<(), StoreError> {
+        let (enc, stored) = encode(body);
+        if stored.len() > INLINE_LIMIT {
+            return Err(StoreError::TooLarge {
+                key: key.to_owned(),
+                bytes: stored.len(),
+                limit: INLINE_LIMIT,
+            });
+        }
+        let item = Item::from([
+            ("pk".to_owned(), s(key)),
+            ("sk".to_owned(), s(HEAD)),
+            ("enc".to_owned(), s(enc)),
+            (
+                "body".to_owned(),
+                AttributeValue::B(Blob::new(stored.into_owned())),
+            ),
+            (
+                "expires_at".to_owned(),
+                n(now_secs().saturating_add(ttl.as_secs())),
+            ),
+        ]);
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| self.sdk_error("PutItem", key, &e))?;
+        Ok(())
+    }
+}
