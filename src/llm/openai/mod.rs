@@ -1,13 +1,16 @@
 //! OpenAI-compatible chat-completions client (OpenAI, Ollama, vLLM, llama.cpp server).
 //!
 //! One `reqwest::Client` is built per model and reused, so calls share a connection pool.
-//! Backends differ by base URL (and key) only. The wire structs are private to this module;
-//! callers see [`ChatRequest`] in and the reply's JSON text out.
+//! Backends differ by base URL (and key) only. The wire structs are private to this module
+//! (`wire`); callers see [`ChatRequest`] in and a [`Completion`] out. A streamed call
+//! (`stream`) sends the same body plus `"stream": true` and is classified the same way up to
+//! the first byte of the stream.
 
+mod stream;
 mod wire;
 
 use super::error::{excerpt, parse_retry_after};
-use super::{ChatModel, ChatRequest, Completion, LlmError};
+use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmError};
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use reqwest::header::{HeaderValue, AUTHORIZATION, RETRY_AFTER};
@@ -232,6 +235,16 @@ impl ChatModel for OpenAiModel {
             .await
             .map_err(|e| self.transport_error(e, timeout))?;
         self.parse_reply(&bytes)
+    }
+
+    /// Streams the reply (`"stream": true`, usage in the last chunk); see the `stream` module.
+    async fn complete_streaming(
+        &self,
+        request: &ChatRequest<'_>,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<Completion, LlmError> {
+        let (response, timeout) = self.send(request, true).await?;
+        self.read_stream(response, timeout, on_delta).await
     }
 
     fn name(&self) -> &'static str {

@@ -138,6 +138,36 @@ struct WireReply {
     refusal: Option<String>,
 }
 
+/// One `data:` event of a streamed reply (`chat.completion.chunk`).
+#[derive(Deserialize)]
+pub(super) struct WireChunk {
+    #[serde(default)]
+    pub(super) choices: Vec<WireChunkChoice>,
+    #[serde(default)]
+    pub(super) usage: Option<WireUsage>,
+    /// Some servers report a failure inside the stream instead of with a status.
+    #[serde(default)]
+    pub(super) error: Option<serde_json::Value>,
+}
+
+/// A choice of a chunk: a piece of the message and, on the last one, why it ended.
+#[derive(Deserialize)]
+pub(super) struct WireChunkChoice {
+    #[serde(default)]
+    pub(super) delta: WireDelta,
+    #[serde(default)]
+    pub(super) finish_reason: Option<String>,
+}
+
+/// A piece of the message.
+#[derive(Deserialize, Default)]
+pub(super) struct WireDelta {
+    #[serde(default)]
+    pub(super) content: Option<String>,
+    #[serde(default)]
+    pub(super) refusal: Option<String>,
+}
+
 /// The reply content, or why there is none (a refusal is reported as such).
 pub(super) fn message_content(
     content: Option<String>,
