@@ -1,6 +1,7 @@
 //! Provider-neutral model access: the [`ChatModel`] trait, typed structured outputs and the
 //! bounded re-ask on malformed JSON. Wire structs stay private to each provider module.
 
+mod answer_stream;
 mod error;
 mod lexical;
 mod offline;
@@ -9,6 +10,7 @@ mod scripted;
 mod structured;
 mod task;
 
+pub use answer_stream::AnswerDeltas;
 pub use error::LlmError;
 pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER, NO_MATCH_ANSWER};
 pub use openai::{OpenAiConfig, OpenAiModel};
