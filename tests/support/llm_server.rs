@@ -4,25 +4,164 @@
 //! `response_format.json_schema.name`: each name has a queue of [`Reply`]s, served in order,
 //! and the last one repeats forever (so `Script::new().on("grade_documents", [Reply::no()])`
 //! means "grade_documents always answers no"). Every request is recorded (a [`Recorded`]: its
-//! schema name, full JSON body, `Authorization` header and arrival time), so tests can assert
-//! exact call counts and sequences. The server stops when the [`ScriptedLlm`] is dropped.
+//! schema name, full JSON body, `Authorization` header, arrival time and whether it asked for
+//! a stream), so tests can assert exact call counts and sequences. The server stops when the
+//! [`ScriptedLlm`] is dropped.
+//!
+//! **Usage.** Every successful reply reports deterministic token counts: by default
+//! `prompt_tokens` = 100 and `completion_tokens` = 10 per call ([`DEFAULT_USAGE`]), streamed or
+//! not. [`Script::usage`] changes them; [`Script::without_usage`] leaves `usage` out (to test
+//! the estimate path).
+//!
+//! **Streams.** A request with `"stream": true` is answered with `text/event-stream`: a first
+//! chunk with the assistant role and empty content, the content in chunks of
+//! [`DEFAULT_CHUNK_CHARS`] characters (`data: {"choices":[{"index":0,"delta":{"content":…}}]}`),
+//! a chunk with `finish_reason` `stop`, then, when `stream_options.include_usage` is true and
+//! the script reports usage, a chunk with `"choices": []` and `usage`, then `data: [DONE]`.
+//! Per reply: [`Reply::chunked`] sets the chunk size, [`Reply::every`] a pause between content
+//! chunks, [`Reply::cut_after`] drops the connection after that many content chunks. Status
+//! replies, `Retry-After`, [`Reply::delayed`] and body overrides behave as for unstreamed
+//! requests (a status is answered before any stream; a body override is plain JSON).
 //!
 //! ```ignore
 //! let llm = ScriptedLlm::start(Script::defaults().on("grade_documents", [Reply::no()])).await;
 //! let model = OpenAiModel::new(OpenAiConfig::new(llm.base_url(), "test-model"))?;
+//! let slow = Reply::answer("It is a fungus.").chunked(4).every(Duration::from_millis(20));
 //! ```
 
 use super::scripted_http::{self, next_in, Call, Payload, Replies, Scripted};
+use axum::body::Body;
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
 
-/// The content of the assistant message of a chat completion.
+/// Token counts every reply reports unless the script says otherwise: (prompt, completion).
+pub const DEFAULT_USAGE: (u64, u64) = (100, 10);
+
+/// Characters per streamed content chunk unless [`Reply::chunked`] says otherwise.
+pub const DEFAULT_CHUNK_CHARS: usize = 8;
+
+/// The assistant message of a chat completion, and how it is streamed when asked to be.
 #[derive(Debug, Clone)]
-pub struct Content(pub String);
+pub struct Content {
+    /// The message content.
+    pub text: String,
+    /// Characters per streamed content chunk (at least 1).
+    pub chunk_chars: usize,
+    /// Pause between two streamed content chunks.
+    pub every: Duration,
+    /// Drop the connection after this many streamed content chunks (before the stream ends).
+    pub cut_after: Option<usize>,
+    /// `usage` to report as (prompt, completion); stamped from the [`Script`] when picked.
+    usage: Option<(u64, u64)>,
+}
+
+impl Content {
+    /// `text`, streamed in [`DEFAULT_CHUNK_CHARS`] chunks without pauses, default usage.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            chunk_chars: DEFAULT_CHUNK_CHARS,
+            every: Duration::ZERO,
+            cut_after: None,
+            usage: Some(DEFAULT_USAGE),
+        }
+    }
+
+    /// `usage` as the wire has it, if any.
+    fn usage_json(&self) -> Option<Value> {
+        self.usage.map(|(prompt, completion)| {
+            json!({
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion
+            })
+        })
+    }
+
+    /// The `text/event-stream` answer to a streamed request.
+    fn stream(self, request: &Value, id: &str, model: &str) -> Response {
+        let chunk = |choices: Value| {
+            let chunk = json!({
+                "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+                "choices": choices
+            });
+            format!("data: {chunk}\n\n")
+        };
+        let mut frames = vec![Frame::Send(
+            Duration::ZERO,
+            chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": ""}}])),
+        )];
+        let chars: Vec<char> = self.text.chars().collect();
+        for (i, piece) in chars.chunks(self.chunk_chars.max(1)).enumerate() {
+            if self.cut_after == Some(i) {
+                break;
+            }
+            let pause = if i == 0 { Duration::ZERO } else { self.every };
+            let piece: String = piece.iter().collect();
+            frames.push(Frame::Send(
+                pause,
+                chunk(json!([{"index": 0, "delta": {"content": piece}, "finish_reason": null}])),
+            ));
+        }
+        if self.cut_after.is_some() {
+            frames.push(Frame::Cut);
+        } else {
+            frames.push(Frame::Send(
+                Duration::ZERO,
+                chunk(json!([{"index": 0, "delta": {}, "finish_reason": "stop"}])),
+            ));
+            let include_usage = request["stream_options"]["include_usage"] == true;
+            if let (true, Some(usage)) = (include_usage, self.usage_json()) {
+                let last = json!({
+                    "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+                    "choices": [], "usage": usage
+                });
+                frames.push(Frame::Send(Duration::ZERO, format!("data: {last}\n\n")));
+            }
+            frames.push(Frame::Send(Duration::ZERO, "data: [DONE]\n\n".into()));
+        }
+        let body = futures::stream::iter(frames).then(|frame| async move {
+            match frame {
+                Frame::Send(pause, text) => {
+                    if !pause.is_zero() {
+                        tokio::time::sleep(pause).await;
+                    }
+                    Ok(text)
+                }
+                // A body error makes the server drop the connection mid-response, without
+                // flushing what it buffered: yield first, so what was sent is written out.
+                Frame::Cut => {
+                    tokio::task::yield_now().await;
+                    Err(std::io::Error::other("scripted cut"))
+                }
+            }
+        });
+        (
+            [
+                (header::CONTENT_TYPE, "text/event-stream"),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            Body::from_stream(body),
+        )
+            .into_response()
+    }
+}
+
+/// One step of a scripted event stream.
+enum Frame {
+    /// Wait, then send this text.
+    Send(Duration, String),
+    /// Drop the connection.
+    Cut,
+}
 
 /// What the server does with one request: [`Reply::Ok`] is a chat completion whose message
-/// content is the given text, [`Reply::Body`] a whole response body instead.
+/// content is the given text (streamed when the request asks), [`Reply::Body`] a whole JSON
+/// response body instead.
 pub type Reply = scripted_http::Reply<Content>;
 
 /// One request the server received; [`Recorded::name`] is its schema name.
@@ -38,30 +177,36 @@ impl Payload for Content {
 
     fn respond(self, request: &Value, n: usize) -> Response {
         let model = request["model"].as_str().unwrap_or("scripted");
-        axum::Json(json!({
-            "id": format!("chatcmpl-{n}"),
+        let id = format!("chatcmpl-{n}");
+        if request["stream"] == true {
+            return self.stream(request, &id, model);
+        }
+        let mut reply = json!({
+            "id": id,
             "object": "chat.completion",
             "created": 0,
             "model": model,
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": self.0},
+                "message": {"role": "assistant", "content": self.text},
                 "finish_reason": "stop"
-            }],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-        }))
-        .into_response()
+            }]
+        });
+        if let Some(usage) = self.usage_json() {
+            reply["usage"] = usage;
+        }
+        axum::Json(reply).into_response()
     }
 }
 
 impl Reply {
     /// A valid JSON content value.
     pub fn json(value: Value) -> Self {
-        Reply::Ok(Content(value.to_string()))
+        Reply::Ok(Content::new(value.to_string()))
     }
     /// Verbatim content, typically malformed.
     pub fn raw(content: impl Into<String>) -> Self {
-        Reply::Ok(Content(content.into()))
+        Reply::Ok(Content::new(content))
     }
     /// `{"binary_score": "yes"}`.
     pub fn yes() -> Self {
@@ -83,13 +228,62 @@ impl Reply {
     pub fn refined(text: &str) -> Self {
         Reply::json(json!({"refined_question": text}))
     }
+
+    /// Streams the content in chunks of `chars` characters (at least 1).
+    pub fn chunked(self, chars: usize) -> Self {
+        self.content(|c| c.chunk_chars = chars.max(1), "chunked")
+    }
+    /// Pauses `pause` between two streamed content chunks.
+    pub fn every(self, pause: Duration) -> Self {
+        self.content(|c| c.every = pause, "every")
+    }
+    /// Drops the connection after `chunks` streamed content chunks, before the stream ends.
+    pub fn cut_after(self, chunks: usize) -> Self {
+        self.content(|c| c.cut_after = Some(chunks), "cut_after")
+    }
+
+    /// Edits the content of an `Ok` reply (through delays).
+    fn content(self, edit: impl FnOnce(&mut Content), what: &str) -> Self {
+        match self {
+            Reply::Ok(mut content) => {
+                edit(&mut content);
+                Reply::Ok(content)
+            }
+            Reply::Delay(delay, inner) => inner.content(edit, what).delayed(delay),
+            other => panic!("{what} applies to content replies only, not {other:?}"),
+        }
+    }
+
+    /// The same reply reporting `usage` (through delays and closures).
+    fn with_usage(self, usage: Option<(u64, u64)>) -> Self {
+        match self {
+            Reply::Ok(mut content) => {
+                content.usage = usage;
+                Reply::Ok(content)
+            }
+            Reply::Delay(delay, inner) => inner.with_usage(usage).delayed(delay),
+            Reply::With(decide) => Reply::from_fn(move |request| decide(request).with_usage(usage)),
+            other => other,
+        }
+    }
 }
 
 /// Replies per schema name; the last reply of each queue repeats.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Script {
     queues: HashMap<String, VecDeque<Reply>>,
     fallback: Option<Reply>,
+    usage: Option<(u64, u64)>,
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Self {
+            queues: HashMap::new(),
+            fallback: None,
+            usage: Some(DEFAULT_USAGE),
+        }
+    }
 }
 
 impl Script {
@@ -121,6 +315,18 @@ impl Script {
         self.fallback = Some(reply);
         self
     }
+
+    /// Every reply reports these token counts (instead of [`DEFAULT_USAGE`]).
+    pub fn usage(mut self, prompt: u64, completion: u64) -> Self {
+        self.usage = Some((prompt, completion));
+        self
+    }
+
+    /// Replies report no `usage` at all (streamed or not).
+    pub fn without_usage(mut self) -> Self {
+        self.usage = None;
+        self
+    }
 }
 
 impl Replies for Script {
@@ -135,6 +341,7 @@ impl Replies for Script {
             .unwrap_or_else(|| {
                 Reply::status(400).body(format!("no scripted reply for schema {name:?}"))
             })
+            .with_usage(self.usage)
     }
 }
 
@@ -144,6 +351,11 @@ impl Call {
         self.body["response_format"]["json_schema"]["name"]
             .as_str()
             .unwrap_or("")
+    }
+
+    /// True when the request asked for a stream (`"stream": true`).
+    pub fn streamed(&self) -> bool {
+        self.body["stream"] == true
     }
 }
 

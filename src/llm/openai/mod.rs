@@ -1,18 +1,23 @@
 //! OpenAI-compatible chat-completions client (OpenAI, Ollama, vLLM, llama.cpp server).
 //!
 //! One `reqwest::Client` is built per model and reused, so calls share a connection pool.
-//! Backends differ by base URL (and key) only. The wire structs are private to this module;
-//! callers see [`ChatRequest`] in and the reply's JSON text out.
+//! Backends differ by base URL (and key) only. The wire structs are private to this module
+//! (`wire`); callers see [`ChatRequest`] in and a [`Completion`] out. A streamed call
+//! (`stream`) sends the same body plus `"stream": true` and is classified the same way up to
+//! the first byte of the stream.
+
+mod stream;
+mod wire;
 
 use super::error::{excerpt, parse_retry_after};
-use super::{ChatModel, ChatRequest, Completion, LlmError, Role, TokenCount};
+use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmError};
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use reqwest::header::{HeaderValue, AUTHORIZATION, RETRY_AFTER};
-use reqwest::{Client, Url};
-use serde::{Deserialize, Serialize};
+use reqwest::{Client, Response, Url};
 use std::fmt;
 use std::time::{Duration, SystemTime};
+use wire::{WireRequest, WireResponse};
 
 /// Settings of the OpenAI-compatible client.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,6 +141,66 @@ impl OpenAiModel {
         self.endpoint.as_str()
     }
 
+    /// Posts `request` (as a stream of server-sent events when `stream`) and returns the 2xx
+    /// response with the time limit that bounds it, body included.
+    ///
+    /// # Errors
+    ///
+    /// [`LlmError::Status`] for a non-2xx status, with the server's `Retry-After` and the start
+    /// of its body (key redacted); transport errors as [`OpenAiModel::transport_error`].
+    async fn send(
+        &self,
+        request: &ChatRequest<'_>,
+        stream: bool,
+    ) -> Result<(Response, Duration), LlmError> {
+        let timeout = request.timeout.min(self.request_timeout);
+        if timeout.is_zero() {
+            return Err(LlmError::Timeout { after: timeout });
+        }
+        let body = WireRequest::new(&self.model, request, stream);
+        // reqwest's per-request timeout runs until the body has been read to its end.
+        let mut http = self
+            .client
+            .post(self.endpoint.clone())
+            .timeout(timeout)
+            .json(&body);
+        if let Some(authorization) = &self.authorization {
+            http = http.header(AUTHORIZATION, authorization.clone());
+        }
+        let response = http
+            .send()
+            .await
+            .map_err(|e| self.transport_error(e, timeout))?;
+
+        let status = response.status();
+        if status.is_success() {
+            return Ok((response, timeout));
+        }
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        // The body is only for diagnosis: a failure to read it must not hide the status.
+        let text = response.text().await.unwrap_or_default();
+        Err(LlmError::Status {
+            status: status.as_u16(),
+            body: excerpt(&self.redact(text)),
+            retry_after,
+        })
+    }
+
+    /// Parses a whole (non-streamed) chat-completions reply.
+    fn parse_reply(&self, bytes: &[u8]) -> Result<Completion, LlmError> {
+        let reply: WireResponse = serde_json::from_slice(bytes).map_err(|e| {
+            LlmError::InvalidResponse(format!(
+                "not a chat-completions reply ({e}): {}",
+                excerpt(&self.redact(String::from_utf8_lossy(bytes).into_owned()))
+            ))
+        })?;
+        reply.into_completion()
+    }
+
     /// Maps a `reqwest` failure to a classified error, without the URL.
     fn transport_error(&self, error: reqwest::Error, timeout: Duration) -> LlmError {
         let error = error.without_url();
@@ -164,94 +229,22 @@ impl OpenAiModel {
 #[async_trait]
 impl ChatModel for OpenAiModel {
     async fn complete(&self, request: &ChatRequest<'_>) -> Result<Completion, LlmError> {
-        let timeout = request.timeout.min(self.request_timeout);
-        if timeout.is_zero() {
-            return Err(LlmError::Timeout { after: timeout });
-        }
-        let name = request.task.schema_name();
-        let body = WireRequest {
-            model: &self.model,
-            messages: request
-                .messages
-                .iter()
-                .map(|m| WireMessage {
-                    role: match m.role {
-                        Role::System => "system",
-                        Role::User => "user",
-                        Role::Assistant => "assistant",
-                    },
-                    content: &m.content,
-                })
-                .collect(),
-            temperature: 0.0,
-            response_format: ResponseFormat {
-                kind: "json_schema",
-                json_schema: JsonSchema {
-                    name,
-                    schema: request.task.schema(),
-                    strict: true,
-                },
-            },
-        };
-        let mut http = self
-            .client
-            .post(self.endpoint.clone())
-            .timeout(timeout)
-            .json(&body);
-        if let Some(authorization) = &self.authorization {
-            http = http.header(AUTHORIZATION, authorization.clone());
-        }
-        let response = http
-            .send()
-            .await
-            .map_err(|e| self.transport_error(e, timeout))?;
-
-        let status = response.status();
-        if !status.is_success() {
-            let retry_after = response
-                .headers()
-                .get(RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| parse_retry_after(v, SystemTime::now()));
-            // The body is only for diagnosis: a failure to read it must not hide the status.
-            let text = response.text().await.unwrap_or_default();
-            return Err(LlmError::Status {
-                status: status.as_u16(),
-                body: excerpt(&self.redact(text)),
-                retry_after,
-            });
-        }
+        let (response, timeout) = self.send(request, false).await?;
         let bytes = response
             .bytes()
             .await
             .map_err(|e| self.transport_error(e, timeout))?;
-        let reply: WireResponse = serde_json::from_slice(&bytes).map_err(|e| {
-            LlmError::InvalidResponse(format!(
-                "not a chat-completions reply ({e}): {}",
-                excerpt(&self.redact(String::from_utf8_lossy(&bytes).into_owned()))
-            ))
-        })?;
-        let tokens = reply.usage.map(WireUsage::count);
-        let message = reply
-            .choices
-            .into_iter()
-            .next()
-            .ok_or_else(|| LlmError::InvalidResponse("the reply has no choices".into()))?
-            .message;
-        match (message.content, message.refusal) {
-            (Some(content), _) => Ok(Completion {
-                content,
-                tokens,
-                cached: false,
-            }),
-            (None, Some(refusal)) => Err(LlmError::InvalidResponse(format!(
-                "the model refused: {}",
-                excerpt(&refusal)
-            ))),
-            (None, None) => Err(LlmError::InvalidResponse(
-                "the reply message has no content".into(),
-            )),
-        }
+        self.parse_reply(&bytes)
+    }
+
+    /// Streams the reply (`"stream": true`, usage in the last chunk); see the `stream` module.
+    async fn complete_streaming(
+        &self,
+        request: &ChatRequest<'_>,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<Completion, LlmError> {
+        let (response, timeout) = self.send(request, true).await?;
+        self.read_stream(response, timeout, on_delta).await
     }
 
     fn name(&self) -> &'static str {
@@ -289,67 +282,4 @@ fn chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
-}
-
-#[derive(Serialize)]
-struct WireRequest<'a> {
-    model: &'a str,
-    messages: Vec<WireMessage<'a>>,
-    temperature: f32,
-    response_format: ResponseFormat<'a>,
-}
-
-#[derive(Serialize)]
-struct WireMessage<'a> {
-    role: &'static str,
-    content: &'a str,
-}
-
-#[derive(Serialize)]
-struct ResponseFormat<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    json_schema: JsonSchema<'a>,
-}
-
-#[derive(Serialize)]
-struct JsonSchema<'a> {
-    name: &'a str,
-    schema: serde_json::Value,
-    strict: bool,
-}
-
-#[derive(Deserialize)]
-struct WireResponse {
-    choices: Vec<WireChoice>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-}
-
-/// `usage` of a reply (or of the last chunk of a stream).
-#[derive(Deserialize)]
-struct WireUsage {
-    prompt_tokens: u64,
-    completion_tokens: u64,
-}
-
-impl WireUsage {
-    fn count(self) -> TokenCount {
-        TokenCount {
-            prompt: self.prompt_tokens,
-            completion: self.completion_tokens,
-        }
-    }
-}
-
-#[derive(Deserialize)]
-struct WireChoice {
-    message: WireReply,
-}
-
-#[derive(Deserialize)]
-struct WireReply {
-    content: Option<String>,
-    #[serde(default)]
-    refusal: Option<String>,
 }

@@ -1,0 +1,191 @@
+//! The chat-completions wire format: the request body, the reply and the streamed chunks.
+//! Private to the OpenAI-compatible client; callers see [`ChatRequest`] and [`Completion`].
+
+use crate::llm::error::excerpt;
+use crate::llm::{ChatRequest, Completion, LlmError, Role, TokenCount};
+use serde::{Deserialize, Serialize};
+
+/// The body of `POST /chat/completions`.
+#[derive(Serialize)]
+pub(super) struct WireRequest<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    temperature: f32,
+    response_format: ResponseFormat<'a>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+impl<'a> WireRequest<'a> {
+    /// The body for `request`: its messages and its task's JSON schema, temperature 0. With
+    /// `stream`, the server is asked for server-sent events and a last chunk with `usage`.
+    pub(super) fn new(model: &'a str, request: &'a ChatRequest<'_>, stream: bool) -> Self {
+        Self {
+            model,
+            messages: request
+                .messages
+                .iter()
+                .map(|m| WireMessage {
+                    role: match m.role {
+                        Role::System => "system",
+                        Role::User => "user",
+                        Role::Assistant => "assistant",
+                    },
+                    content: &m.content,
+                })
+                .collect(),
+            temperature: 0.0,
+            response_format: ResponseFormat {
+                kind: "json_schema",
+                json_schema: JsonSchema {
+                    name: request.task.schema_name(),
+                    schema: request.task.schema(),
+                    strict: true,
+                },
+            },
+            stream,
+            stream_options: stream.then_some(StreamOptions {
+                include_usage: true,
+            }),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+struct ResponseFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    json_schema: JsonSchema<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonSchema<'a> {
+    name: &'a str,
+    schema: serde_json::Value,
+    strict: bool,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// A whole (non-streamed) reply.
+#[derive(Deserialize)]
+pub(super) struct WireResponse {
+    choices: Vec<WireChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+impl WireResponse {
+    /// The first choice's content and the reported tokens.
+    ///
+    /// # Errors
+    ///
+    /// [`LlmError::InvalidResponse`] for a reply without choices, a refusal, or a message
+    /// without content.
+    pub(super) fn into_completion(self) -> Result<Completion, LlmError> {
+        let tokens = self.usage.map(WireUsage::count);
+        let message = self
+            .choices
+            .into_iter()
+            .next()
+            .ok_or_else(no_choices)?
+            .message;
+        let content = message_content(message.content, message.refusal)?;
+        Ok(Completion {
+            content,
+            tokens,
+            cached: false,
+        })
+    }
+}
+
+/// `usage` of a reply (or of the last chunk of a stream).
+#[derive(Deserialize)]
+pub(super) struct WireUsage {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+}
+
+impl WireUsage {
+    pub(super) fn count(self) -> TokenCount {
+        TokenCount {
+            prompt: self.prompt_tokens,
+            completion: self.completion_tokens,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct WireChoice {
+    message: WireReply,
+}
+
+#[derive(Deserialize)]
+struct WireReply {
+    content: Option<String>,
+    #[serde(default)]
+    refusal: Option<String>,
+}
+
+/// One `data:` event of a streamed reply (`chat.completion.chunk`).
+#[derive(Deserialize)]
+pub(super) struct WireChunk {
+    #[serde(default)]
+    pub(super) choices: Vec<WireChunkChoice>,
+    #[serde(default)]
+    pub(super) usage: Option<WireUsage>,
+    /// Some servers report a failure inside the stream instead of with a status.
+    #[serde(default)]
+    pub(super) error: Option<serde_json::Value>,
+}
+
+/// A choice of a chunk: a piece of the message and, on the last one, why it ended.
+#[derive(Deserialize)]
+pub(super) struct WireChunkChoice {
+    #[serde(default)]
+    pub(super) delta: WireDelta,
+    #[serde(default)]
+    pub(super) finish_reason: Option<String>,
+}
+
+/// A piece of the message.
+#[derive(Deserialize, Default)]
+pub(super) struct WireDelta {
+    #[serde(default)]
+    pub(super) content: Option<String>,
+    #[serde(default)]
+    pub(super) refusal: Option<String>,
+}
+
+/// The reply content, or why there is none (a refusal is reported as such).
+pub(super) fn message_content(
+    content: Option<String>,
+    refusal: Option<String>,
+) -> Result<String, LlmError> {
+    match (content, refusal) {
+        (Some(content), _) => Ok(content),
+        (None, Some(refusal)) => Err(LlmError::InvalidResponse(format!(
+            "the model refused: {}",
+            excerpt(&refusal)
+        ))),
+        (None, None) => Err(LlmError::InvalidResponse(
+            "the reply message has no content".into(),
+        )),
+    }
+}
+
+/// The error of a reply without choices.
+pub(super) fn no_choices() -> LlmError {
+    LlmError::InvalidResponse("the reply has no choices".into())
+}
