@@ -320,8 +320,8 @@ async fn dropping_the_emulator_leaves_nothing_running() {
     if cfg!(target_os = "linux") {
         assert_eq!(
             watch.function_pids().len(),
-            2,
-            "api and worker should be running"
+            3,
+            "api, worker and stream should be running"
         );
     }
     drop(watch);
