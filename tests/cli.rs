@@ -245,3 +245,62 @@ fn ingest_builds_a_knowledge_base_the_ask_command_uses() {
     );
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn ask_stream_prints_the_answer_then_sources_and_json_lines_with_every_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = cli(dir.path(), &[], &["ask", QUESTION]);
+    let streamed = cli(dir.path(), &[], &["ask", "--stream", QUESTION]);
+    assert!(streamed.status.success(), "{}", stderr(&streamed));
+    let (plain, text) = (stdout(&plain), stdout(&streamed));
+    let answer = plain.split("\n\nSources:").next().unwrap();
+    assert!(text.starts_with(answer), "{text}");
+    assert!(
+        text.contains("Sources:") && text.contains("completed · 6 steps"),
+        "{text}"
+    );
+    assert!(
+        text.contains("7 model calls") && text.contains("(estimated)"),
+        "{text}"
+    );
+
+    let out = cli(dir.path(), &[], &["ask", "--stream", "--json", QUESTION]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let names: Vec<String> = lines
+        .iter()
+        .map(|l| match l["event"].as_str().unwrap() {
+            "step" => format!("step:{}", l["data"]["name"].as_str().unwrap()),
+            other => other.to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "step:route_question",
+            "step:kg_retrieval",
+            "step:grade_documents",
+            "token",
+            "step:generate",
+            "step:grade_hallucinations",
+            "step:grade_answer",
+            "final",
+        ]
+    );
+    let last = &lines.last().unwrap()["data"];
+    assert_eq!(last["status"], "completed");
+    assert_eq!(lines[3]["data"]["attempt"], 1);
+    assert_eq!(lines[3]["data"]["text"], last["answer"]);
+    assert_eq!(last["metadata"]["model_calls"], 7);
+}
+
+#[test]
+fn max_tokens_below_one_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli(dir.path(), &[], &["ask", "--max-tokens", "0", QUESTION]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--max-tokens"), "{}", stderr(&out));
+}

@@ -326,3 +326,54 @@ async fn llm_internal_route_answers_without_context_or_citations() {
     assert_eq!(r.status, RunStatus::Completed);
     assert!(r.citations.is_empty());
 }
+
+#[tokio::test]
+async fn token_budget_ends_best_effort_before_a_node_that_cannot_fit() {
+    // Every reply reports 100 + 10 tokens. Never grounded: after the first pass (route 110,
+    // three document grades 330, generate 110, groundedness + answer check 220 = 770) each
+    // regeneration round costs 110 + 220. With 1450 tokens: rounds 2 and 3 fit (1430); the
+    // fourth answer (its largest use so far, 110) would pass 1450, so it is never asked.
+    let h = Harness::new(Script::defaults().on("grade_hallucinations", [Reply::no()])).await;
+    let mut request = RunRequest::new(QUESTION);
+    request.max_tokens = Some(1450);
+    let r = h.run(request, 50).await;
+    assert_eq!(r.status, RunStatus::BestEffort);
+    assert!(r.success);
+    assert_eq!(r.metadata.limits_hit, ["token_budget"]);
+    assert_eq!(h.calls("generate_answer"), 3);
+    assert_eq!(h.calls("grade_hallucinations"), 3);
+    assert_eq!(h.calls("grade_answer"), 3);
+    assert_eq!(h.llm.total_calls(), 1 + 3 + 3 + 3 + 3);
+    assert_eq!(r.metadata.model_calls, 13);
+    assert_eq!(r.metadata.tokens.total, 1430);
+    assert_eq!(
+        (r.metadata.tokens.prompt, r.metadata.tokens.completion),
+        (1300, 130)
+    );
+    assert!(!r.metadata.tokens.estimated);
+    assert_eq!(r.metadata.hallucination_retry_count, 3);
+    assert_eq!(steps(&r).last(), Some(&"grade_hallucinations"));
+    assert!(r.answer.starts_with("Scripted answer [1]."), "{}", r.answer);
+    assert!(r.answer.contains("token budget"), "{}", r.answer);
+}
+
+#[tokio::test]
+async fn a_node_whose_estimate_cannot_fit_is_not_started() {
+    // 200 tokens: routing (estimated below 200) runs and uses 110; grading three documents
+    // (estimated from their prompts: far more than 90 tokens) is not started.
+    let h = Harness::new(Script::defaults()).await;
+    let mut request = RunRequest::new(QUESTION);
+    request.max_tokens = Some(200);
+    let r = h.run(request, 50).await;
+    assert_eq!(r.metadata.limits_hit, ["token_budget"]);
+    assert_eq!(steps(&r), ["route_question", "kg_retrieval"]);
+    assert_eq!(h.llm.total_calls(), 1);
+    assert_eq!(r.metadata.tokens.total, 110);
+    // The best answer so far is extracted from the documents found, clearly marked.
+    assert!(r.answer.contains("token budget"), "{}", r.answer);
+    assert!(r.answer.contains("[1]"), "{}", r.answer);
+    assert!(
+        !r.citations.is_empty(),
+        "the extracted answer cites its documents"
+    );
+}

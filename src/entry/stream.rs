@@ -6,7 +6,7 @@
 //!
 //! The run does not depend on the caller: it runs in its own task, so a client that
 //! disconnects only stops receiving; the run is checkpointed as usual and can be read with
-//! `GET /workflow/runs/{run_id}`.
+//! `GET /workflow/runs/{run_id}` (the id is in the `x-run-id` response header).
 
 use super::http::{self, claim, parse_body, run_claimed, ApiError, Run};
 use super::App;
@@ -17,6 +17,9 @@ use lambda_http::http::{HeaderValue, Method, StatusCode};
 use lambda_http::{Request, RequestExt, Response};
 use lambda_runtime::streaming::{channel, Body, Sender};
 use serde_json::Value;
+
+/// Response header naming the run being streamed.
+pub const RUN_ID_HEADER: &str = "x-run-id";
 
 /// One server-sent event: `event: NAME` and one `data:` line of compact JSON.
 pub fn sse(name: &str, data: &Value) -> String {
@@ -56,6 +59,9 @@ pub async fn handle(
         Ok(ready) => ready,
         Err(e) => return buffered(e.into()),
     };
+    let run_id = match &run {
+        Run::New(id) | Run::Repeat(id) => id.clone(),
+    };
     let (sender, body) = channel();
     tokio::spawn(async move {
         let (events, receiver) = Events::channel();
@@ -73,6 +79,10 @@ pub async fn handle(
         HeaderValue::from_static("text/event-stream"),
     );
     headers.insert("cache-control", HeaderValue::from_static("no-cache"));
+    // Known before the first event, so a caller who disconnects can still read the run.
+    if let Ok(value) = HeaderValue::from_str(&run_id) {
+        headers.insert(RUN_ID_HEADER, value);
+    }
     response
 }
 

@@ -136,7 +136,8 @@ impl RunResponse {
             answer: state.answer.clone().unwrap_or_default(),
             question: state.request.question.clone(),
             workflow_steps: cp.records.clone(),
-            citations: if answered && state.generation.is_some() {
+            // A best-effort answer extracted from the documents cites them too.
+            citations: if answered {
                 state.citations()
             } else {
                 Vec::new()
