@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the two Lambda bootstraps for arm64 (provided.al2023), as `sam build` does:
-#   target/lambda/api/bootstrap, target/lambda/worker/bootstrap
+# Builds the Lambda bootstraps for arm64 (provided.al2023), as `sam build` does:
+#   target/lambda/api/bootstrap, target/lambda/worker/bootstrap, target/lambda/stream/bootstrap
 # Installs what the cross build needs: the aarch64 Rust target (rustup), cargo-lambda and zig
 # (PyPI, into .local/venv).
 set -euo pipefail
@@ -12,7 +12,7 @@ if [ ! -x .local/venv/bin/python-zig ]; then
     .local/venv/bin/python -m pip install --quiet --disable-pip-version-check ziglang
 fi
 export PATH="$PWD/.local/venv/bin:$PATH"
-cargo lambda build --release --arm64 --bin api --bin worker "$@"
-for f in target/lambda/api/bootstrap target/lambda/worker/bootstrap; do
+cargo lambda build --release --arm64 --bin api --bin worker --bin stream "$@"
+for f in target/lambda/api/bootstrap target/lambda/worker/bootstrap target/lambda/stream/bootstrap; do
     printf '%s %s bytes\n' "$f" "$(stat -c %s "$f")"
 done
