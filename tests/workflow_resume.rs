@@ -145,6 +145,10 @@ async fn deadline_stops_the_run_before_it_passes_and_a_resume_finishes_it() {
         r.answer
     );
     assert_eq!(llm.calls("generate_answer"), 0);
+    assert_eq!(
+        (r.metadata.model_calls, r.metadata.tokens.total),
+        (4, 4 * 110)
+    );
 
     // A deadline stop is resumable: a fresh budget completes it without redoing steps.
     let budget = Budget::new(50, clock.now_ms() + 60_000);
@@ -155,6 +159,44 @@ async fn deadline_stops_the_run_before_it_passes_and_a_resume_finishes_it() {
     assert_eq!(llm.calls("route_query"), 1);
     assert_eq!(llm.calls("grade_documents"), 3);
     assert_eq!(llm.total_calls(), 7);
+    // Token and call counters are checkpointed: the resumed run counts the first invocation's.
+    assert_eq!(
+        (done.metadata.model_calls, done.metadata.tokens.total),
+        (7, 7 * 110)
+    );
+}
+
+#[tokio::test]
+async fn the_token_budget_counts_the_tokens_of_earlier_invocations() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let clock = Arc::new(FakeClock::at_ms(1_000_000));
+    let model = Timed {
+        inner: OpenAiModel::new(OpenAiConfig::new(llm.base_url(), "m")).unwrap(),
+        clock: clock.clone(),
+        per_call: Duration::from_millis(200),
+    };
+    let kb = KnowledgeBase::embedded().unwrap();
+    let g = RagGraph::new(Arc::new(model), Arc::new(kb), None, RagLimits::default());
+    let store = MemoryStore::new();
+    let wf = Workflow::new(&g, &store, clock.as_ref());
+    // First invocation: stopped by the deadline after route + grading (4 calls, 440 tokens).
+    let mut request = RunRequest::new(QUESTION);
+    request.max_tokens = Some(1000);
+    let budget = Budget::new(50, clock.now_ms() + 1_000);
+    let r = wf.run_new("tokens", request, &budget).await.unwrap();
+    assert_eq!(r.metadata.limits_hit, ["deadline"]);
+    assert_eq!(r.metadata.tokens.total, 440);
+    // Second invocation: 560 tokens left. generate's estimate from its prompt (three
+    // documents and room for the answer: 720 here) fits a fresh budget of 1000 but not what is
+    // left of this run's, so the run ends before asking for an answer.
+    let budget = Budget::new(50, clock.now_ms() + 60_000);
+    let done = wf.resume("tokens", &budget).await.unwrap();
+    assert_eq!(done.status, RunStatus::BestEffort);
+    assert_eq!(done.metadata.limits_hit, ["deadline", "token_budget"]);
+    assert_eq!(done.metadata.tokens.total, 440);
+    assert_eq!(llm.total_calls(), 4);
+    assert_eq!(llm.calls("generate_answer"), 0);
+    assert!(done.answer.contains("token budget"), "{}", done.answer);
 }
 
 #[tokio::test]
