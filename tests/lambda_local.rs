@@ -28,16 +28,13 @@ fn event(text: &str) -> Value {
 
 /// Environment of the functions: moto for every AWS service, the given table, offline model.
 fn base_env(moto: &Moto, table: &str) -> Vec<(&'static str, String)> {
-    vec![
-        ("AWS_ENDPOINT_URL", moto.endpoint().to_owned()),
-        ("AWS_REGION", "us-east-1".to_owned()),
-        ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
-        ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
-        ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+    let mut env = moto.function_env();
+    env.extend([
         ("CHECKPOINT_TABLE", table.to_owned()),
         ("LLM_PROVIDER", "offline".to_owned()),
         ("RUST_LOG", "bounded_rag=debug,warn".to_owned()),
-    ]
+    ]);
+    env
 }
 
 /// An API Gateway v2 proxy answer (`statusCode`, `headers`, `body`) with its body parsed.

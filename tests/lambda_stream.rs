@@ -19,17 +19,14 @@ const ANSWER: &str = "Patch canker is caused by Phytophthora palmivora [1].";
 const SECOND: &str = "Phytophthora palmivora causes patch canker on the trunk [2].";
 
 fn env(moto: &Moto, table: &str, llm: &ScriptedLlm) -> Vec<(&'static str, String)> {
-    vec![
-        ("AWS_ENDPOINT_URL", moto.endpoint().to_owned()),
-        ("AWS_REGION", "us-east-1".to_owned()),
-        ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
-        ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
-        ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+    let mut env = moto.function_env();
+    env.extend([
         ("CHECKPOINT_TABLE", table.to_owned()),
         ("LLM_PROVIDER", "openai".to_owned()),
         ("LLM_BASE_URL", llm.base_url()),
         ("RUST_LOG", "bounded_rag=debug,warn".to_owned()),
-    ]
+    ]);
+    env
 }
 
 /// One server-sent event.

@@ -26,6 +26,17 @@ const SCHEMAS: [&str; 6] = [
     "refine_query",
 ];
 
+/// A graph whose every model call costs 200 ms on `clock`.
+fn timed_graph(llm: &ScriptedLlm, clock: &Arc<FakeClock>) -> RagGraph {
+    let model = Timed {
+        inner: OpenAiModel::new(OpenAiConfig::new(llm.base_url(), "m")).unwrap(),
+        clock: clock.clone(),
+        per_call: Duration::from_millis(200),
+    };
+    let kb = KnowledgeBase::embedded().unwrap();
+    RagGraph::new(Arc::new(model), Arc::new(kb), None, RagLimits::default())
+}
+
 async fn graph(llm: &ScriptedLlm) -> RagGraph {
     let model = OpenAiModel::new(OpenAiConfig::new(llm.base_url(), "test-model")).unwrap();
     let kb = KnowledgeBase::embedded().unwrap();
@@ -116,13 +127,7 @@ async fn interrupted_run_resumes_without_rerunning_completed_steps_and_keeps_cou
 async fn deadline_stops_the_run_before_it_passes_and_a_resume_finishes_it() {
     let llm = ScriptedLlm::start(Script::defaults()).await;
     let clock = Arc::new(FakeClock::at_ms(1_000_000));
-    let model = Timed {
-        inner: OpenAiModel::new(OpenAiConfig::new(llm.base_url(), "m")).unwrap(),
-        clock: clock.clone(),
-        per_call: Duration::from_millis(200),
-    };
-    let kb = KnowledgeBase::embedded().unwrap();
-    let g = RagGraph::new(Arc::new(model), Arc::new(kb), None, RagLimits::default());
+    let g = timed_graph(&llm, &clock);
     let store = MemoryStore::new();
     let wf = Workflow::new(&g, &store, clock.as_ref());
     // route 200 ms, retrieval 0, grading 3 x 200 ms: at 800 ms the longest step so far (600 ms)
@@ -170,13 +175,7 @@ async fn deadline_stops_the_run_before_it_passes_and_a_resume_finishes_it() {
 async fn the_token_budget_counts_the_tokens_of_earlier_invocations() {
     let llm = ScriptedLlm::start(Script::defaults()).await;
     let clock = Arc::new(FakeClock::at_ms(1_000_000));
-    let model = Timed {
-        inner: OpenAiModel::new(OpenAiConfig::new(llm.base_url(), "m")).unwrap(),
-        clock: clock.clone(),
-        per_call: Duration::from_millis(200),
-    };
-    let kb = KnowledgeBase::embedded().unwrap();
-    let g = RagGraph::new(Arc::new(model), Arc::new(kb), None, RagLimits::default());
+    let g = timed_graph(&llm, &clock);
     let store = MemoryStore::new();
     let wf = Workflow::new(&g, &store, clock.as_ref());
     // First invocation: stopped by the deadline after route + grading (4 calls, 440 tokens).

@@ -65,6 +65,18 @@ impl Moto {
         &self.endpoint
     }
 
+    /// The environment that points a function process at this server: endpoint, region,
+    /// static test credentials, no instance metadata.
+    pub fn function_env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
+            ("AWS_REGION", "us-east-1".to_owned()),
+            ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
+            ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+        ]
+    }
+
     /// SDK configuration for this server: region us-east-1, static test credentials, the
     /// server's endpoint. Built from scratch, so no developer profile or env var leaks in.
     pub async fn sdk_config(&self) -> SdkConfig {
