@@ -158,6 +158,9 @@ wait_http "$BASE/workflow/runs/ready" 60 || { log "the api function did not answ
 
 # 4. schemathesis, bounded.
 log "schemathesis on $BASE: seed $SEED, $MAX_EXAMPLES cases per operation, at most $TIME_LIMIT s"
+# Run from $OUT: schemathesis and hypothesis keep their caches (.schemathesis/, .hypothesis/)
+# in the working directory.
+cd "$OUT"
 SCHEMATHESIS_HOOKS="$ROOT/scripts/api_fuzz_hooks.py" \
     timeout --kill-after=10 "$TIME_LIMIT" "$SCHEMATHESIS" run "$ROOT/openapi.yaml" \
     --url "$BASE" \
