@@ -150,7 +150,8 @@ cat >&2 <<EOF
 
   # invoke with a sample API Gateway v2 event (note -A: watch listens on IPv4 loopback only)
   .local/venv/bin/cargo-lambda lambda invoke api -A 127.0.0.1 -P $LAMBDA_PORT --data-file events/apigw-run.json
-  # or through the function URL emulation
+  # or through the function URL emulation (no auth: every such request is the one anonymous
+  # caller; the events in events/ carry an IAM principal or a JWT sub, so their runs are not its)
   curl -s -X POST $INVOKE/lambda-url/api/workflow/run -H 'content-type: application/json' \\
        -d '{"question":"What causes patch canker in durian?"}'
   curl -s -X POST $INVOKE/lambda-url/api/workflow/runs -H 'content-type: application/json' \\

@@ -5,9 +5,11 @@
 # Needs only python3 (with the venv module) and a reachable PyPI. Prints the path of each tool,
 # then the cargo-lambda version.
 #
-# Tools: moto_server (DynamoDB / Secrets Manager / SQS wire APIs) and cargo-lambda (its PyPI
-# wheel ships the prebuilt binary; `cargo lambda watch` serves the Lambda Runtime API locally).
-# cargo-lambda needs zig only for cross builds (`cargo lambda build --arm64`), not for watch.
+# Tools: moto_server (DynamoDB / Secrets Manager / SQS wire APIs), cargo-lambda (its PyPI
+# wheel ships the prebuilt binary; `cargo lambda watch` serves the Lambda Runtime API locally;
+# it needs zig only for cross builds (`cargo lambda build --arm64`), not for watch) and
+# schemathesis (property-based API tests from openapi.yaml; 4.x, whose CLI scripts/api-fuzz.sh
+# uses).
 #
 # To add a tool: add one "requirement|executable" line to TOOLS below.
 set -euf # -f: no globbing, so 'moto[server]' stays literal
@@ -15,6 +17,7 @@ set -euf # -f: no globbing, so 'moto[server]' stays literal
 TOOLS='
 moto[server]|moto_server
 cargo-lambda|cargo-lambda
+schemathesis>=4,<5|schemathesis
 '
 
 ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)

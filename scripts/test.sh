@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what the tests talk to (moto's server, cargo-lambda) into
-# .local/venv, then runs every unit and integration test, then validates the SAM stack.
+# The whole test suite: installs what the tests talk to (moto's server, cargo-lambda,
+# schemathesis) into .local/venv, then runs every unit and integration test, then fuzzes the
+# HTTP API from openapi.yaml against the local stack (scripts/api-fuzz.sh: schemathesis, a fixed
+# seed and number of cases), then validates the SAM stack.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup-test-tools.sh
 cargo test --locked --all-features "$@"
+scripts/api-fuzz.sh
 scripts/validate-infra.sh

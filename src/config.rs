@@ -107,6 +107,9 @@ pub struct Limits {
     /// `MAX_TOKENS_PER_RUN`: tokens per run across resumes (0..=100000000, 0 or unset =
     /// unbounded); a request's `max_tokens` can only lower it.
     pub max_tokens_per_run: Option<u64>,
+    /// `MAX_ACTIVE_RUNS_PER_CALLER`: unfinished (`running` / `suspended`) runs one caller may
+    /// have (0..=10000, 0 or unset = unlimited); past it, new runs get 429.
+    pub max_active_runs_per_caller: Option<u32>,
 }
 
 /// Wall-clock budgets.
@@ -245,6 +248,7 @@ const SECRETS_TTL: Num = Num::new(0, 86_400, 300, "seconds");
 const RUN_TTL: Num = Num::new(60, 31_536_000, 604_800, "seconds");
 const MAX_BODY_BYTES: Num = Num::new(1_024, 1_048_576, 65_536, "bytes");
 const MAX_TOKENS_PER_RUN: Num = Num::new(0, 100_000_000, 0, "tokens (0 = unbounded)");
+const MAX_ACTIVE_RUNS: Num = Num::new(0, 10_000, 0, "runs (0 = unlimited)");
 
 impl Settings {
     /// Reads the process environment.
@@ -320,6 +324,10 @@ impl Settings {
             recursion_limit: env.count("WORKFLOW_RECURSION_LIMIT", RECURSION_LIMIT)?,
             max_tokens_per_run: Some(env.number("MAX_TOKENS_PER_RUN", MAX_TOKENS_PER_RUN)?)
                 .filter(|n| *n > 0),
+            max_active_runs_per_caller: Some(
+                env.count("MAX_ACTIVE_RUNS_PER_CALLER", MAX_ACTIVE_RUNS)?,
+            )
+            .filter(|n| *n > 0),
         };
         let budgets = Budgets {
             deadline_margin: env.millis("DEADLINE_MARGIN_MS", DEADLINE_MARGIN)?,

@@ -192,6 +192,50 @@ fn step_limit_ends_best_effort_and_resume_continues_without_rerunning_steps() {
     assert!(stderr(&out).contains("not found"), "{}", stderr(&out));
 }
 
+#[tokio::test]
+async fn a_leased_run_names_the_utc_time_and_how_long_to_wait() {
+    use bounded_rag::store::{CheckpointStore, FileStore, Lease};
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli(
+        dir.path(),
+        &[("WORKFLOW_RECURSION_LIMIT", "3")],
+        &["ask", QUESTION, "--json"],
+    );
+    let run_id = json(&out)["run_id"].as_str().unwrap().to_owned();
+    // Another invocation holds the run for the next 10 minutes.
+    let store = FileStore::open(dir.path()).unwrap();
+    let key = format!("run#{run_id}");
+    let item = store.get(&key).await.unwrap().unwrap();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let lease = Lease {
+        owner: "another-invocation".into(),
+        expires_at_ms: now_ms + 600_000,
+    };
+    store
+        .put(&key, item.version, &item.body, Some(&lease))
+        .await
+        .unwrap();
+
+    let out = cli(dir.path(), &[], &["ask", "--resume", &run_id]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stderr(&out);
+    let until = bounded_rag::engine::utc_seconds(lease.expires_at_ms);
+    assert!(
+        text.contains(&format!(
+            "run {run_id} is being advanced by another invocation until {until} (in "
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(" s); retry after that, or follow its progress with `bounded-rag status"),
+        "{text}"
+    );
+    assert!(!text.contains(&lease.expires_at_ms.to_string()), "{text}");
+}
+
 #[test]
 fn ingest_builds_a_knowledge_base_the_ask_command_uses() {
     let dir = tempfile::tempdir().unwrap();

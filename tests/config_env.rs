@@ -113,6 +113,14 @@ const NUMERIC: &[NumCase] = &[
         expected: "a whole number of bytes in 1024..=1048576",
         read: |s| s.max_body_bytes as u64,
     },
+    NumCase {
+        var: "MAX_ACTIVE_RUNS_PER_CALLER",
+        min: 0,
+        max: 10_000,
+        default: 0,
+        expected: "a whole number of runs (0 = unlimited) in 0..=10000",
+        read: |s| s.limits.max_active_runs_per_caller.map_or(0, u64::from),
+    },
 ];
 
 #[test]
@@ -172,6 +180,22 @@ fn the_response_cache_is_off_unless_given_a_ttl() {
             .cache_ttl,
         Some(Duration::from_secs(86_400))
     );
+}
+
+#[test]
+fn active_runs_are_unlimited_unless_given_a_cap() {
+    let cap = |value: &str| {
+        settings(&[("MAX_ACTIVE_RUNS_PER_CALLER", value)])
+            .unwrap()
+            .limits
+            .max_active_runs_per_caller
+    };
+    assert_eq!(
+        settings(&[]).unwrap().limits.max_active_runs_per_caller,
+        None
+    );
+    assert_eq!(cap("0"), None);
+    assert_eq!(cap("5"), Some(5));
 }
 
 #[test]

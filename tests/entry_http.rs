@@ -20,6 +20,12 @@ const RUN_IDEMPOTENT: &str = include_str!("../events/apigw-run-idempotent.json")
 const RUNS_START: &str = include_str!("../events/apigw-runs-start.json");
 const RUNS_GET: &str = include_str!("../events/apigw-runs-get.json");
 const NOT_FOUND: &str = include_str!("../events/apigw-not-found.json");
+/// The same routes called by another caller (JWT authorizer, `sub` claim) than the IAM
+/// principal of the other events.
+const RUN_JWT: &str = include_str!("../events/apigw-run-jwt.json");
+const RUNS_GET_JWT: &str = include_str!("../events/apigw-runs-get-jwt.json");
+/// A function URL without auth: the anonymous caller.
+const URL_RUN_ANONYMOUS: &str = include_str!("../events/apigw-url-run-anonymous.json");
 
 fn request(event: &str) -> lambda_http::Request {
     lambda_http::request::from_str(event).expect("event parses")
@@ -28,6 +34,40 @@ fn request(event: &str) -> lambda_http::Request {
 /// The GET event, pointed at another run id.
 fn get_event(run_id: &str) -> String {
     RUNS_GET.replace("00000000-0000-4000-8000-000000000001", run_id)
+}
+
+/// The JWT caller's GET event, pointed at a run id.
+fn get_event_jwt(run_id: &str) -> String {
+    RUNS_GET_JWT.replace("00000000-0000-4000-8000-000000000001", run_id)
+}
+
+/// The GET event of a function URL without auth (no authorizer in the request context).
+fn get_event_anonymous(run_id: &str) -> String {
+    let mut v: Value = serde_json::from_str(&get_event(run_id)).unwrap();
+    v["requestContext"]
+        .as_object_mut()
+        .unwrap()
+        .remove("authorizer");
+    v.to_string()
+}
+
+/// Adds (or replaces) a request header.
+fn with_header(event: &str, name: &str, value: &str) -> String {
+    let mut v: Value = serde_json::from_str(event).unwrap();
+    v["headers"][name] = Value::String(value.to_owned());
+    v.to_string()
+}
+
+/// Like [`call`], with the response headers.
+async fn call_with_headers(
+    app: &bounded_rag::entry::App,
+    queue: Option<&dyn WorkQueue>,
+    event: &str,
+) -> (u16, Value, lambda_http::http::HeaderMap) {
+    let response = http::handle(app, queue, request(event)).await;
+    let status = response.status().as_u16();
+    let body = http::body_json(&response);
+    (status, body, response.headers().clone())
 }
 
 /// Replaces the event's JSON body.
@@ -207,6 +247,177 @@ async fn a_run_out_of_budget_answers_202_and_continues_via_the_queue_to_the_same
     assert_eq!(llm.calls("route_query"), 1);
     let run = app.workflow().status(&run_id).await.unwrap();
     assert_eq!(run.status, RunStatus::Completed);
+}
+
+#[tokio::test]
+async fn another_callers_run_is_404_exactly_like_a_missing_one() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let app = app(&llm, Arc::new(MemoryStore::new()), false);
+    // The IAM principal of events/apigw-run.json starts a run.
+    let (status, body) = call(&app, None, RUN).await;
+    assert_eq!(status, 200, "{body}");
+    let run_id = body["run_id"].as_str().unwrap();
+
+    let (status, own) = call(&app, None, &get_event(run_id)).await;
+    assert_eq!((status, &own), (200, &body));
+
+    let missing = "00000000-0000-4000-8000-00000000dead";
+    let (_, not_there) = call(&app, None, &get_event(missing)).await;
+    for other in [get_event_jwt(run_id), get_event_anonymous(run_id)] {
+        let (status, answer) = call(&app, None, &other).await;
+        assert_eq!(status, 404, "{answer}");
+        assert_eq!(answer["error"], "not_found");
+        // Nothing tells "someone else's" from "no such run": same text, but for the id.
+        assert_eq!(
+            answer["message"].as_str().unwrap().replace(run_id, "ID"),
+            not_there["message"]
+                .as_str()
+                .unwrap()
+                .replace(missing, "ID"),
+        );
+    }
+
+    // The JWT caller's own run is readable by it, and 404 for the IAM principal.
+    let (status, theirs) = call(&app, None, RUN_JWT).await;
+    assert_eq!(status, 200, "{theirs}");
+    let their_id = theirs["run_id"].as_str().unwrap();
+    assert_eq!(call(&app, None, &get_event_jwt(their_id)).await.0, 200);
+    assert_eq!(call(&app, None, &get_event(their_id)).await.0, 404);
+}
+
+#[tokio::test]
+async fn unauthenticated_function_url_requests_are_one_anonymous_caller() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let store = Arc::new(MemoryStore::new());
+    let app = app(&llm, store, false);
+    let (status, body) = call(&app, None, URL_RUN_ANONYMOUS).await;
+    assert_eq!(status, 200, "{body}");
+    let run_id = body["run_id"].as_str().unwrap();
+    assert_eq!(call(&app, None, &get_event_anonymous(run_id)).await.0, 200);
+    assert_eq!(call(&app, None, &get_event(run_id)).await.0, 404);
+
+    // A checkpoint written before callers were recorded has no caller: it is anonymous.
+    let old = "00000000-0000-4000-8000-0000000000aa";
+    app.workflow()
+        .submit(old, bounded_rag::rag::RunRequest::new("q"))
+        .await
+        .unwrap();
+    let stored = app.store.get(&format!("run#{old}")).await.unwrap().unwrap();
+    assert!(!String::from_utf8_lossy(&stored.body).contains("caller"));
+    assert_eq!(call(&app, None, &get_event_anonymous(old)).await.0, 200);
+    assert_eq!(call(&app, None, &get_event(old)).await.0, 404);
+}
+
+#[tokio::test]
+async fn idempotency_keys_are_scoped_per_caller() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let app = app(&llm, Arc::new(MemoryStore::new()), false);
+    let jwt_idempotent = with_header(RUN_JWT, "idempotency-key", "order-7");
+    let iam_idempotent = with_header(RUN, "idempotency-key", "order-7");
+
+    let (s1, iam_first) = call(&app, None, &iam_idempotent).await;
+    let (s2, jwt_first) = call(&app, None, &jwt_idempotent).await;
+    assert_eq!((s1, s2), (200, 200), "{iam_first} {jwt_first}");
+    assert_ne!(
+        iam_first["run_id"], jwt_first["run_id"],
+        "one key, two callers: two runs"
+    );
+    assert_eq!(llm.total_calls(), 14);
+
+    // Each caller's repeat finds its own run, and makes no model call.
+    let (_, iam_again) = call(&app, None, &iam_idempotent).await;
+    let (_, jwt_again) = call(&app, None, &jwt_idempotent).await;
+    assert_eq!(iam_again["run_id"], iam_first["run_id"]);
+    assert_eq!(jwt_again["run_id"], jwt_first["run_id"]);
+    assert_eq!(llm.total_calls(), 14);
+
+    // The same key with another body is refused for that caller only.
+    let other_body = with_body(&jwt_idempotent, r#"{"question":"Something else?"}"#);
+    let (status, body) = call(&app, None, &other_body).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("new key"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn past_the_active_run_cap_a_caller_gets_429_with_retry_after_until_a_run_ends() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let mut app = app(&llm, Arc::new(MemoryStore::new()), true);
+    app.settings.limits.max_active_runs_per_caller = Some(1);
+    let queue = MemoryQueue::default();
+
+    // An asynchronous run stays active (running) until the worker finishes it.
+    let (status, started) = call(&app, Some(&queue), RUNS_START).await;
+    assert_eq!(status, 202, "{started}");
+    let first = started["run_id"].as_str().unwrap().to_owned();
+
+    let keyed = with_header(RUNS_START, "idempotency-key", "retry-me");
+    for event in [RUNS_START, RUN, keyed.as_str()] {
+        let (status, body, headers) = call_with_headers(&app, Some(&queue), event).await;
+        assert_eq!(status, 429, "{body}");
+        assert_eq!(body["error"], "too_many_active_runs");
+        assert_eq!(body["limit"], 1);
+        assert_eq!(body["active_run_ids"], serde_json::json!([first]));
+        let retry_after: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+        assert_eq!(body["retry_after_seconds"], retry_after);
+        assert!((1..=30).contains(&retry_after), "{retry_after}");
+        let message = body["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("retry in {retry_after} s")) && message.contains("Z (in "),
+            "{message}"
+        );
+    }
+    assert_eq!(queue.sent().len(), 1, "refused runs were not queued");
+    assert_eq!(llm.total_calls(), 0, "refused runs made no model call");
+
+    // Another caller has a cap of its own.
+    let (status, body) = call(&app, Some(&queue), RUN_JWT).await;
+    assert_eq!(status, 200, "{body}");
+
+    // Once the worker finishes the first run, the slot is free again: the refused keyed
+    // request, sent again, starts its run.
+    let event = support_sqs_event(&[serde_json::to_string(&queue.sent()[0]).unwrap()]);
+    let result = sqs::handle_batch(&app, Some(&queue), event, None).await;
+    assert!(result.batch_item_failures.is_empty());
+    let (status, body) = call(&app, Some(&queue), &keyed).await;
+    assert_eq!(status, 202, "{body}");
+    assert_ne!(body["run_id"], first.as_str());
+    let (status, again) = call(&app, Some(&queue), &keyed).await;
+    assert_eq!(
+        (status, &again["run_id"]),
+        (200, &body["run_id"]),
+        "{again}"
+    );
+    let (status, _) = call(&app, Some(&queue), RUN).await;
+    assert_eq!(status, 429, "the keyed run holds the only slot");
+}
+
+#[tokio::test]
+async fn wrong_methods_and_routes_say_what_to_use() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let app = app(&llm, Arc::new(MemoryStore::new()), false);
+    let mut event: Value = serde_json::from_str(RUN).unwrap();
+    event["requestContext"]["http"]["method"] = "GET".into();
+    event["routeKey"] = "GET /workflow/run".into();
+    event["requestContext"]["routeKey"] = "GET /workflow/run".into();
+    let (status, body, headers) = call_with_headers(&app, None, &event.to_string()).await;
+    assert_eq!(status, 405, "{body}");
+    assert_eq!(headers["allow"], "POST");
+    assert!(
+        body["message"].as_str().unwrap().contains("use POST"),
+        "{body}"
+    );
+    let (status, body) = call(&app, None, NOT_FOUND).await;
+    assert_eq!(status, 404);
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("GET /workflow/runs/{run_id}"),
+        "{body}"
+    );
 }
 
 /// An SQS event with one record per body.

@@ -262,6 +262,46 @@ async fn async_run_goes_through_sqs_and_the_worker() {
 }
 
 #[tokio::test]
+async fn function_url_callers_are_anonymous_and_cannot_read_an_iam_callers_run() {
+    let moto = moto().await;
+    let table = moto.create_table().await;
+    let watch = LambdaWatch::start(&base_env(moto, &table)).await;
+
+    // The IAM principal of events/apigw-run.json starts a run through API Gateway.
+    let (status, body) = proxy_answer(&watch.invoke("api", &event(RUN)).await);
+    assert_eq!(status, 200, "{body:#}");
+    let iam_run = body["run_id"].as_str().expect("run_id").to_owned();
+    let path = format!("/workflow/runs/{iam_run}");
+    let by_url = watch.url_request("api", "GET", &path, None, &[]).await;
+    assert_eq!(by_url.status, 404, "{by_url:?}");
+    assert_eq!(by_url.json()["error"], "not_found");
+
+    // The function URL without auth is the anonymous caller: its run is its own.
+    let question = json!({ "question": QUESTION }).to_string();
+    let started = watch
+        .url_request(
+            "api",
+            "POST",
+            "/workflow/run",
+            Some(&question),
+            &[("content-type", "application/json")],
+        )
+        .await;
+    assert_eq!(started.status, 200, "{started:?}");
+    let anonymous_run = started.json()["run_id"].as_str().unwrap().to_owned();
+    let path = format!("/workflow/runs/{anonymous_run}");
+    let again = watch.url_request("api", "GET", &path, None, &[]).await;
+    assert_eq!(again.status, 200, "{again:?}");
+    let mut get = event(RUNS_GET);
+    let iam_path = format!("/workflow/runs/{anonymous_run}");
+    get["rawPath"] = json!(iam_path);
+    get["requestContext"]["http"]["path"] = json!(iam_path);
+    get["pathParameters"]["run_id"] = json!(anonymous_run);
+    let (status, body) = proxy_answer(&watch.invoke("api", &get).await);
+    assert_eq!(status, 404, "{body:#}");
+}
+
+#[tokio::test]
 async fn cargo_run_mode_passes_the_env_file_and_stops_cleanly() {
     let moto = moto().await;
     let table = moto.create_table().await;

@@ -19,7 +19,10 @@ pub enum EngineError {
         run_id: String,
     },
     /// Another invocation holds the run's lease.
-    #[error("run {run_id} is being advanced by another invocation (lease until {until_ms})")]
+    #[error(
+        "run {run_id} is being advanced by another invocation until {}; retry after that",
+        super::utc_seconds(*.until_ms)
+    )]
     Busy {
         /// Run id.
         run_id: String,

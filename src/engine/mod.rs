@@ -23,7 +23,7 @@ pub use clock::{Clock, FakeClock, SystemClock};
 pub use ctx::StepCtx;
 pub use error::EngineError;
 pub use graph::{Graph, NodeId, StepOutput, Transition};
-pub use record::{rfc3339, StepRecord};
+pub use record::{rfc3339, utc_seconds, StepRecord};
 pub use retry::RetryPolicy;
 pub use runner::advance;
 pub use session::{run_key, Loaded, Persist, Session};

@@ -25,9 +25,28 @@ pub fn rfc3339(micros: u64) -> String {
         .unwrap_or_default()
 }
 
+/// A moment in epoch milliseconds as UTC to the second, rounded up (`2026-11-24T06:40:12Z`):
+/// for "wait until" messages, where the time shown must not be before the real one.
+pub fn utc_seconds(ms: u64) -> String {
+    let secs = ms.div_ceil(1_000);
+    let format =
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+    i64::try_from(secs)
+        .ok()
+        .and_then(|s| OffsetDateTime::from_unix_timestamp(s).ok())
+        .and_then(|t| t.format(&format).ok())
+        .unwrap_or_else(|| format!("{ms} ms after the Unix epoch"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_seconds_rounds_up_to_the_second() {
+        assert_eq!(utc_seconds(1_795_480_794_000), "2026-11-24T00:39:54Z");
+        assert_eq!(utc_seconds(1_795_480_794_001), "2026-11-24T00:39:55Z");
+    }
 
     #[test]
     fn formats_utc_rfc3339() {

@@ -19,16 +19,22 @@ pub enum StartupError {
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
     /// The knowledge base could not be loaded.
-    #[error("knowledge base: {0}")]
+    #[error(
+        "knowledge base: {0}; check KB_PATH (a folder of documents, or the output of \
+         `bounded-rag ingest`), or unset it for the bundled sample"
+    )]
     Kb(#[from] crate::retrieval::RetrievalError),
     /// A model client could not be built.
-    #[error("model client: {0}")]
+    #[error("model client: {0}; check LLM_PROVIDER, LLM_BASE_URL and LLM_MODEL")]
     Llm(#[from] crate::llm::LlmError),
     /// The checkpoint store could not be opened.
-    #[error("checkpoint store: {0}")]
+    #[error("checkpoint store: {0}; check that STATE_DIR is a writable folder")]
     Store(#[from] crate::store::StoreError),
     /// Secrets Manager could not be read.
-    #[error("secrets: {0}")]
+    #[error(
+        "secrets: {0}; check SECRETS_ID, the AWS region and credentials, and that the secret \
+         is a JSON object"
+    )]
     Secrets(#[from] crate::secrets::SecretsError),
 }
 

@@ -1,7 +1,9 @@
 //! The `bounded-rag` command line: `ask`, `ingest`, `status`.
 
 use super::cli_stream::Job;
+use super::messages::{self, Surface};
 use super::App;
+use crate::engine::{Clock, EngineError, SystemClock};
 use crate::rag::{Mode, RunRequest, RunResponse, RunStatus};
 use crate::retrieval::ingest_dir;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -147,7 +149,13 @@ pub async fn run(cli: Cli) -> ExitCode {
                 println!("use it with: KB_PATH={}", out.display());
                 ExitCode::SUCCESS
             }
-            Err(e) => fail(2, &format!("ingest failed: {e}")),
+            Err(e) => fail(
+                2,
+                &format!(
+                    "ingest failed: {e}; SOURCE must be a folder of .md/.txt documents (and \
+                     optional nodes/edges/communities .jsonl), and --out a folder you can write"
+                ),
+            ),
         },
         Command::Status { run_id, json } => {
             let app = match App::from_env().await {
@@ -156,7 +164,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             };
             match app.workflow().status(&run_id).await {
                 Ok(response) => print_response(&response, json),
-                Err(e) => fail(1, &e.to_string()),
+                Err(e) => fail_engine(&e),
             }
         }
         Command::Ask(args) => ask(args).await,
@@ -180,11 +188,11 @@ async fn ask(args: AskArgs) -> ExitCode {
         let job = match (request, args.resume) {
             (Some(request), _) => Job::New(uuid::Uuid::new_v4().to_string(), request),
             (None, Some(run_id)) => Job::Resume(run_id),
-            (None, None) => return fail(2, "a question or --resume RUN_ID is required"),
+            (None, None) => return fail(2, NO_QUESTION),
         };
         return match super::cli_stream::run(&app, job, &budget, args.json).await {
             Ok(response) => exit_code(&response),
-            Err(e) => fail(1, &e.to_string()),
+            Err(e) => fail_engine(&e),
         };
     }
     let workflow = app.workflow();
@@ -194,11 +202,11 @@ async fn ask(args: AskArgs) -> ExitCode {
             workflow.run_new(&run_id, request, &budget).await
         }
         (None, Some(run_id)) => workflow.resume(run_id, &budget).await,
-        (None, None) => return fail(2, "a question or --resume RUN_ID is required"),
+        (None, None) => return fail(2, NO_QUESTION),
     };
     match result {
         Ok(response) => print_response(&response, args.json),
-        Err(e) => fail(1, &e.to_string()),
+        Err(e) => fail_engine(&e),
     }
 }
 
@@ -226,8 +234,8 @@ pub fn render(r: &RunResponse) -> String {
     let mut out = String::new();
     if let Some(error) = &r.error {
         out.push_str(&format!(
-            "error in {}: {} ({:?})\n",
-            error.node, error.message, error.class
+            "error in {}: {} ({:?})\nwhat to do: {}\n",
+            error.node, error.message, error.class, error.hint
         ));
     }
     if !r.answer.is_empty() {
@@ -268,6 +276,17 @@ pub fn render(r: &RunResponse) -> String {
         r.run_id,
     ));
     out
+}
+
+const NO_QUESTION: &str =
+    "a question or --resume RUN_ID is required, e.g. bounded-rag ask \"What causes patch canker in durian?\"";
+
+/// Exit 1 with the engine error as a person should read it (UTC times, what to do next).
+fn fail_engine(e: &EngineError) -> ExitCode {
+    fail(
+        1,
+        &messages::engine_error(e, SystemClock.now_ms(), Surface::Cli),
+    )
 }
 
 fn fail(code: u8, message: &str) -> ExitCode {

@@ -1,55 +1,75 @@
-//! The API Gateway HTTP API (payload v2) / function URL handler: routing, validation,
-//! idempotency and the mapping of run statuses to HTTP codes. No workflow logic here.
+//! The API Gateway HTTP API (payload v2) / function URL handler: routing, validation, the
+//! caller's identity, idempotency, the per-caller active-run limit and the mapping of run
+//! statuses to HTTP codes. No workflow logic here. The contract is `openapi.yaml`.
 
+use super::caller;
+use super::messages::{self, Surface};
 use super::{metrics, App};
-use crate::engine::EngineError;
+use crate::engine::{utc_seconds, EngineError};
 use crate::error::{Classify, ErrorClass};
 use crate::queue::{WorkMessage, WorkQueue};
+use crate::rag::active::{ActiveRuns, Admission};
 use crate::rag::idempotency::{self, Claim};
-use crate::rag::{RunRequest, RunResponse, RunStatus, ValidationError, Workflow};
+use crate::rag::{Caller, RunRequest, RunResponse, RunStatus, ValidationError, Workflow};
+use lambda_http::http::header::{HeaderName, HeaderValue, ALLOW, RETRY_AFTER};
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::{json, Value};
 
 /// Longest accepted `Idempotency-Key`.
 const MAX_IDEMPOTENCY_KEY: usize = 255;
+/// The routes, for the answer to a request that matches none.
+const ROUTES: &str =
+    "POST /workflow/run, POST /workflow/runs and GET /workflow/runs/{run_id} (see openapi.yaml)";
 
 /// Handles one HTTP request. Never fails: every error becomes a JSON response.
 pub async fn handle(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Response<Body> {
     let deadline = request.lambda_context_ref().map(|c| c.deadline);
+    let caller = caller::of(&request);
     let method = request.method().clone();
     let path = request.uri().path().trim_end_matches('/').to_owned();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    let result = match (method, segments.as_slice()) {
-        (Method::POST, ["workflow", "run"]) => run_sync(app, queue, &request, deadline).await,
-        (Method::POST, ["workflow", "runs"]) => run_async(app, queue, &request).await,
-        (Method::GET, ["workflow", "runs", run_id]) => get_run(app, run_id).await,
-        (_, ["workflow", "run"]) | (_, ["workflow", "runs"]) | (_, ["workflow", "runs", _]) => {
-            Err(error(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method_not_allowed",
-                "method not allowed on this route",
-            ))
+    let result = match (&method, segments.as_slice()) {
+        (&Method::POST, ["workflow", "run"]) => {
+            run_sync(app, queue, &caller, &request, deadline).await
         }
+        (&Method::POST, ["workflow", "runs"]) => run_async(app, queue, &caller, &request).await,
+        (&Method::GET, ["workflow", "runs", run_id]) => get_run(app, &caller, run_id).await,
+        (_, ["workflow", "run"]) | (_, ["workflow", "runs"]) => {
+            Err(method_not_allowed(&method, &path, "POST"))
+        }
+        (_, ["workflow", "runs", _]) => Err(method_not_allowed(&method, &path, "GET")),
         _ => Err(error(
             StatusCode::NOT_FOUND,
             "not_found",
-            &format!("no route for {path}"),
+            &format!("no route for {path}; the routes are {ROUTES}"),
         )),
     };
     result.unwrap_or_else(Response::from)
 }
 
-/// An error answer: status and JSON body, turned into a response at the top.
+/// An error answer: status, JSON body and extra headers, turned into a response at the top.
 #[derive(Debug)]
 pub(super) struct ApiError {
     code: StatusCode,
     body: Value,
+    headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl ApiError {
+    fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
+    }
 }
 
 impl From<ApiError> for Response<Body> {
     fn from(e: ApiError) -> Self {
-        json_response(e.code, &e.body)
+        let mut response = json_response(e.code, &e.body);
+        for (name, value) in e.headers {
+            response.headers_mut().insert(name, value);
+        }
+        response
     }
 }
 
@@ -58,12 +78,22 @@ pub(super) type Reply = Result<Response<Body>, ApiError>;
 async fn run_sync(
     app: &App,
     queue: Option<&dyn WorkQueue>,
+    caller: &Caller,
     request: &Request,
     deadline: Option<u64>,
 ) -> Reply {
     let (run_request, body) = parse_body(app, request)?;
-    let run = claim(app, request, &body).await?;
-    run_claimed(app, queue, &app.workflow(), run, run_request, deadline).await
+    let run = claim(app, caller, request, &body).await?;
+    run_claimed(
+        app,
+        queue,
+        &app.workflow(),
+        caller,
+        run,
+        run_request,
+        deadline,
+    )
+    .await
 }
 
 /// Runs a validated, claimed request within the invocation's budget and shapes the answer
@@ -72,6 +102,7 @@ pub(super) async fn run_claimed(
     app: &App,
     queue: Option<&dyn WorkQueue>,
     workflow: &Workflow<'_>,
+    caller: &Caller,
     run: Run,
     run_request: RunRequest,
     deadline: Option<u64>,
@@ -83,58 +114,65 @@ pub(super) async fn run_claimed(
             // A repeat: never a second run. Finish the same one if it can be advanced.
             let response = match workflow.resume(&run_id, &budget).await {
                 Err(EngineError::NotFound { .. }) => {
-                    workflow.run_new(&run_id, run_request, &budget).await
+                    workflow
+                        .run_new_for(caller, &run_id, run_request, &budget)
+                        .await
                 }
                 other => other,
             };
             return match response {
                 Err(EngineError::Busy { .. }) => Ok(accepted(&run_id, RunStatus::Running)),
-                other => finish(app, queue, other.map_err(engine_error)?).await,
+                other => finish(app, queue, other.map_err(|e| engine_error(app, e))?).await,
             };
         }
     };
     let response = workflow
-        .run_new(&run_id, run_request, &budget)
+        .run_new_for(caller, &run_id, run_request, &budget)
         .await
-        .map_err(engine_error)?;
+        .map_err(|e| engine_error(app, e))?;
     finish(app, queue, response).await
 }
 
-async fn run_async(app: &App, queue: Option<&dyn WorkQueue>, request: &Request) -> Reply {
+async fn run_async(
+    app: &App,
+    queue: Option<&dyn WorkQueue>,
+    caller: &Caller,
+    request: &Request,
+) -> Reply {
     let Some(queue) = queue else {
         return Err(error(
             StatusCode::NOT_IMPLEMENTED,
             "no_queue",
-            "asynchronous runs need WORK_QUEUE_URL to be configured",
+            "asynchronous runs need WORK_QUEUE_URL, which this deployment does not set: use              POST /workflow/run for a synchronous run, or ask the operator to configure a queue",
         ));
     };
     let (run_request, body) = parse_body(app, request)?;
-    let run_id = match claim(app, request, &body).await? {
+    let run_id = match claim(app, caller, request, &body).await? {
         Run::New(run_id) => run_id,
         Run::Repeat(run_id) => {
-            return get_run(app, &run_id)
+            return get_run(app, caller, &run_id)
                 .await
                 .or_else(|_| Ok(accepted(&run_id, RunStatus::Running)))
         }
     };
     let workflow = app.workflow();
     workflow
-        .submit(&run_id, run_request.clone())
+        .submit_for(caller, &run_id, run_request.clone())
         .await
-        .map_err(engine_error)?;
+        .map_err(|e| engine_error(app, e))?;
     let message = WorkMessage {
         run_id: run_id.clone(),
         request: Some(run_request),
     };
     queue.send(&message).await.map_err(|e| {
         tracing::error!(run_id, error = %e, "could not queue the run");
-        error(status_for(e.class()), "queue_error", &e.to_string())
+        queue_error(e.class())
     })?;
-    tracing::info!(run_id, "run queued");
+    tracing::info!(run_id, caller = caller.kind(), "run queued");
     Ok(accepted(&run_id, RunStatus::Running))
 }
 
-async fn get_run(app: &App, run_id: &str) -> Reply {
+async fn get_run(app: &App, caller: &Caller, run_id: &str) -> Reply {
     if run_id.is_empty()
         || run_id.len() > 128
         || !run_id
@@ -144,10 +182,14 @@ async fn get_run(app: &App, run_id: &str) -> Reply {
         return Err(error_field(
             StatusCode::BAD_REQUEST,
             "run_id",
-            "must be 1..=128 characters of letters, digits, '-' or '_'",
+            "must be 1..=128 characters of letters, digits, '-' or '_': use the run_id a              POST /workflow/run or POST /workflow/runs answered with",
         ));
     }
-    let response = app.workflow().status(run_id).await.map_err(engine_error)?;
+    let response = app
+        .workflow()
+        .status_for(caller, run_id)
+        .await
+        .map_err(|e| engine_error(app, e))?;
     Ok(json_response(StatusCode::OK, &response))
 }
 
@@ -165,7 +207,7 @@ async fn finish(app: &App, queue: Option<&dyn WorkQueue>, response: RunResponse)
             };
             queue.send(&WorkMessage::continuation(&response.run_id)).await.map_err(|e| {
                 tracing::error!(run_id = response.run_id, error = %e, "could not queue the continuation");
-                error(status_for(e.class()), "queue_error", &e.to_string())
+                queue_error(e.class())
             })?;
             tracing::info!(
                 run_id = response.run_id,
@@ -195,7 +237,11 @@ pub(super) fn parse_body(app: &App, request: &Request) -> Result<(RunRequest, Ve
         return Err(error_field(
             StatusCode::PAYLOAD_TOO_LARGE,
             "body",
-            &format!("body is {} bytes; the limit is {max}", body.len()),
+            &format!(
+                "body is {} bytes; the limit is {max}: send a shorter body (a question has at \
+                 most 2000 characters)",
+                body.len()
+            ),
         ));
     }
     let run_request = RunRequest::from_json(&body)
@@ -205,42 +251,129 @@ pub(super) fn parse_body(app: &App, request: &Request) -> Result<(RunRequest, Ve
 
 /// The run a request is about.
 pub(super) enum Run {
-    /// A new run with this id.
+    /// A new run with this id (admitted under the caller's active-run limit).
     New(String),
-    /// A repeat of an earlier request with the same `Idempotency-Key`.
+    /// A repeat of an earlier request with the same `Idempotency-Key`, whose run exists.
     Repeat(String),
 }
 
-/// Maps the `Idempotency-Key` header (if any) to a run id.
-pub(super) async fn claim(app: &App, request: &Request, body: &[u8]) -> Result<Run, ApiError> {
-    let run_id = uuid::Uuid::new_v4().to_string();
-    let Some(header) = request.headers().get("idempotency-key") else {
-        return Ok(Run::New(run_id));
+/// Maps the `Idempotency-Key` header (if any) of `caller` to a run id, and admits a new run
+/// under the caller's active-run limit (429 past it).
+pub(super) async fn claim(
+    app: &App,
+    caller: &Caller,
+    request: &Request,
+    body: &[u8],
+) -> Result<Run, ApiError> {
+    let fresh = uuid::Uuid::new_v4().to_string();
+    let run_id = match idempotency_key(request)? {
+        None => fresh,
+        Some(key) => match idempotency::claim(app.store.as_ref(), caller, key, body, &fresh)
+            .await
+            .map_err(|e| engine_error(app, e))?
+        {
+            Claim::New(id) => id,
+            Claim::Existing(id) => {
+                // A repeat whose first request never got its run stored (refused by the
+                // limit, or cut short) starts that run now, under the limit like a new one.
+                match app.workflow().status_for(caller, &id).await {
+                    Ok(_) => return Ok(Run::Repeat(id)),
+                    Err(EngineError::NotFound { .. }) => id,
+                    Err(e) => return Err(engine_error(app, e)),
+                }
+            }
+            Claim::Mismatch => {
+                return Err(error_field(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "Idempotency-Key",
+                    "this key was already used with a different request body: send the \
+                     original body to get its run, or use a new key for a new request",
+                ))
+            }
+        },
     };
-    let key = header
+    admit(app, caller, &run_id).await?;
+    Ok(Run::New(run_id))
+}
+
+/// The trimmed `Idempotency-Key` header, if any; 400 when it is malformed.
+fn idempotency_key(request: &Request) -> Result<Option<&str>, ApiError> {
+    let Some(header) = request.headers().get("idempotency-key") else {
+        return Ok(None);
+    };
+    header
         .to_str()
         .ok()
         .map(str::trim)
         .filter(|k| !k.is_empty() && k.len() <= MAX_IDEMPOTENCY_KEY)
+        .map(Some)
         .ok_or_else(|| {
             error_field(
                 StatusCode::BAD_REQUEST,
                 "Idempotency-Key",
-                "must be 1..=255 visible ASCII characters",
+                "must be 1..=255 visible ASCII characters, e.g. a UUID; send one key per \
+                 logical request",
             )
-        })?;
-    match idempotency::claim(app.store.as_ref(), key, body, &run_id)
+        })
+}
+
+/// Takes a slot of the caller's active-run limit for `run_id`, or answers 429.
+async fn admit(app: &App, caller: &Caller, run_id: &str) -> Result<(), ApiError> {
+    let Some(limit) = app.settings.limits.max_active_runs_per_caller else {
+        return Ok(());
+    };
+    let now_ms = app.clock.now_ms();
+    let admission = ActiveRuns::new(app.store.as_ref(), limit)
+        .admit(caller, run_id, now_ms)
         .await
-        .map_err(engine_error)?
-    {
-        Claim::New(id) => Ok(Run::New(id)),
-        Claim::Existing(id) => Ok(Run::Repeat(id)),
-        Claim::Mismatch => Err(error_field(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Idempotency-Key",
-            "this key was already used with a different request body",
-        )),
+        .map_err(|e| engine_error(app, e))?;
+    let Admission::Full {
+        limit,
+        active,
+        retry_at_ms,
+        free_by_ms,
+    } = admission
+    else {
+        return Ok(());
+    };
+    let retry_after = messages::wait_secs(retry_at_ms, now_ms);
+    tracing::info!(
+        caller = caller.kind(),
+        limit,
+        retry_after,
+        "active-run limit reached"
+    );
+    let message = format!(
+        "you have {} unfinished runs and the limit is {limit} per caller \
+         (MAX_ACTIVE_RUNS_PER_CALLER): retry in {retry_after} s, or as soon as one of them \
+         finishes (GET /workflow/runs/{{run_id}}); a run that never finishes stops counting by \
+         {} at the latest",
+        active.len(),
+        messages::until(free_by_ms, now_ms),
+    );
+    let body = json!({
+        "error": "too_many_active_runs",
+        "message": message,
+        "limit": limit,
+        "active_run_ids": active,
+        "retry_after_seconds": retry_after,
+        "retry_at": utc_seconds(now_ms + retry_after * 1_000),
+    });
+    Err(ApiError {
+        code: StatusCode::TOO_MANY_REQUESTS,
+        body,
+        headers: Vec::new(),
     }
+    .with_header(RETRY_AFTER, HeaderValue::from(retry_after)))
+}
+
+fn method_not_allowed(method: &Method, path: &str, allowed: &'static str) -> ApiError {
+    error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        &format!("{method} is not accepted on {path}: use {allowed} (the routes are {ROUTES})"),
+    )
+    .with_header(ALLOW, HeaderValue::from_static(allowed))
 }
 
 fn accepted(run_id: &str, status: RunStatus) -> Response<Body> {
@@ -250,16 +383,55 @@ fn accepted(run_id: &str, status: RunStatus) -> Response<Body> {
     )
 }
 
-fn engine_error(e: EngineError) -> ApiError {
+/// The answer to an engine error: status by kind, a message saying what to do next, and
+/// `Retry-After` where waiting helps. Store details go to the log, not to the caller.
+fn engine_error(app: &App, e: EngineError) -> ApiError {
+    let now_ms = app.clock.now_ms();
+    let message = messages::engine_error(&e, now_ms, Surface::Http);
     let (code, kind) = match &e {
         EngineError::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found"),
         EngineError::Busy { .. } | EngineError::Lost { .. } | EngineError::Exists { .. } => {
             (StatusCode::CONFLICT, "conflict")
         }
         EngineError::Corrupt { .. } => (StatusCode::INTERNAL_SERVER_ERROR, "corrupt_checkpoint"),
-        EngineError::Store(s) => (status_for(s.class()), "store_error"),
+        EngineError::Store(s) => {
+            tracing::error!(error = %s, "checkpoint store failed");
+            (status_for(s.class()), "store_error")
+        }
     };
-    error(code, kind, &e.to_string())
+    let answer = error(code, kind, &message);
+    match &e {
+        EngineError::Busy { until_ms, .. } => answer.with_header(
+            RETRY_AFTER,
+            HeaderValue::from(messages::wait_secs(*until_ms, now_ms)),
+        ),
+        EngineError::Store(s) if s.class() == ErrorClass::Transient => {
+            answer.with_header(RETRY_AFTER, HeaderValue::from_static("2"))
+        }
+        _ => answer,
+    }
+}
+
+/// The queue refused a message (the cause is logged by the caller of this).
+fn queue_error(class: ErrorClass) -> ApiError {
+    let answer = error(
+        status_for(class),
+        "queue_error",
+        match class {
+            ErrorClass::Transient => {
+                "the work queue is unavailable right now; retry in a few seconds (with the same \
+                 Idempotency-Key, if you sent one)"
+            }
+            ErrorClass::Permanent => {
+                "the work queue refused the run, and retrying will not help: report this to the \
+                 operator (the function's log has the details)"
+            }
+        },
+    );
+    match class {
+        ErrorClass::Transient => answer.with_header(RETRY_AFTER, HeaderValue::from_static("2")),
+        ErrorClass::Permanent => answer,
+    }
 }
 
 fn status_for(class: ErrorClass) -> StatusCode {
@@ -273,6 +445,7 @@ fn error(code: StatusCode, kind: &str, message: &str) -> ApiError {
     ApiError {
         code,
         body: json!({ "error": kind, "message": message }),
+        headers: Vec::new(),
     }
 }
 
@@ -280,6 +453,7 @@ fn error_field(code: StatusCode, field: &str, message: &str) -> ApiError {
     ApiError {
         code,
         body: json!({ "error": "invalid_request", "field": field, "message": message }),
+        headers: Vec::new(),
     }
 }
 

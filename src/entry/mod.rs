@@ -2,10 +2,12 @@
 //! [`crate::rag::Workflow`] service and shape its answer; they hold no workflow logic.
 
 mod app;
+pub mod caller;
 pub mod cli;
 mod cli_stream;
 pub mod http;
 pub mod logging;
+pub mod messages;
 pub mod metrics;
 pub mod sqs;
 pub mod stream;

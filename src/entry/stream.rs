@@ -9,9 +9,9 @@
 //! `GET /workflow/runs/{run_id}` (the id is in the `x-run-id` response header).
 
 use super::http::{self, claim, parse_body, run_claimed, ApiError, Run};
-use super::App;
+use super::{caller, App};
 use crate::queue::WorkQueue;
-use crate::rag::{Events, RunEvent, RunRequest, Workflow};
+use crate::rag::{Caller, Events, RunEvent, RunRequest, Workflow};
 use bytes::Bytes;
 use lambda_http::http::{HeaderValue, Method, StatusCode};
 use lambda_http::{Request, RequestExt, Response};
@@ -50,9 +50,12 @@ pub async fn handle(
         return buffered(http::handle(app, queue, request).await);
     }
     let deadline = request.lambda_context_ref().map(|c| c.deadline);
+    let caller = caller::of(&request);
+    // Everything that can refuse the request (body, Idempotency-Key, the active-run limit)
+    // answers before the stream starts, with its own status code.
     let prepared = async {
         let (run_request, body) = parse_body(app, &request)?;
-        let run = claim(app, &request, &body).await?;
+        let run = claim(app, &caller, &request, &body).await?;
         Ok::<_, ApiError>((run_request, run))
     };
     let (run_request, run) = match prepared.await {
@@ -66,7 +69,7 @@ pub async fn handle(
     tokio::spawn(async move {
         let (events, receiver) = Events::channel();
         let (answer, mut sender) = tokio::join!(
-            run_reporting(app, queue, events, run, run_request, deadline),
+            run_reporting(app, queue, events, &caller, run, run_request, deadline),
             forward(receiver, sender)
         );
         let body = http::body_json(&answer);
@@ -91,6 +94,7 @@ async fn run_reporting(
     app: &App,
     queue: Option<&dyn WorkQueue>,
     events: Events,
+    caller: &Caller,
     run: Run,
     run_request: RunRequest,
     deadline: Option<u64>,
@@ -100,7 +104,7 @@ async fn run_reporting(
         graph: &graph,
         ..app.workflow()
     };
-    run_claimed(app, queue, &workflow, run, run_request, deadline)
+    run_claimed(app, queue, &workflow, caller, run, run_request, deadline)
         .await
         .unwrap_or_else(Response::from)
 }

@@ -1,9 +1,12 @@
-//! `Idempotency-Key`: one key maps to one run, forever (until the record's TTL).
+//! `Idempotency-Key`: one key of one caller maps to one run, forever (until the record's TTL).
 //!
-//! The first request with a key stores `idem#<sha256(key)> -> run_id` with a conditional
-//! create; every repeat reads it back and gets the same run. A key reused with a different
-//! body is refused, as Powertools' payload validation does.
+//! The first request with a key stores `idem#<sha256(caller digest ":" key)> -> run_id` with
+//! a conditional create; every repeat by the same caller reads it back and gets the same run.
+//! Keys are scoped per caller: two callers using the same key get two runs, and neither can
+//! reach the other's run through it. A key reused with a different body is refused, as
+//! Powertools' payload validation does.
 
+use super::Caller;
 use crate::engine::EngineError;
 use crate::store::{CheckpointStore, StoreError};
 use serde::{Deserialize, Serialize};
@@ -34,14 +37,25 @@ fn hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// Claims `key` for a new run `run_id` carrying `body`, or finds the run it already names.
+/// The store key of `caller`'s idempotency key `key`. The caller's digest has a fixed length,
+/// so no (caller, key) pair can produce another pair's string.
+fn item_key(caller: &Caller, key: &str) -> String {
+    format!(
+        "idem#{}",
+        hex(format!("{}:{key}", caller.digest()).as_bytes())
+    )
+}
+
+/// Claims `caller`'s `key` for a new run `run_id` carrying `body`, or finds the run it already
+/// names.
 pub async fn claim(
     store: &dyn CheckpointStore,
+    caller: &Caller,
     key: &str,
     body: &[u8],
     run_id: &str,
 ) -> Result<Claim, EngineError> {
-    let item_key = format!("idem#{}", hex(key.as_bytes()));
+    let item_key = item_key(caller, key);
     let request_sha256 = hex(body);
     let record = Record {
         run_id: run_id.to_owned(),
@@ -82,20 +96,47 @@ mod tests {
     #[tokio::test]
     async fn one_key_one_run() {
         let store = MemoryStore::new();
+        let me = &Caller::Anonymous;
         assert_eq!(
-            claim(&store, "k", b"{}", "r1").await.unwrap(),
+            claim(&store, me, "k", b"{}", "r1").await.unwrap(),
             Claim::New("r1".into())
         );
         assert_eq!(
-            claim(&store, "k", b"{}", "r2").await.unwrap(),
+            claim(&store, me, "k", b"{}", "r2").await.unwrap(),
             Claim::Existing("r1".into())
         );
         assert_eq!(
-            claim(&store, "k", b"{\"x\":1}", "r3").await.unwrap(),
+            claim(&store, me, "k", b"{\"x\":1}", "r3").await.unwrap(),
             Claim::Mismatch
         );
         assert_eq!(
-            claim(&store, "other", b"{}", "r4").await.unwrap(),
+            claim(&store, me, "other", b"{}", "r4").await.unwrap(),
+            Claim::New("r4".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn keys_are_scoped_per_caller() {
+        let store = MemoryStore::new();
+        let alice = &Caller::Jwt("alice".into());
+        let bob = &Caller::Jwt("bob".into());
+        assert_eq!(
+            claim(&store, alice, "k", b"{}", "r1").await.unwrap(),
+            Claim::New("r1".into())
+        );
+        // Same key, same body, another caller: a run of its own.
+        assert_eq!(
+            claim(&store, bob, "k", b"{}", "r2").await.unwrap(),
+            Claim::New("r2".into())
+        );
+        assert_eq!(
+            claim(&store, alice, "k", b"{}", "r3").await.unwrap(),
+            Claim::Existing("r1".into())
+        );
+        assert_eq!(
+            claim(&store, &Caller::Iam("alice".into()), "k", b"{}", "r4")
+                .await
+                .unwrap(),
             Claim::New("r4".into())
         );
     }

@@ -12,6 +12,8 @@
 //! grade_answer: useful -> END | not useful -> transform_query (bounded) | exhausted -> END best-effort
 //! ```
 
+pub mod active;
+mod caller;
 mod error;
 mod events;
 mod graph;
@@ -24,6 +26,7 @@ mod response;
 mod service;
 mod state;
 
+pub use caller::Caller;
 pub use error::RagError;
 pub use events::{Counters, Events, RunEvent};
 pub use graph::{RagGraph, RagLimits};

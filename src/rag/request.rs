@@ -60,6 +60,9 @@ pub struct RunRequest {
     pub max_tokens: Option<u64>,
 }
 
+/// A minimal valid body, quoted in messages about malformed ones.
+const EXAMPLE_BODY: &str = r#"{"question": "What causes patch canker in durian?"}"#;
+
 /// Largest accepted `max_tokens`.
 pub const MAX_TOKENS_LIMIT: u64 = 100_000_000;
 
@@ -115,8 +118,9 @@ impl RunRequest {
             let path = e.path().to_string();
             let inner = e.into_inner();
             let message = inner.to_string();
+            let missing = missing_field(&message);
             let field = unknown_field(&message)
-                .or_else(|| missing_field(&message))
+                .or_else(|| missing.clone())
                 .unwrap_or(
                     if matches!(path.as_str(), "." | "?" | "")
                         || inner.is_syntax()
@@ -127,6 +131,16 @@ impl RunRequest {
                         path
                     },
                 );
+            // serde says what it expected; add what to send instead.
+            let message = if field == "body" {
+                format!("{message}; send a JSON object such as {EXAMPLE_BODY}")
+            } else if missing.is_some() {
+                format!("{message}; it is required, e.g. {EXAMPLE_BODY}")
+            } else if unknown_field(&message).is_some() {
+                format!("{message}; remove it or fix its spelling")
+            } else {
+                message
+            };
             ValidationError::new(&field, message)
         })?;
         request.validate()?;
@@ -137,12 +151,15 @@ impl RunRequest {
     pub fn validate(&self) -> Result<(), ValidationError> {
         let chars = self.question.trim().chars().count();
         if chars == 0 {
-            return Err(ValidationError::new("question", "must not be empty"));
+            return Err(ValidationError::new(
+                "question",
+                "must not be empty: ask a question of 1..=2000 characters",
+            ));
         }
         if self.question.chars().count() > MAX_QUESTION_CHARS {
             return Err(ValidationError::new(
                 "question",
-                format!("must be at most {MAX_QUESTION_CHARS} characters"),
+                format!("must be at most {MAX_QUESTION_CHARS} characters: shorten it"),
             ));
         }
         for (field, value) in [

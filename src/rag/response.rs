@@ -77,6 +77,22 @@ impl From<&Usage> for Tokens {
     }
 }
 
+/// What to do about a run that ended `failed`, by the failure's class.
+pub fn failed_run_hint(class: crate::error::ErrorClass) -> &'static str {
+    match class {
+        crate::error::ErrorClass::Transient => {
+            "a service the run depends on was unavailable; the run kept its progress. Send it \
+             again as POST /workflow/run with the same Idempotency-Key to continue it (without \
+             one, a new request starts over; the CLI continues it with `ask --resume RUN_ID`)"
+        }
+        crate::error::ErrorClass::Permanent => {
+            "the run cannot succeed as it is, and the same request will fail the same way: \
+             change the request if the message is about it, otherwise report the message to the \
+             operator (it names the model, search or configuration problem)"
+        }
+    }
+}
+
 /// Why a run failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunError {
@@ -86,6 +102,9 @@ pub struct RunError {
     pub class: crate::error::ErrorClass,
     /// Message.
     pub message: String,
+    /// What the caller can do about it.
+    #[serde(default)]
+    pub hint: String,
 }
 
 /// The full answer of a run.
@@ -161,6 +180,7 @@ impl RunResponse {
                 node: f.node.clone(),
                 class: f.class,
                 message: f.message.clone(),
+                hint: failed_run_hint(f.class).to_owned(),
             }),
         }
     }

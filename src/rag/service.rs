@@ -1,7 +1,7 @@
 //! Running, resuming and reading runs: the one entry point the CLI and the Lambda handlers
 //! call. It owns no workflow logic: the graph decides, the engine bounds, the store persists.
 
-use super::{Events, RagGraph, RagNode, RagState, RunEvent, RunRequest, RunResponse};
+use super::{Caller, Events, RagGraph, RagNode, RagState, RunEvent, RunRequest, RunResponse};
 use crate::engine::{
     advance, run_key, Budget, Checkpoint, Clock, EngineError, NodeFailure, Persist, Phase, Session,
 };
@@ -41,16 +41,28 @@ impl<'a> Workflow<'a> {
         }
     }
 
-    /// Starts a new run and advances it within `budget`.
+    /// Starts a new run (of the anonymous caller) and advances it within `budget`.
     pub async fn run_new(
         &self,
         run_id: &str,
         request: RunRequest,
         budget: &Budget,
     ) -> Result<RunResponse, EngineError> {
+        self.run_new_for(&Caller::Anonymous, run_id, request, budget)
+            .await
+    }
+
+    /// Starts a new run belonging to `caller` and advances it within `budget`.
+    pub async fn run_new_for(
+        &self,
+        caller: &Caller,
+        run_id: &str,
+        request: RunRequest,
+        budget: &Budget,
+    ) -> Result<RunResponse, EngineError> {
         let span = tracing::info_span!("run", run_id);
         async {
-            let mut cp = self.new_checkpoint(run_id, request);
+            let mut cp = self.new_checkpoint(caller, run_id, request);
             let budget = &self.run_budget(&cp, budget);
             let session = Session::create(self.store, run_id, &cp, self.lease(budget)).await?;
             let mut persist = Observed::new(session, &self.graph.events, &cp);
@@ -61,13 +73,24 @@ impl<'a> Workflow<'a> {
         .await
     }
 
-    /// Stores a new run without advancing it (an asynchronous run, to be continued by a worker).
+    /// Stores a new run of the anonymous caller without advancing it (an asynchronous run, to
+    /// be continued by a worker).
     pub async fn submit(
         &self,
         run_id: &str,
         request: RunRequest,
     ) -> Result<RunResponse, EngineError> {
-        let cp = self.new_checkpoint(run_id, request);
+        self.submit_for(&Caller::Anonymous, run_id, request).await
+    }
+
+    /// Stores a new run belonging to `caller` without advancing it.
+    pub async fn submit_for(
+        &self,
+        caller: &Caller,
+        run_id: &str,
+        request: RunRequest,
+    ) -> Result<RunResponse, EngineError> {
+        let cp = self.new_checkpoint(caller, run_id, request);
         let key = crate::engine::run_key(run_id);
         let body = serde_json::to_vec(&cp).map_err(|e| EngineError::Corrupt {
             run_id: run_id.to_owned(),
@@ -137,7 +160,7 @@ impl<'a> Workflow<'a> {
                     run_id: run_id.to_owned(),
                 });
             };
-            let mut cp = self.new_checkpoint(run_id, request);
+            let mut cp = self.new_checkpoint(&Caller::Anonymous, run_id, request);
             cp.phase = Phase::Failed;
             cp.failure = Some(failure);
             let body = encode(run_id, &cp)?;
@@ -170,7 +193,7 @@ impl<'a> Workflow<'a> {
         session.save(&cp, true).await
     }
 
-    /// The stored state of a run.
+    /// The stored state of a run, whoever started it (the CLI, which owns its local store).
     pub async fn status(&self, run_id: &str) -> Result<RunResponse, EngineError> {
         let loaded = Session::load::<RagCheckpoint>(self.store, run_id)
             .await?
@@ -180,8 +203,29 @@ impl<'a> Workflow<'a> {
         Ok(self.respond(&loaded.checkpoint))
     }
 
-    fn new_checkpoint(&self, run_id: &str, request: RunRequest) -> RagCheckpoint {
+    /// The stored state of a run as `caller` may see it: another caller's run is
+    /// [`EngineError::NotFound`], exactly like a run that does not exist, so its existence is
+    /// not revealed.
+    pub async fn status_for(
+        &self,
+        caller: &Caller,
+        run_id: &str,
+    ) -> Result<RunResponse, EngineError> {
+        let not_found = || EngineError::NotFound {
+            run_id: run_id.to_owned(),
+        };
+        let loaded = Session::load::<RagCheckpoint>(self.store, run_id)
+            .await?
+            .ok_or_else(not_found)?;
+        if loaded.checkpoint.state.caller != *caller {
+            return Err(not_found());
+        }
+        Ok(self.respond(&loaded.checkpoint))
+    }
+
+    fn new_checkpoint(&self, caller: &Caller, run_id: &str, request: RunRequest) -> RagCheckpoint {
         let mut state = RagState::new(request);
+        state.caller = caller.clone();
         state.continue_on_deadline = self.continue_on_deadline;
         Checkpoint::new(
             run_id,

@@ -1,6 +1,6 @@
 //! The workflow state checkpointed after every step: typed counters, never string keys.
 
-use super::RunRequest;
+use super::{Caller, RunRequest};
 use crate::engine::Limit;
 use crate::llm::DataSource;
 use crate::retrieval::Document;
@@ -111,6 +111,10 @@ pub struct RagState {
     pub outcome: Option<Outcome>,
     /// The answer shown to the caller (disclaimer included).
     pub answer: Option<String>,
+    /// Who started the run: only this caller may read it. Checkpoints written before callers
+    /// were recorded load as anonymous.
+    #[serde(default, skip_serializing_if = "Caller::is_anonymous")]
+    pub caller: Caller,
 }
 
 impl RagState {
@@ -131,6 +135,7 @@ impl RagState {
             continue_on_deadline: false,
             outcome: None,
             answer: None,
+            caller: Caller::Anonymous,
         }
     }
 

@@ -57,7 +57,7 @@ const FUNCTIONS: [(&str, Option<&str>); 3] = [
 
 /// Variables of the application (`src/config.rs`) never inherited from the developer's shell:
 /// a test sets what it needs and nothing else leaks in. `AWS_*` is dropped as well.
-const APP_VARS: [&str; 24] = [
+const APP_VARS: [&str; 25] = [
     "LLM_PROVIDER",
     "LLM_BASE_URL",
     "LLM_MODEL",
@@ -80,6 +80,7 @@ const APP_VARS: [&str; 24] = [
     "RUN_TIMEOUT_MS",
     "RUN_TTL_SECONDS",
     "MAX_TOKENS_PER_RUN",
+    "MAX_ACTIVE_RUNS_PER_CALLER",
     "RUST_LOG",
     "RUN_ID",
 ];

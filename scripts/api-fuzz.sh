@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Fuzzes the HTTP API from openapi.yaml with schemathesis, against the local stack: moto
+# (DynamoDB, SQS, Secrets Manager, provisioned by infra/local/provision.py), `cargo lambda watch`
+# (the Lambda Runtime API and function URL emulator) serving the `api` and `worker` binaries
+# that `cargo test` just built, and infra/local/sqs_pump.py feeding the queue to the worker.
+# Requests go through the function URL emulation without auth: the anonymous caller.
+#
+#   scripts/api-fuzz.sh              # run by scripts/test.sh after `cargo test`
+#
+# Passes when schemathesis finds no server error (5xx) and no answer outside openapi.yaml (status
+# code, content type, headers, body schema). The run is bounded: a fixed seed, a fixed number of
+# generated cases per operation, one worker, and a time limit on the whole run. Every process
+# started here is stopped on exit, success or not. Logs and the JUnit report stay in
+# .local/api-fuzz/.
+#
+# Environment (all optional):
+#   API_FUZZ_MAX_EXAMPLES=100  cases per operation in the fuzzing phase
+#   API_FUZZ_SEED=20251124     schemathesis seed
+#   API_FUZZ_TIME_LIMIT=300    seconds before schemathesis is stopped (a failure)
+#   API_FUZZ_ACTIVE_RUNS=4     MAX_ACTIVE_RUNS_PER_CALLER of the functions, so 429 is exercised
+#   MOTO_SERVER_BIN, CARGO_LAMBDA_BIN   tools other than those in .local/venv
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+VENV="$ROOT/.local/venv"
+PY="$VENV/bin/python"
+MOTO="${MOTO_SERVER_BIN:-$VENV/bin/moto_server}"
+CARGO_LAMBDA="${CARGO_LAMBDA_BIN:-$VENV/bin/cargo-lambda}"
+SCHEMATHESIS="$VENV/bin/schemathesis"
+MAX_EXAMPLES="${API_FUZZ_MAX_EXAMPLES:-100}"
+SEED="${API_FUZZ_SEED:-20251124}"
+TIME_LIMIT="${API_FUZZ_TIME_LIMIT:-300}"
+ACTIVE_RUNS="${API_FUZZ_ACTIVE_RUNS:-4}"
+OUT="$ROOT/.local/api-fuzz"
+
+log() { echo "api-fuzz: $*" >&2; }
+
+for tool in "$PY" "$MOTO" "$CARGO_LAMBDA" "$SCHEMATHESIS"; do
+    if [[ ! -x "$tool" ]]; then
+        log "$tool is missing: run scripts/setup-test-tools.sh"
+        exit 1
+    fi
+done
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+# Process groups started here (each process runs in a session of its own, so stopping its
+# group stops everything it started and nothing else).
+started=()
+cleanup() {
+    local status=$? pid
+    for pid in "${started[@]}"; do
+        kill -TERM -- "-$pid" 2>/dev/null || true
+    done
+    for pid in "${started[@]}"; do
+        for _ in $(seq 1 50); do
+            kill -0 -- "-$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL -- "-$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    if ((status != 0)); then
+        log "failed; logs in ${OUT#"$ROOT"/}/"
+        for f in "$OUT"/*.log; do
+            [[ -s "$f" ]] || continue
+            echo "--- last lines of ${f#"$ROOT"/} ---" >&2
+            tail -n 15 "$f" >&2
+        done
+    fi
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Starts "$@" in a new session with output to $OUT/$name.log; records its pid (= its group).
+spawn() {
+    local name="$1"
+    shift
+    setsid "$@" </dev/null >"$OUT/$name.log" 2>&1 &
+    started+=($!)
+}
+
+# Polls until something listens on 127.0.0.1:`port` or `seconds` pass.
+wait_port() {
+    "$PY" - "$1" "$2" <<'EOF'
+import socket, sys, time
+port, limit = int(sys.argv[1]), float(sys.argv[2])
+end = time.monotonic() + limit
+while time.monotonic() < end:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.2)
+sys.exit(1)
+EOF
+}
+
+free_port() {
+    "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Polls until `url` answers (any HTTP status) or `seconds` pass.
+wait_http() {
+    "$PY" - "$1" "$2" <<'EOF'
+import sys, time, urllib.error, urllib.request
+url, limit = sys.argv[1], float(sys.argv[2])
+end = time.monotonic() + limit
+while time.monotonic() < end:
+    try:
+        urllib.request.urlopen(url, timeout=2).read()
+        sys.exit(0)
+    except urllib.error.HTTPError:
+        sys.exit(0)
+    except Exception:
+        time.sleep(0.2)
+sys.exit(1)
+EOF
+}
+
+# 1. The function binaries of this tree (a no-op right after `cargo test`).
+cargo build --quiet --locked --all-features --bin api --bin worker
+BIN_DIR="$(cargo metadata --format-version 1 --no-deps | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/debug"
+
+# 2. moto, provisioned like AWS.
+MOTO_PORT="$(free_port)"
+ENDPOINT="http://127.0.0.1:$MOTO_PORT"
+spawn moto "$MOTO" -H 127.0.0.1 -p "$MOTO_PORT"
+wait_http "$ENDPOINT/moto-api/" 30 || { log "moto_server did not start"; exit 1; }
+ENV_FILE="$OUT/lambda.env"
+LLM_PROVIDER=offline "$PY" infra/local/provision.py --endpoint "$ENDPOINT" --env-file "$ENV_FILE" >"$OUT/provision.log"
+QUEUE_URL="$(sed -n "s/^WORK_QUEUE_URL='\(.*\)'$/\1/p" "$ENV_FILE")"
+
+# 3. The emulator, and the prebuilt functions on its Runtime API.
+LAMBDA_PORT="$(free_port)"
+ADDR="127.0.0.1:$LAMBDA_PORT"
+spawn watch env NO_COLOR=1 "$CARGO_LAMBDA" lambda watch --only-lambda-apis \
+    --invoke-address 127.0.0.1 --invoke-port "$LAMBDA_PORT"
+# (Only a port check: an HTTP request would wait for a function that is not started yet.)
+wait_port "$LAMBDA_PORT" 60 || { log "cargo lambda watch did not start"; exit 1; }
+for function in api worker; do
+    # Only the env file's variables (no developer settings leak in), as on Lambda.
+    spawn "$function" env -i PATH="$PATH" HOME="$HOME" \
+        AWS_LAMBDA_RUNTIME_API="http://$ADDR/.rt/$function" AWS_LAMBDA_FUNCTION_NAME="$function" \
+        AWS_LAMBDA_FUNCTION_VERSION=1 AWS_LAMBDA_FUNCTION_MEMORY_SIZE=128 \
+        MAX_ACTIVE_RUNS_PER_CALLER="$ACTIVE_RUNS" \
+        bash -c 'set -a; . "$1"; set +a; exec "$2"' function-env "$ENV_FILE" "$BIN_DIR/$function"
+done
+spawn sqs_pump "$PY" infra/local/sqs_pump.py --endpoint "$ENDPOINT" --queue-url "$QUEUE_URL" \
+    --invoke "http://$ADDR"
+BASE="http://$ADDR/lambda-url/api"
+wait_http "$BASE/workflow/runs/ready" 60 || { log "the api function did not answer"; exit 1; }
+
+# 4. schemathesis, bounded.
+log "schemathesis on $BASE: seed $SEED, $MAX_EXAMPLES cases per operation, at most $TIME_LIMIT s"
+# Run from $OUT: schemathesis and hypothesis keep their caches (.schemathesis/, .hypothesis/)
+# in the working directory.
+cd "$OUT"
+SCHEMATHESIS_HOOKS="$ROOT/scripts/api_fuzz_hooks.py" \
+    timeout --kill-after=10 "$TIME_LIMIT" "$SCHEMATHESIS" run "$ROOT/openapi.yaml" \
+    --url "$BASE" \
+    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
+    --phases examples,coverage,fuzzing \
+    --max-examples "$MAX_EXAMPLES" \
+    --seed "$SEED" \
+    --workers 1 \
+    --request-timeout 60 \
+    --generation-database none \
+    --no-color \
+    --output-sanitize false \
+    --report junit --report-dir "$OUT" \
+    2>&1 | tee "$OUT/schemathesis.log"
