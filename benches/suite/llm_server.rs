@@ -17,10 +17,10 @@
 //! `stream_options.include_usage` is true, then `data: [DONE]`. The delay comes before the first
 //! byte (the status line); the chunks follow at once.
 //!
-//! `GET /stats` returns `{"requests", "busy_us"}`: chat requests served, and the server's own
-//! time, the union of the intervals during which at least one chat request was being served
-//! (delay included; a stream until its last chunk is handed to the connection). The client's
-//! overhead is its wall time minus this.
+//! `GET /stats` returns `{"requests", "streamed", "busy_us"}`: chat requests served, how many
+//! of them asked for a stream, and the server's own time, the union of the intervals during
+//! which at least one chat request was being served (delay included; a stream until its last
+//! chunk is handed to the connection). The client's overhead is its wall time minus this.
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -41,6 +41,7 @@ struct Busy {
     since: Instant,
     busy: Duration,
     requests: u64,
+    streamed: u64,
 }
 
 struct Shared {
@@ -104,6 +105,7 @@ pub fn serve(delay: Duration) {
                 since: Instant::now(),
                 busy: Duration::ZERO,
                 requests: 0,
+                streamed: 0,
             }),
         });
         let app = Router::new()
@@ -134,7 +136,11 @@ async fn stats(State(shared): State<Arc<Shared>>) -> Json<Value> {
     if b.inflight > 0 {
         busy += b.since.elapsed();
     }
-    Json(json!({"requests": b.requests, "busy_us": busy.as_micros() as u64}))
+    Json(json!({
+        "requests": b.requests,
+        "streamed": b.streamed,
+        "busy_us": busy.as_micros() as u64
+    }))
 }
 
 async fn complete(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
@@ -165,6 +171,7 @@ async fn complete(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         "total_tokens": prompt + completion
     });
     if request["stream"] == true {
+        shared.busy.lock().unwrap().streamed += 1;
         let include_usage = request["stream_options"]["include_usage"] == true;
         let frames = stream_frames(&content.to_string(), model, include_usage.then_some(usage));
         // The guard moves into the body: the request is served until its last chunk is out.
@@ -235,6 +242,8 @@ fn stream_frames(content: &str, model: &str, usage: Option<Value>) -> Vec<String
 pub struct Stats {
     /// Chat requests served so far.
     pub requests: u64,
+    /// Of those, the ones that asked for a stream.
+    pub streamed: u64,
     /// The server's own time so far.
     pub busy: Duration,
 }
@@ -244,6 +253,7 @@ impl std::ops::Sub for Stats {
     fn sub(self, earlier: Stats) -> Stats {
         Stats {
             requests: self.requests - earlier.requests,
+            streamed: self.streamed - earlier.streamed,
             busy: self.busy.saturating_sub(earlier.busy),
         }
     }
@@ -310,6 +320,7 @@ impl LlmServer {
         let v: Value = serde_json::from_str(body).expect("stats JSON");
         Stats {
             requests: v["requests"].as_u64().unwrap_or(0),
+            streamed: v["streamed"].as_u64().unwrap_or(0),
             busy: Duration::from_micros(v["busy_us"].as_u64().unwrap_or(0)),
         }
     }
