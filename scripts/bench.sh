@@ -17,7 +17,10 @@
 #   4. runs the criterion engine bench (benches/engine.rs);
 #   5. runs benches/suite: cold starts, peak RSS, end-to-end runs against a scripted
 #      OpenAI-compatible server (0 ms and 50 ms per reply), an SQS batch of 10, checkpoints on
-#      moto's DynamoDB, the Python reference; then prints the table.
+#      moto's DynamoDB, the Python reference; then, with the server at 300 ms per reply, the
+#      release CLI's full-quality happy path, its first streamed answer token (ask --stream),
+#      a repeated question with the response cache on (LLM_CACHE_TTL_SECONDS; model calls
+#      counted at the server), and the Python reference's run; then prints the table.
 #
 # Needs: a Rust toolchain, python3 with venv, a reachable PyPI on the first run. Everything
 # listens on 127.0.0.1 only. The first run compiles with LTO and takes a while (~20 min on 2
@@ -75,7 +78,7 @@ fi
 log "4/5 engine overhead per step (criterion)"
 cargo bench --locked --bench engine >&2
 
-log "5/5 cold starts, end-to-end, batch, checkpoints, Python reference"
+log "5/5 cold starts, end-to-end, batch, checkpoints, Python reference, latency at 300 ms"
 TABLE="$TARGET_DIR/bench-table.md"
 rm -f "$TABLE"
 # The worker prints EMF metric lines on stdout: keep them on stderr, print the table alone.

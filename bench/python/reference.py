@@ -218,8 +218,9 @@ def main():
         "calls_per_run": sorted(calls),
         "wall_ms_median": statistics.median(walls),
         "wall_ms_mean": statistics.fmean(walls),
+        "wall_ms_p90": q(walls, n=10)[-1] if len(walls) > 1 else walls[0],
         "overhead_ms_median": statistics.median(overheads),
-        "overhead_ms_p90": q(overheads, n=10)[-1],
+        "overhead_ms_p90": q(overheads, n=10)[-1] if len(overheads) > 1 else overheads[0],
         "runs_per_sec": len(walls) / (sum(walls) / 1e3),
         "max_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
     }), flush=True)

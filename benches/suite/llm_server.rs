@@ -7,14 +7,28 @@
 //! `bench-ungrounded` answers `no` to every groundedness check (3 regenerations, then
 //! best-effort), which gives the long run of the checkpoint measurements.
 //!
-//! `GET /stats` returns `{"requests", "busy_us"}`: chat requests served, and the server's own
-//! time, the union of the intervals during which at least one chat request was inside the
-//! handler (delay included). The client's overhead is its wall time minus this.
+//! Every reply reports `usage` of 100 prompt and 10 completion tokens, like the test server's
+//! default.
+//!
+//! **Streams.** A request with `"stream": true` is answered as the test server
+//! (`tests/support/llm_server.rs`) answers it: `text/event-stream`, a first chunk with the
+//! assistant role and empty content, the content in chunks of 8 characters, a chunk with
+//! `finish_reason` `stop`, a chunk with `"choices": []` and `usage` when
+//! `stream_options.include_usage` is true, then `data: [DONE]`. The delay comes before the first
+//! byte (the status line); the chunks follow at once.
+//!
+//! `GET /stats` returns `{"requests", "streamed", "busy_us"}`: chat requests served, how many
+//! of them asked for a stream, and the server's own time, the union of the intervals during
+//! which at least one chat request was being served (delay included; a stream until its last
+//! chunk is handed to the connection). The client's overhead is its wall time minus this.
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use futures::StreamExt;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -27,6 +41,7 @@ struct Busy {
     since: Instant,
     busy: Duration,
     requests: u64,
+    streamed: u64,
 }
 
 struct Shared {
@@ -54,10 +69,23 @@ impl Shared {
     }
 }
 
-/// Leaves the busy interval even if the handler future is dropped.
-struct InHandler<'a>(&'a Shared);
+/// Characters per streamed content chunk (as the test server's default).
+const CHUNK_CHARS: usize = 8;
+/// `usage` of every reply: (prompt, completion) tokens, as the test server's default.
+const USAGE: (u64, u64) = (100, 10);
 
-impl Drop for InHandler<'_> {
+/// Leaves the busy interval when dropped: at the end of the handler, or of a streamed body
+/// (also when the client goes away mid-stream).
+struct InHandler(Arc<Shared>);
+
+impl InHandler {
+    fn enter(shared: &Arc<Shared>) -> Self {
+        shared.enter();
+        Self(Arc::clone(shared))
+    }
+}
+
+impl Drop for InHandler {
     fn drop(&mut self) {
         self.0.exit();
     }
@@ -77,6 +105,7 @@ pub fn serve(delay: Duration) {
                 since: Instant::now(),
                 busy: Duration::ZERO,
                 requests: 0,
+                streamed: 0,
             }),
         });
         let app = Router::new()
@@ -107,12 +136,15 @@ async fn stats(State(shared): State<Arc<Shared>>) -> Json<Value> {
     if b.inflight > 0 {
         busy += b.since.elapsed();
     }
-    Json(json!({"requests": b.requests, "busy_us": busy.as_micros() as u64}))
+    Json(json!({
+        "requests": b.requests,
+        "streamed": b.streamed,
+        "busy_us": busy.as_micros() as u64
+    }))
 }
 
-async fn complete(State(shared): State<Arc<Shared>>, body: Bytes) -> Json<Value> {
-    shared.enter();
-    let _guard = InHandler(&shared);
+async fn complete(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let guard = InHandler::enter(&shared);
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let name = request["response_format"]["json_schema"]["name"]
         .as_str()
@@ -132,6 +164,30 @@ async fn complete(State(shared): State<Arc<Shared>>, body: Bytes) -> Json<Value>
     if !shared.delay.is_zero() {
         tokio::time::sleep(shared.delay).await;
     }
+    let (prompt, completion) = USAGE;
+    let usage = json!({
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion
+    });
+    if request["stream"] == true {
+        shared.busy.lock().unwrap().streamed += 1;
+        let include_usage = request["stream_options"]["include_usage"] == true;
+        let frames = stream_frames(&content.to_string(), model, include_usage.then_some(usage));
+        // The guard moves into the body: the request is served until its last chunk is out.
+        let body = futures::stream::iter(frames).map(move |frame| {
+            let _serving = &guard;
+            Ok::<_, std::convert::Infallible>(frame)
+        });
+        return (
+            [
+                (header::CONTENT_TYPE, "text/event-stream"),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            Body::from_stream(body),
+        )
+            .into_response();
+    }
     Json(json!({
         "id": "chatcmpl-bench",
         "object": "chat.completion",
@@ -142,8 +198,43 @@ async fn complete(State(shared): State<Arc<Shared>>, body: Bytes) -> Json<Value>
             "message": {"role": "assistant", "content": content.to_string()},
             "finish_reason": "stop"
         }],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        "usage": usage
     }))
+    .into_response()
+}
+
+/// The server-sent events of a streamed reply of `content`, as `tests/support/llm_server.rs`
+/// sends them (without its pauses and cuts).
+fn stream_frames(content: &str, model: &str, usage: Option<Value>) -> Vec<String> {
+    let chunk = |choices: Value| {
+        let chunk = json!({
+            "id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0,
+            "model": model, "choices": choices
+        });
+        format!("data: {chunk}\n\n")
+    };
+    let mut frames = vec![chunk(
+        json!([{"index": 0, "delta": {"role": "assistant", "content": ""}}]),
+    )];
+    let chars: Vec<char> = content.chars().collect();
+    for piece in chars.chunks(CHUNK_CHARS) {
+        let piece: String = piece.iter().collect();
+        frames.push(chunk(
+            json!([{"index": 0, "delta": {"content": piece}, "finish_reason": null}]),
+        ));
+    }
+    frames.push(chunk(
+        json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]),
+    ));
+    if let Some(usage) = usage {
+        let last = json!({
+            "id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0,
+            "model": model, "choices": [], "usage": usage
+        });
+        frames.push(format!("data: {last}\n\n"));
+    }
+    frames.push("data: [DONE]\n\n".to_owned());
+    frames
 }
 
 /// Server-side counters at one moment.
@@ -151,6 +242,8 @@ async fn complete(State(shared): State<Arc<Shared>>, body: Bytes) -> Json<Value>
 pub struct Stats {
     /// Chat requests served so far.
     pub requests: u64,
+    /// Of those, the ones that asked for a stream.
+    pub streamed: u64,
     /// The server's own time so far.
     pub busy: Duration,
 }
@@ -160,6 +253,7 @@ impl std::ops::Sub for Stats {
     fn sub(self, earlier: Stats) -> Stats {
         Stats {
             requests: self.requests - earlier.requests,
+            streamed: self.streamed - earlier.streamed,
             busy: self.busy.saturating_sub(earlier.busy),
         }
     }
@@ -226,6 +320,7 @@ impl LlmServer {
         let v: Value = serde_json::from_str(body).expect("stats JSON");
         Stats {
             requests: v["requests"].as_u64().unwrap_or(0),
+            streamed: v["streamed"].as_u64().unwrap_or(0),
             busy: Duration::from_micros(v["busy_us"].as_u64().unwrap_or(0)),
         }
     }

@@ -20,6 +20,7 @@
 mod benchmarks_md;
 mod checkpoint;
 mod e2e;
+mod latency;
 mod llm_server;
 mod measure;
 mod process;

@@ -2,6 +2,7 @@
 
 use super::checkpoint::{self, RunCost};
 use super::e2e::{self, Batch, E2e};
+use super::latency::{self, Latency};
 use super::llm_server::LlmServer;
 use super::process::{self, ms, CliRun};
 use super::runtime_api::{self, LambdaRun};
@@ -15,6 +16,8 @@ use std::time::{Duration, Instant};
 const PY_DOC_RUN_MS: f64 = 43.0;
 const PY_DOC_IMPORT_S: f64 = 1.9;
 const PY_DOC_RSS_MIB: f64 = 100.0;
+/// The scripted model's delay per call for the latency figures.
+const LATENCY_MS: u64 = 300;
 
 /// Criterion's estimate for one benchmark, per step.
 #[derive(Debug, Clone, Copy)]
@@ -62,6 +65,9 @@ pub struct Results {
     pub batch: Batch,
     pub checkpoints: Vec<RunCost>,
     pub python: Python,
+    pub latency: Latency,
+    /// The Python reference at the latency server's delay, when it runs here.
+    pub python_latency: Option<PythonLatency>,
     pub sizes: Sizes,
 }
 
@@ -82,6 +88,7 @@ pub fn measure(o: &Options) -> Results {
     } else {
         (20, 300, 20, 5, 100)
     };
+    let (latency_runs, py_latency_runs) = if o.quick { (3, 2) } else { (10, 5) };
     let state = tempfile::tempdir().expect("temp dir");
     let fresh = |label: &str, i: usize| state.path().join(format!("{label}-{i}"));
 
@@ -129,6 +136,13 @@ pub fn measure(o: &Options) -> Results {
     let python = python(o.python.as_deref(), &server_0, py_runs);
     drop((server_0, server_50));
 
+    let server_300 = LlmServer::start(Duration::from_millis(LATENCY_MS));
+    eprintln!("bench: latency, {LATENCY_MS} ms per model call, CLI ({latency_runs} runs each)");
+    let latency = latency::measure(&cli_bin, &server_300, state.path(), latency_runs);
+    eprintln!("bench: Python reference, {LATENCY_MS} ms per model call ({py_latency_runs} runs)");
+    let python_latency = python_latency(o.python.as_deref(), &server_300, py_latency_runs);
+    drop(server_300);
+
     Results {
         engine_noop,
         engine_memory,
@@ -140,6 +154,8 @@ pub fn measure(o: &Options) -> Results {
         batch,
         checkpoints,
         python,
+        latency,
+        python_latency,
         sizes: sizes(o.arm64_log.as_deref()),
     }
 }
@@ -183,32 +199,9 @@ fn python(python: Option<&Path>, server: &LlmServer, runs: usize) -> Python {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default();
-    let started = Instant::now();
-    let mut child = Command::new(python)
-        .arg(root().join("bench/python/reference.py"))
-        .args(["--base-url", &server.base_url()])
-        .arg("--kb")
-        .arg(root().join("kb"))
-        .args(["--runs", &runs.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn the Python reference");
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let to_ready = started.elapsed();
-    let mut rest = String::new();
-    out.read_to_string(&mut rest).unwrap();
-    let reaped = process::reap(&child).expect("reap Python");
-    if line.trim() != "ready" || !reaped.success {
-        return documented(format!(
-            "the reference failed here ({line:?}): documented figures"
-        ));
-    }
-    let v: serde_json::Value = serde_json::from_str(rest.trim()).expect("reference JSON");
-    assert_eq!(v["calls_per_run"], serde_json::json!([7]), "{v}");
+    let Some((to_ready, v, reaped)) = reference(python, server, runs, 5) else {
+        return documented("the reference failed here: documented figures".into());
+    };
     let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     Python {
         measured: true,
@@ -222,6 +215,62 @@ fn python(python: Option<&Path>, server: &LlmServer, runs: usize) -> Python {
         max_rss_kib: reaped.max_rss_kib,
         note: String::new(),
     }
+}
+
+/// Runs `bench/python/reference.py` against `server` (`runs` timed runs after `warmup`):
+/// process start to `ready`, its JSON figures (checked to be 7-call runs) and how it ended.
+/// `None` when it failed (its stderr is the suite's).
+fn reference(
+    python: &Path,
+    server: &LlmServer,
+    runs: usize,
+    warmup: usize,
+) -> Option<(Duration, serde_json::Value, process::Reaped)> {
+    let started = Instant::now();
+    let mut child = Command::new(python)
+        .arg(root().join("bench/python/reference.py"))
+        .args(["--base-url", &server.base_url()])
+        .arg("--kb")
+        .arg(root().join("kb"))
+        .args(["--runs", &runs.to_string(), "--warmup", &warmup.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn the Python reference");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let to_ready = started.elapsed();
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let reaped = process::reap(&child).expect("reap Python");
+    if line.trim() != "ready" || !reaped.success {
+        eprintln!("bench: the Python reference failed ({line:?})");
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(rest.trim()).expect("reference JSON");
+    assert_eq!(v["calls_per_run"], serde_json::json!([7]), "{v}");
+    Some((to_ready, v, reaped))
+}
+
+/// The Python reference's wall time per run at a per-call delay (in-process, after warm-up).
+#[derive(Debug, Clone, Copy)]
+pub struct PythonLatency {
+    pub runs: usize,
+    pub wall_ms: f64,
+    pub wall_p90_ms: f64,
+}
+
+fn python_latency(python: Option<&Path>, server: &LlmServer, runs: usize) -> Option<PythonLatency> {
+    let python = python.filter(|p| p.is_file())?;
+    let (_, v, _) = reference(python, server, runs, 1)?;
+    let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    Some(PythonLatency {
+        runs,
+        wall_ms: f("wall_ms_median"),
+        wall_p90_ms: f("wall_ms_p90"),
+    })
 }
 
 /// ELF machine of a binary: 0x3e x86_64, 0xb7 aarch64.

@@ -98,6 +98,40 @@ pub fn render(r: &Results) -> String {
         r.batch.single_ms.mean() * 10.0,
         verdict(batch_ratio <= 1.5)
     );
+    let lat = &r.latency;
+    let delay_ms = lat.delay.as_millis();
+    let times = |ms: f64| format!("{ms:.0} ms = {:.2} ×", lat.times(ms));
+    let reference = match &r.python_latency {
+        Some(p) => format!(
+            "; LangGraph reference {} (in-process, per run, median of {})",
+            times(p.wall_ms),
+            p.runs
+        ),
+        None => "; LangGraph reference not measured here".to_owned(),
+    };
+    let _ = writeln!(
+        s,
+        "| full-quality happy path ≤ 4.2 × the model latency ({delay_ms} ms per call), verdict on the median | median {}, p90 {} (CLI process start → answer on stdout){reference} | {} |",
+        times(lat.happy_ms.median()),
+        times(lat.happy_ms.p90()),
+        verdict(lat.times(lat.happy_ms.median()) <= 4.2)
+    );
+    let _ = writeln!(
+        s,
+        "| first answer token ≤ 3.3 × the model latency with streaming, verdict on the median | median {}, p90 {} (`ask --stream`: process start → first answer text on stdout) | {} |",
+        times(lat.first_token_ms.median()),
+        times(lat.first_token_ms.p90()),
+        verdict(lat.times(lat.first_token_ms.median()) <= 3.3)
+    );
+    let _ = writeln!(
+        s,
+        "| identical question again, cache on: ≤ 50 ms and 0 model calls, verdict on the median | second run median {:.1} ms, p90 {:.1} ms (CLI process start → answer); model calls at the server: {} (most in any run), cache hits ≥ {} | {} |",
+        lat.cache_second_ms.median(),
+        lat.cache_second_ms.p90(),
+        lat.cache_second_calls,
+        lat.cache_second_hits,
+        verdict(lat.cache_second_ms.median() <= 50.0 && lat.cache_second_calls == 0)
+    );
     match &r.sizes.arm64 {
         Some(arm) => {
             let biggest = arm.iter().map(|(_, b)| *b).max().unwrap_or(0);
@@ -297,6 +331,70 @@ pub fn render(r: &Results) -> String {
                 c.max_item(),
                 c.total_item_bytes(),
                 c.wcu()
+            ),
+        );
+    }
+    let area = format!("latency, {delay_ms} ms per model call, CLI `bounded-rag -q ask`");
+    let dist = |x: &Samples| {
+        format!(
+            "median {}, p90 {} ({} runs)",
+            times(x.median()),
+            times(x.p90()),
+            x.len()
+        )
+    };
+    row(
+        &area,
+        "full quality, `--json`: process start → answer printed",
+        dist(&lat.happy_ms),
+    );
+    row(
+        &area,
+        "full quality, `--json`: process start → exit",
+        dist(&lat.happy_exit_ms),
+    );
+    row(
+        &area,
+        "`--stream`: process start → first answer text",
+        dist(&lat.first_token_ms),
+    );
+    row(
+        &area,
+        "`--stream`: process start → exit",
+        dist(&lat.stream_exit_ms),
+    );
+    row(
+        &area,
+        "cache on, first run: process start → answer printed",
+        dist(&lat.cache_first_ms),
+    );
+    row(
+        &area,
+        "cache on, same question again: process start → answer printed",
+        format!(
+            "median {:.1} ms, p90 {:.1} ms ({} runs)",
+            lat.cache_second_ms.median(),
+            lat.cache_second_ms.p90(),
+            lat.cache_second_ms.len()
+        ),
+    );
+    row(
+        &area,
+        "cache on, same question again: model calls at the server / cache hits",
+        format!(
+            "{} (most in any run) / {} (fewest in any run)",
+            lat.cache_second_calls, lat.cache_second_hits
+        ),
+    );
+    if let Some(p) = &r.python_latency {
+        row(
+            &format!("Python reference, {delay_ms} ms per model call"),
+            "wall time per run (in-process, after 1 warm-up run)",
+            format!(
+                "median {}, p90 {} ({} runs)",
+                times(p.wall_ms),
+                times(p.wall_p90_ms),
+                p.runs
             ),
         );
     }
