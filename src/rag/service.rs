@@ -3,7 +3,8 @@
 
 use super::{Events, RagGraph, RagNode, RagState, RunEvent, RunRequest, RunResponse};
 use crate::engine::{
-    advance, run_key, Budget, Checkpoint, Clock, EngineError, NodeFailure, Persist, Phase, Session,
+    advance, run_key, Budget, Checkpoint, Clock, EngineError, Loaded, NodeFailure, Persist, Phase,
+    Session,
 };
 use crate::error::ErrorClass;
 use crate::store::{CheckpointStore, Lease, StoreError};
@@ -11,7 +12,8 @@ use async_trait::async_trait;
 use std::time::Duration;
 use tracing::Instrument;
 
-/// Extra lease time past the budget's deadline, so a slow final write still holds it.
+/// Lease time past the budget's deadline when none is configured ([`Workflow::new`]); the
+/// app derives it from `DEADLINE_MARGIN_MS` instead ([`crate::aws::lease_grace`]).
 const LEASE_GRACE: Duration = Duration::from_secs(10);
 
 /// A run checkpoint of the adaptive-RAG graph.
@@ -27,6 +29,10 @@ pub struct Workflow<'a> {
     pub clock: &'a dyn Clock,
     /// Whether a deadline stop will be continued by another invocation (a queue exists).
     pub continue_on_deadline: bool,
+    /// How long an invocation's lease outlasts its budget's deadline: the time its last
+    /// checkpoint write and a continuation send may still take. Once the lease lapses, a
+    /// crashed invocation's run can be taken over (by a redelivery or the sweeper).
+    pub lease_grace: Duration,
 }
 
 impl<'a> Workflow<'a> {
@@ -38,6 +44,7 @@ impl<'a> Workflow<'a> {
             store,
             clock,
             continue_on_deadline: false,
+            lease_grace: LEASE_GRACE,
         }
     }
 
@@ -93,6 +100,7 @@ impl<'a> Workflow<'a> {
             .ok_or_else(|| EngineError::NotFound {
                 run_id: run_id.to_owned(),
             })?;
+        let loaded = unpark(loaded);
         let budget = &self.run_budget(&loaded.checkpoint, budget);
         if !loaded.checkpoint.can_advance(budget) {
             return Ok(self.respond(&loaded.checkpoint));
@@ -131,7 +139,10 @@ impl<'a> Workflow<'a> {
             class: ErrorClass::Permanent,
             message: reason.to_owned(),
         };
-        let Some(loaded) = Session::load::<RagCheckpoint>(self.store, run_id).await? else {
+        let Some(loaded) = Session::load::<RagCheckpoint>(self.store, run_id)
+            .await?
+            .map(unpark)
+        else {
             let Some(request) = request else {
                 return Err(EngineError::NotFound {
                     run_id: run_id.to_owned(),
@@ -200,15 +211,33 @@ impl<'a> Workflow<'a> {
     }
 
     fn lease_until(&self, deadline_ms: u64) -> Lease {
+        let grace = u64::try_from(self.lease_grace.as_millis()).unwrap_or(u64::MAX);
         Lease {
             owner: uuid::Uuid::new_v4().to_string(),
-            expires_at_ms: deadline_ms + LEASE_GRACE.as_millis() as u64,
+            expires_at_ms: deadline_ms.saturating_add(grace),
         }
     }
 
     fn respond(&self, cp: &RagCheckpoint) -> RunResponse {
         RunResponse::from_checkpoint(cp, self.graph.provider())
     }
+}
+
+/// True when `cp` is suspended, waiting for a continuation: the invocation that stopped it
+/// keeps its lease, parked, instead of releasing it. Nobody advances a parked run, so anyone
+/// may take it over at once; but if its continuation is never queued (the invocation died
+/// between its last write and the send), the parked lease lapses like any other and the
+/// sweeper re-queues the run.
+fn parked(cp: &RagCheckpoint) -> bool {
+    cp.phase == Phase::Stopped && cp.state.outcome == Some(super::Outcome::Suspended)
+}
+
+/// A loaded run whose parked lease (see [`parked`]) no longer binds.
+fn unpark(mut loaded: Loaded<RagCheckpoint>) -> Loaded<RagCheckpoint> {
+    if parked(&loaded.checkpoint) {
+        loaded.lease = None;
+    }
+    loaded
 }
 
 fn encode(run_id: &str, cp: &RagCheckpoint) -> Result<Vec<u8>, EngineError> {
@@ -238,7 +267,7 @@ impl<'e, P> Observed<'e, P> {
 #[async_trait]
 impl<P: Persist<RagCheckpoint> + Send> Persist<RagCheckpoint> for Observed<'_, P> {
     async fn save(&mut self, cp: &RagCheckpoint, release: bool) -> Result<(), EngineError> {
-        self.inner.save(cp, release).await?;
+        self.inner.save(cp, release && !parked(cp)).await?;
         if cp.records.len() > self.reported {
             self.reported = cp.records.len();
             if let Some(event) = RunEvent::step(cp) {

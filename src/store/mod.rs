@@ -1,18 +1,21 @@
 //! Checkpoint persistence: the [`CheckpointStore`] trait (versioned, conditional writes, leases)
 //! with in-memory and local-file implementations. The DynamoDB one lives in `dynamodb`. The same
-//! stores also hold expiring cache items ([`CacheStore`], in `cache`).
+//! stores also hold expiring cache items ([`CacheStore`], in `cache`). The memory and DynamoDB
+//! stores list runs whose lease lapsed ([`LeaseIndex`], in `leases`) for the sweeper.
 
 mod cache;
 mod dynamodb;
 mod error;
 mod file;
+mod leases;
 mod memory;
 
 pub use cache::{CacheStore, CACHE_KEY_PREFIX};
 pub(crate) use dynamodb::sdk_error_class;
-pub use dynamodb::DynamoStore;
+pub use dynamodb::{DynamoStore, LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
 pub use error::StoreError;
 pub use file::FileStore;
+pub use leases::{LapsedLease, LeaseIndex};
 pub use memory::MemoryStore;
 
 use async_trait::async_trait;

@@ -1,6 +1,6 @@
 //! `cargo lambda watch` on loopback: the Lambda Runtime API emulator serving this crate's
-//! function binaries (`api`, `worker`, `stream`), one emulator per [`LambdaWatch`], stopped on
-//! drop.
+//! function binaries (`api`, `worker`, `stream`, `sweeper`), one emulator per [`LambdaWatch`],
+//! stopped on drop.
 //!
 //! `cargo-lambda` is looked up in `CARGO_LAMBDA_BIN`, then `.local/venv/bin/cargo-lambda` (what
 //! `scripts/setup-test-tools.sh` installs), then `PATH`. Missing means the tests fail.
@@ -49,10 +49,11 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 const LOG_TAIL: usize = 40;
 
 /// The function binaries this crate builds; `None` when a binary does not exist (yet).
-const FUNCTIONS: [(&str, Option<&str>); 3] = [
+const FUNCTIONS: [(&str, Option<&str>); 4] = [
     ("api", option_env!("CARGO_BIN_EXE_api")),
     ("worker", option_env!("CARGO_BIN_EXE_worker")),
     ("stream", option_env!("CARGO_BIN_EXE_stream")),
+    ("sweeper", option_env!("CARGO_BIN_EXE_sweeper")),
 ];
 
 /// Variables of the application (`src/config.rs`) never inherited from the developer's shell:
