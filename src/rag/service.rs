@@ -12,6 +12,14 @@ use async_trait::async_trait;
 use std::time::Duration;
 use tracing::Instrument;
 
+/// How long a submitted run waits for its first message before the sweeper re-queues it:
+/// far longer than a message sits in a healthy queue, so only a run whose message was never
+/// sent (the API answered 5xx after storing it) is re-queued, and a backlog gets no
+/// duplicates.
+pub const QUEUED_LEASE: Duration = Duration::from_secs(15 * 60);
+/// Owner prefix of the parked lease of a submitted run: no invocation holds it.
+const QUEUED_OWNER: &str = "queued:";
+
 /// Lease time past the budget's deadline when none is configured ([`Workflow::new`]); the
 /// app derives it from `DEADLINE_MARGIN_MS` instead ([`crate::aws::lease_grace`]).
 const LEASE_GRACE: Duration = Duration::from_secs(10);
@@ -69,6 +77,10 @@ impl<'a> Workflow<'a> {
     }
 
     /// Stores a new run without advancing it (an asynchronous run, to be continued by a worker).
+    ///
+    /// The run holds a parked lease ([`QUEUED_LEASE`]) that binds no one: the worker its
+    /// message reaches takes the run at once, but if the message is never sent, the sweeper
+    /// finds the run once that lease lapses and queues it.
     pub async fn submit(
         &self,
         run_id: &str,
@@ -80,8 +92,15 @@ impl<'a> Workflow<'a> {
             run_id: run_id.to_owned(),
             message: e.to_string(),
         })?;
+        let queued = Lease {
+            owner: format!("{QUEUED_OWNER}{}", uuid::Uuid::new_v4()),
+            expires_at_ms: self
+                .clock
+                .now_ms()
+                .saturating_add(u64::try_from(QUEUED_LEASE.as_millis()).unwrap_or(u64::MAX)),
+        };
         self.store
-            .put(&key, 0, &body, None)
+            .put(&key, 0, &body, Some(&queued))
             .await
             .map_err(|e| match e {
                 crate::store::StoreError::Conflict { .. } => EngineError::Exists {
@@ -232,9 +251,14 @@ fn parked(cp: &RagCheckpoint) -> bool {
     cp.phase == Phase::Stopped && cp.state.outcome == Some(super::Outcome::Suspended)
 }
 
-/// A loaded run whose parked lease (see [`parked`]) no longer binds.
+/// A loaded run whose parked lease (a suspended run's, see [`parked`], or a submitted run's,
+/// see [`Workflow::submit`]) no longer binds.
 fn unpark(mut loaded: Loaded<RagCheckpoint>) -> Loaded<RagCheckpoint> {
-    if parked(&loaded.checkpoint) {
+    let queued = loaded
+        .lease
+        .as_ref()
+        .is_some_and(|l| l.owner.starts_with(QUEUED_OWNER));
+    if queued || parked(&loaded.checkpoint) {
         loaded.lease = None;
     }
     loaded
