@@ -47,24 +47,28 @@ pub struct SweepReport {
     pub skipped: u32,
     /// Claims or sends that failed; the next sweep tries them again.
     pub failed: u32,
+    /// Parts of the lease index that could not be listed; the next sweep lists them.
+    pub unlisted: u32,
 }
 
 /// Re-queues up to [`SWEEP_LIMIT`] runs whose lease lapsed before `now_ms`.
 ///
-/// Fails only when the lapsed leases cannot be listed; a failed claim or send is counted in
-/// [`SweepReport::failed`] and left to the next sweep.
+/// Fails only when no lapsed lease can be listed at all; a part of the index that could not
+/// be read, a failed claim or a failed send is counted in the report and left to the next
+/// sweep.
 pub async fn sweep(
     index: &dyn LeaseIndex,
     queue: &dyn WorkQueue,
     now_ms: u64,
 ) -> Result<SweepReport, StoreError> {
     let stale_before_ms = now_ms.saturating_sub(millis(REQUEUE_AGAIN_AFTER));
-    let lapsed = index.lapsed(now_ms, stale_before_ms, SWEEP_LIMIT).await?;
+    let listed = index.lapsed(now_ms, stale_before_ms, SWEEP_LIMIT).await?;
     let mut report = SweepReport {
-        lapsed: count(lapsed.len()),
+        lapsed: count(listed.leases.len()),
+        unlisted: listed.unlisted,
         ..SweepReport::default()
     };
-    let outcomes: Vec<Outcome> = futures::stream::iter(lapsed.iter())
+    let outcomes: Vec<Outcome> = futures::stream::iter(listed.leases.iter())
         .map(|lapsed| requeue(index, queue, lapsed, now_ms, stale_before_ms))
         .buffer_unordered(IN_FLIGHT)
         .collect()
@@ -186,6 +190,7 @@ impl Sweeper {
             requeued = report.requeued,
             skipped = report.skipped,
             failed = report.failed,
+            unlisted = report.unlisted,
             "sweep done"
         );
         Ok(report)

@@ -28,17 +28,28 @@ impl LapsedLease {
     }
 }
 
+/// What one listing found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lapsed {
+    /// Lapsed, unmarked leases, oldest lapse first.
+    pub leases: Vec<LapsedLease>,
+    /// Parts of the index that could not be read this time (shards whose query failed):
+    /// the next listing covers them.
+    pub unlisted: u32,
+}
+
 /// Lists lapsed leases and claims their re-queue, once per lease.
 #[async_trait]
 pub trait LeaseIndex: Send + Sync {
     /// Up to `limit` items whose lease lapsed before `now_ms`, oldest lapse first, leaving
-    /// out those already marked re-queued for that lease after `stale_before_ms`.
+    /// out those already marked re-queued for that lease after `stale_before_ms`. Fails only
+    /// when nothing could be read; a partly read index is reported in [`Lapsed::unlisted`].
     async fn lapsed(
         &self,
         now_ms: u64,
         stale_before_ms: u64,
         limit: usize,
-    ) -> Result<Vec<LapsedLease>, StoreError>;
+    ) -> Result<Lapsed, StoreError>;
 
     /// Marks `lapsed` re-queued at `now_ms`, only if the item still holds that lease, the
     /// lease has lapsed, and no mark for it is newer than `stale_before_ms`. `true` when this

@@ -8,7 +8,9 @@
 //! carry their own expiry. Leased items are listed by [`LeaseIndex`] with a scan of the map
 //! (fine in memory; the DynamoDB store uses a sparse index instead).
 
-use super::{CacheStore, CheckpointStore, LapsedLease, Lease, LeaseIndex, StoreError, Versioned};
+use super::{
+    CacheStore, CheckpointStore, Lapsed, LapsedLease, Lease, LeaseIndex, StoreError, Versioned,
+};
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::fmt;
@@ -215,7 +217,7 @@ impl LeaseIndex for MemoryStore {
         now_ms: u64,
         stale_before_ms: u64,
         limit: usize,
-    ) -> Result<Vec<LapsedLease>, StoreError> {
+    ) -> Result<Lapsed, StoreError> {
         let items = self.lock();
         let mut found: Vec<LapsedLease> = items
             .iter()
@@ -229,7 +231,10 @@ impl LeaseIndex for MemoryStore {
             .collect();
         found.sort_by(|a, b| (a.lease.expires_at_ms, &a.key).cmp(&(b.lease.expires_at_ms, &b.key)));
         found.truncate(limit);
-        Ok(found)
+        Ok(Lapsed {
+            leases: found,
+            unlisted: 0,
+        })
     }
 
     async fn claim_requeue(

@@ -15,7 +15,7 @@ pub(crate) use dynamodb::sdk_error_class;
 pub use dynamodb::{DynamoStore, LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
 pub use error::StoreError;
 pub use file::FileStore;
-pub use leases::{LapsedLease, LeaseIndex};
+pub use leases::{Lapsed, LapsedLease, LeaseIndex};
 pub use memory::MemoryStore;
 
 use async_trait::async_trait;

@@ -13,16 +13,18 @@
 //! shards keep any one index partition far below DynamoDB's per-partition write limit; a
 //! sweep is eight queries (0.5 RCU each when nothing lapsed). The index is eventually
 //! consistent; the re-queue claim is a conditional `UpdateItem` on the table itself
-//! (`requeued_for` = the lease owner, `requeued_at` in epoch ms), so a stale index entry can
-//! never cause a second message. The next checkpoint write replaces the item and drops the
+//! (`requeued_for` = the lease owner, `requeued_at` in epoch ms, `requeued_by` = a claim id
+//! that lets a retried claim whose answer was lost recognise its own mark), so a stale index
+//! entry can never cause a second message. The next checkpoint write replaces the item and drops the
 //! mark with the lease it was for.
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use sha2::{Digest, Sha256};
 
 use super::{n, now_secs, num, s, DynamoStore, Item, HEAD};
-use crate::store::{LapsedLease, Lease, LeaseIndex, StoreError};
+use crate::store::{Lapsed, LapsedLease, Lease, LeaseIndex, StoreError};
 
 /// Name of the sparse GSI listing leased items (`template.yaml`, `infra/local/provision.py`).
 pub const LEASE_INDEX: &str = "leases";
@@ -98,16 +100,29 @@ impl LeaseIndex for DynamoStore {
         now_ms: u64,
         stale_before_ms: u64,
         limit: usize,
-    ) -> Result<Vec<LapsedLease>, StoreError> {
+    ) -> Result<Lapsed, StoreError> {
         let shards = (0..LEASE_SHARDS)
             .map(|shard| self.lapsed_in(shard.to_string(), now_ms, stale_before_ms, limit));
         let mut found = Vec::new();
+        let mut unlisted = Vec::new();
         for result in futures::future::join_all(shards).await {
-            found.extend(result?);
+            match result {
+                Ok(leases) => found.extend(leases),
+                Err(e) => unlisted.push(e),
+            }
+        }
+        if unlisted.len() == usize::from(LEASE_SHARDS) {
+            return Err(unlisted.swap_remove(0));
+        }
+        for e in &unlisted {
+            tracing::warn!(error = %e, "a lease shard could not be listed; the next sweep will");
         }
         found.sort_by(|a, b| (a.lease.expires_at_ms, &a.key).cmp(&(b.lease.expires_at_ms, &b.key)));
         found.truncate(limit);
-        Ok(found)
+        Ok(Lapsed {
+            leases: found,
+            unlisted: unlisted.len() as u32,
+        })
     }
 
     async fn claim_requeue(
@@ -116,13 +131,18 @@ impl LeaseIndex for DynamoStore {
         now_ms: u64,
         stale_before_ms: u64,
     ) -> Result<bool, StoreError> {
+        // Unique per claim: a claim whose answer was lost and that the SDK retried finds its
+        // own mark instead of reporting someone else's.
+        let claim = uuid::Uuid::new_v4().simple().to_string();
         let result = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(&lapsed.key))
             .key("sk", s(HEAD))
-            .update_expression("SET requeued_for = :owner, requeued_at = :now")
+            .update_expression(
+                "SET requeued_for = :owner, requeued_at = :now, requeued_by = :claim",
+            )
             .condition_expression(
                 "lease_owner = :owner AND lease_expires_at = :lease_end \
                  AND lease_expires_at < :now AND expires_at >= :now_s \
@@ -134,12 +154,17 @@ impl LeaseIndex for DynamoStore {
             .expression_attribute_values(":now", n(now_ms))
             .expression_attribute_values(":now_s", n(now_secs()))
             .expression_attribute_values(":stale", n(stale_before_ms))
+            .expression_attribute_values(":claim", s(&claim))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
         match result {
             Ok(_) => Ok(true),
             Err(e) => match e.as_service_error() {
-                Some(UpdateItemError::ConditionalCheckFailedException(_)) => Ok(false),
+                Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
+                    let mark = failed.item().and_then(|item| item.get("requeued_by"));
+                    Ok(mark.and_then(|m| m.as_s().ok()) == Some(&claim))
+                }
                 _ => Err(self.sdk_error("UpdateItem", &lapsed.key, &e)),
             },
         }
@@ -156,7 +181,7 @@ impl LeaseIndex for DynamoStore {
             .table_name(&self.table)
             .key("pk", s(&lapsed.key))
             .key("sk", s(HEAD))
-            .update_expression("REMOVE requeued_for, requeued_at")
+            .update_expression("REMOVE requeued_for, requeued_at, requeued_by")
             .condition_expression("requeued_for = :owner AND requeued_at = :at")
             .expression_attribute_values(":owner", s(&lapsed.lease.owner))
             .expression_attribute_values(":at", n(marked_at_ms))
