@@ -266,3 +266,41 @@ async fn a_suspended_run_whose_continuation_was_never_queued_is_requeued_after_i
     assert_eq!(done.metadata.total_steps, 6);
     assert_eq!(llm.total_calls(), 7, "no step ran twice");
 }
+
+#[tokio::test]
+async fn an_async_run_whose_message_was_never_sent_is_queued_once_its_queued_lease_lapses() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let (table, url) = stack().await;
+    let (app, clock) = timed_app_on(
+        &llm,
+        Duration::from_millis(1),
+        Duration::from_secs(60),
+        Arc::new(store(&table).await),
+    );
+    // The API stored the run, then could not queue it (it answered 5xx).
+    app.workflow()
+        .submit("unsent", RunRequest::new(QUESTION))
+        .await
+        .unwrap();
+    let sweeper = Sweeper::new(
+        Arc::new(store(&table).await),
+        Arc::new(queue(&url).await),
+        clock.clone(),
+    );
+    // A message may sit in a busy queue for minutes: no duplicate for that.
+    clock.advance(Duration::from_secs(10 * 60));
+    assert_eq!(sweeper.handle(&schedule()).await.unwrap().lapsed, 0);
+    clock.advance(bounded_rag::rag::QUEUED_LEASE);
+    let report = sweeper.handle(&schedule()).await.unwrap();
+    assert_eq!((report.lapsed, report.requeued), (1, 1), "{report:?}");
+
+    let messages = drain(&moto().await.sqs().await, &url).await;
+    assert_eq!(messages.len(), 1);
+    assert_eq!(messages[0].body(), Some(r#"{"run_id":"unsent"}"#));
+    let work = queue(&url).await;
+    let batch = sqs::handle_batch(&app, Some(&work), sqs_event(&messages), None).await;
+    assert!(batch.batch_item_failures.is_empty(), "{batch:?}");
+    let done = app.workflow().status("unsent").await.unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+    assert_eq!(llm.total_calls(), 7);
+}
