@@ -78,6 +78,17 @@ impl Moto {
             .build()
     }
 
+    /// [`Moto::sdk_config`] with another endpoint (a proxy in front of this server) and the
+    /// SDK's standard retries, as `aws_config::load_defaults` gives the functions.
+    pub async fn sdk_config_at(&self, endpoint: &str) -> SdkConfig {
+        self.sdk_config()
+            .await
+            .into_builder()
+            .endpoint_url(endpoint)
+            .retry_config(aws_config::retry::RetryConfig::standard())
+            .build()
+    }
+
     /// A DynamoDB client for this server.
     pub async fn dynamodb(&self) -> aws_sdk_dynamodb::Client {
         aws_sdk_dynamodb::Client::new(&self.sdk_config().await)
