@@ -293,6 +293,19 @@ impl LambdaWatch {
         processes_for(self.addr)
     }
 
+    /// The pid of `function`'s live process (found by its `AWS_LAMBDA_FUNCTION_NAME`), if
+    /// any. Linux only.
+    pub fn function_pid(&self, function: &str) -> Option<u32> {
+        let needle = format!("AWS_LAMBDA_FUNCTION_NAME={function}");
+        self.function_pids().into_iter().find(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                environ
+                    .split(|b| *b == 0)
+                    .any(|var| var == needle.as_bytes())
+            })
+        })
+    }
+
     /// Sends `request`, failing fast (with the log) if the function process dies meanwhile.
     async fn send(&self, function: &str, request: reqwest::RequestBuilder) -> HttpResponse {
         if self.launch == Launch::Prebuilt && !self.processes.iter().any(|p| p.name == function) {
@@ -613,7 +626,7 @@ fn free_port() -> u16 {
 }
 
 /// True while `pid` exists and is not a zombie.
-fn alive(pid: u32) -> bool {
+pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the parenthesised command name.
         Ok(stat) => !matches!(
