@@ -625,3 +625,84 @@ async fn two_hundred_runs_under_twenty_percent_wire_faults_all_finish_none_advan
         harness.dead_lettered,
     );
 }
+
+/// The fault-free clients of the functions, behind a proxy answering every request with
+/// `fault`; each call may take 5 s, room for the SDK's three attempts and their backoff.
+async fn always(fault: Fault) -> (FaultProxy, DynamoStore, bounded_rag::queue::SqsQueue) {
+    let m = moto().await;
+    let (table, url) = (m.create_table().await, m.create_queue().await);
+    let proxy = FaultProxy::start(
+        m.endpoint(),
+        FaultPlan {
+            per_hundred: 100,
+            mix: vec![(fault, 100)],
+            ..plan()
+        },
+    )
+    .await;
+    let sdk = m.sdk_config_at(&proxy.endpoint()).await;
+    let margin = Duration::from_secs(10);
+    let config = DynamoStore::client_config(&sdk, aws::run_call_timeout(margin));
+    let store = DynamoStore::new(
+        aws_sdk_dynamodb::Client::from_conf(config),
+        table,
+        Duration::from_secs(3_600),
+    );
+    let mut settings = Settings::default();
+    settings.aws.work_queue_url = Some(url);
+    settings.budgets.deadline_margin = margin;
+    let mut app = App::from_parts(
+        settings,
+        bounded_rag::rag::RagGraph::new(
+            Arc::new(bounded_rag::llm::OfflineModel),
+            Arc::new(bounded_rag::retrieval::KnowledgeBase::embedded().unwrap()),
+            None,
+            bounded_rag::rag::RagLimits::default(),
+        ),
+        Arc::new(bounded_rag::store::MemoryStore::new()),
+        Arc::new(SystemClock),
+    );
+    app.aws = Some(sdk);
+    let queue = app.work_queue().expect("the app's SQS queue");
+    (proxy, store, queue)
+}
+
+#[tokio::test]
+async fn a_transient_aws_error_is_tried_three_times_by_the_sdk_and_a_permanent_one_once() {
+    for (fault, attempts, class) in [
+        (
+            Fault::Throttle,
+            3,
+            bounded_rag::error::ErrorClass::Transient,
+        ),
+        (
+            Fault::ServerError,
+            3,
+            bounded_rag::error::ErrorClass::Transient,
+        ),
+        (
+            Fault::DropBefore,
+            3,
+            bounded_rag::error::ErrorClass::Transient,
+        ),
+        (Fault::Invalid, 1, bounded_rag::error::ErrorClass::Permanent),
+    ] {
+        use bounded_rag::error::Classify;
+        let (proxy, store, queue) = always(fault).await;
+        let put = store.put("run#x", 0, b"{}", None).await.unwrap_err();
+        assert_eq!(put.class(), class, "{fault:?}: {put}");
+        let send = queue
+            .send(&WorkMessage::continuation("x"))
+            .await
+            .unwrap_err();
+        assert_eq!(send.class(), class, "{fault:?}: {send}");
+        let seen: Vec<(Service, String)> = proxy
+            .attempts()
+            .into_iter()
+            .map(|a| (a.service, a.operation))
+            .collect();
+        let mut expected = vec![(Service::DynamoDb, "PutItem".to_owned()); attempts];
+        expected.extend(vec![(Service::Sqs, "SendMessage".to_owned()); attempts]);
+        assert_eq!(seen, expected, "{fault:?}");
+    }
+}

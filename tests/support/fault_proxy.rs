@@ -13,6 +13,7 @@
 //! | `SlowOver` | nothing before [`FaultPlan::slow_over`] (above it); the request is applied afterwards | yes, late |
 //! | `DropBefore` | the connection closes, no answer | no |
 //! | `DropAfter` | the connection closes after moto applied the request (a lost answer) | yes |
+//! | `Invalid` | 400, DynamoDB `ValidationException` / SQS `InvalidParameterValue` (permanent) | no |
 //!
 //! Which requests fail is fixed by the plan, not by timing: request indices (in arrival
 //! order) come in blocks of 100, and in every block a seeded shuffle picks exactly
@@ -47,6 +48,8 @@ pub enum Fault {
     DropBefore,
     /// Connection closed after forwarding.
     DropAfter,
+    /// 400 validation error: permanent, never worth a retry.
+    Invalid,
 }
 
 /// The AWS service a request was for (from `X-Amz-Target`).
@@ -298,6 +301,7 @@ impl Connection {
             Some(Fault::DropBefore) => return false,
             Some(Fault::Throttle) => throttle(service, index),
             Some(Fault::ServerError) => server_error(service),
+            Some(Fault::Invalid) => invalid(service),
             Some(Fault::SlowUnder) => {
                 tokio::time::sleep(delay).await;
                 self.forward(&request, index).await
@@ -428,6 +432,19 @@ fn throttle(service: Service, index: usize) -> Response {
         service,
         code,
         "Rate exceeded (injected by the fault proxy)",
+    )
+}
+
+fn invalid(service: Service) -> Response {
+    let code = match service {
+        Service::DynamoDb => "ValidationException",
+        _ => "InvalidParameterValue",
+    };
+    json_error(
+        400,
+        service,
+        code,
+        "Invalid request (injected by the fault proxy)",
     )
 }
 
