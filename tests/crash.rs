@@ -1,6 +1,8 @@
-//! A real crash: the `worker` binary, under `cargo lambda watch`, killed with SIGKILL in the
+//! Real crashes: the `worker` binary, under `cargo lambda watch`, killed with SIGKILL in the
 //! middle of a step; the `sweeper` binary re-queues the run once its lease lapses, and a new
-//! worker instance finishes it, running only the step that was in flight again.
+//! worker instance finishes it, running only the step that was in flight again. The same for
+//! the CLI on its local file store: killed mid-step, `ask --resume` is refused while the lease
+//! binds and finishes the run once it lapsed.
 //!
 //! The scripted model holds its first `generate_answer` reply, and the test kills the worker
 //! once that request has arrived (the server's record says the worker is inside `generate`),
@@ -199,4 +201,111 @@ async fn a_worker_killed_mid_step_is_swept_and_finished_with_only_that_step_run_
     let status = second.invoke("sweeper", &schedule).await;
     assert_eq!(status["lapsed"], 0, "{status}");
     assert!(drain(&sqs, &queue_url).await.is_empty());
+}
+
+/// `bounded-rag` with a clean environment: local file store in `state`, the scripted model, a
+/// 3 s budget and a 500 ms margin, so a lease lasts 3.5 s past the start of a run.
+fn cli(state: &std::path::Path, llm: &ScriptedLlm, args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_bounded-rag"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("STATE_DIR", state)
+        .env("LLM_PROVIDER", "openai")
+        .env("LLM_BASE_URL", llm.base_url())
+        .env("LLM_MODEL", "scripted-model")
+        .env("LLM_API_KEY", "sk-test")
+        .env("RUN_TIMEOUT_MS", "3000")
+        .env("DEADLINE_MARGIN_MS", "500")
+        .env("RUST_LOG", "warn")
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    command
+}
+
+async fn output(mut command: std::process::Command) -> std::process::Output {
+    tokio::task::spawn_blocking(move || command.output().expect("the CLI runs"))
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_run_killed_mid_step_resumes_once_its_lease_lapses_running_only_that_step_again() {
+    let held = Reply::answer("Scripted answer [1].").delayed(Duration::from_secs(30));
+    let llm = ScriptedLlm::start(Script::defaults().on(
+        "generate_answer",
+        [held, Reply::answer("Scripted answer [1].")],
+    ))
+    .await;
+    let state = tempfile::tempdir().unwrap();
+    let mut child = cli(state.path(), &llm, &["ask", QUESTION, "--json"])
+        .spawn()
+        .expect("the CLI starts");
+    for _ in 0..1_500 {
+        if llm.calls("generate_answer") == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(llm.calls("generate_answer"), 1, "never reached generate");
+    // Its only run: `run#<id>` is stored as `run%23<id>.json`.
+    let run_id = std::fs::read_dir(state.path())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .find_map(|name| {
+            Some(
+                name.strip_prefix("run%23")?
+                    .strip_suffix(".json")?
+                    .to_owned(),
+            )
+        })
+        .expect("the run's checkpoint file");
+    let store = bounded_rag::store::FileStore::open(state.path()).unwrap();
+    let before = store.get(&format!("run#{run_id}")).await.unwrap().unwrap();
+    let before_cp: RagCheckpoint = serde_json::from_slice(&before.body).unwrap();
+    assert_eq!(before_cp.steps, 3);
+    let lease = before.lease.clone().expect("the CLI holds its run");
+
+    child.kill().expect("SIGKILL"); // std sends SIGKILL on Unix
+    let killed = child.wait().unwrap();
+    assert!(!killed.success());
+    assert_eq!(llm.total_calls(), 1 + 3 + 1);
+
+    // Too early: the lease still binds, nothing runs.
+    let early = output(cli(
+        state.path(),
+        &llm,
+        &["ask", "--resume", &run_id, "--json"],
+    ))
+    .await;
+    assert!(
+        now_ms() < lease.expires_at_ms,
+        "the lease lapsed before the early resume"
+    );
+    assert_eq!(early.status.code(), Some(1), "{early:?}");
+    assert_eq!(llm.total_calls(), 5, "a refused resume calls no model");
+
+    let wait = lease.expires_at_ms.saturating_sub(now_ms()) + 100;
+    tokio::time::sleep(Duration::from_millis(wait)).await;
+    let resumed = output(cli(
+        state.path(),
+        &llm,
+        &["ask", "--resume", &run_id, "--json"],
+    ))
+    .await;
+    assert!(resumed.status.success(), "{resumed:?}");
+    let body: Value = serde_json::from_slice(&resumed.stdout).unwrap();
+    assert_eq!(body["status"], "completed", "{body:#}");
+    assert_eq!(body["metadata"]["total_steps"], 6);
+    assert_eq!(body["metadata"]["model_calls"], 7);
+    let names: Vec<&str> = body["workflow_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, STEPS);
+    assert_eq!(llm.total_calls(), 7 + 1, "only generate ran twice");
+    assert_eq!(llm.calls("generate_answer"), 2);
 }
