@@ -304,3 +304,51 @@ async fn an_async_run_whose_message_was_never_sent_is_queued_once_its_queued_lea
     assert_eq!(done.status, RunStatus::Completed);
     assert_eq!(llm.total_calls(), 7);
 }
+
+#[tokio::test]
+async fn a_parked_lease_lets_the_next_invocation_in_at_once_and_its_own_lease_binds_again() {
+    use bounded_rag::engine::{EngineError, Session};
+    use bounded_rag::rag::RagCheckpoint;
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let store = Arc::new(bounded_rag::store::MemoryStore::new());
+    let (app, clock) = timed_app_on(
+        &llm,
+        Duration::from_millis(200),
+        Duration::from_millis(700),
+        store.clone(),
+    );
+    let suspended = app
+        .workflow()
+        .run_new("handed-on", RunRequest::new(QUESTION), &app.budget(None))
+        .await
+        .unwrap();
+    assert_eq!(suspended.status, RunStatus::Suspended);
+    let stored = store.get("run#handed-on").await.unwrap().unwrap();
+    let parked = stored
+        .lease
+        .expect("a suspended run keeps its lease, parked");
+    assert!(parked.is_parked() && parked.is_live(clock.now_ms()));
+
+    // A continuation takes the run at once (no Busy) ...
+    let loaded = Session::load::<RagCheckpoint>(store.as_ref(), "handed-on")
+        .await
+        .unwrap()
+        .unwrap();
+    let held = Lease {
+        owner: "continuation".into(),
+        expires_at_ms: clock.now_ms() + 60_000,
+    };
+    let _session = Session::lock(store.as_ref(), "handed-on", &loaded, held, clock.now_ms())
+        .await
+        .expect("a parked lease does not bind");
+    // ... and while its first step runs (the stored checkpoint still says suspended), a
+    // duplicate message finds the run busy.
+    let calls = llm.total_calls();
+    let duplicate = app
+        .workflow()
+        .resume("handed-on", &app.budget(None))
+        .await
+        .unwrap_err();
+    assert!(matches!(duplicate, EngineError::Busy { .. }), "{duplicate}");
+    assert_eq!(llm.total_calls(), calls, "the duplicate called no model");
+}

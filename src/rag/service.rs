@@ -3,8 +3,7 @@
 
 use super::{Events, RagGraph, RagNode, RagState, RunEvent, RunRequest, RunResponse};
 use crate::engine::{
-    advance, run_key, Budget, Checkpoint, Clock, EngineError, Loaded, NodeFailure, Persist, Phase,
-    Session,
+    advance, run_key, Budget, Checkpoint, Clock, EngineError, NodeFailure, Persist, Phase, Session,
 };
 use crate::error::ErrorClass;
 use crate::store::{CheckpointStore, Lease, StoreError};
@@ -17,8 +16,6 @@ use tracing::Instrument;
 /// sent (the API answered 5xx after storing it) is re-queued, and a backlog gets no
 /// duplicates.
 pub const QUEUED_LEASE: Duration = Duration::from_secs(15 * 60);
-/// Owner prefix of the parked lease of a submitted run: no invocation holds it.
-const QUEUED_OWNER: &str = "queued:";
 
 /// Lease time past the budget's deadline when none is configured ([`Workflow::new`]); the
 /// app derives it from `DEADLINE_MARGIN_MS` instead ([`crate::aws::lease_grace`]).
@@ -92,13 +89,11 @@ impl<'a> Workflow<'a> {
             run_id: run_id.to_owned(),
             message: e.to_string(),
         })?;
-        let queued = Lease {
-            owner: format!("{QUEUED_OWNER}{}", uuid::Uuid::new_v4()),
-            expires_at_ms: self
-                .clock
+        let queued = Lease::parked(
+            self.clock
                 .now_ms()
                 .saturating_add(u64::try_from(QUEUED_LEASE.as_millis()).unwrap_or(u64::MAX)),
-        };
+        );
         self.store
             .put(&key, 0, &body, Some(&queued))
             .await
@@ -119,7 +114,6 @@ impl<'a> Workflow<'a> {
             .ok_or_else(|| EngineError::NotFound {
                 run_id: run_id.to_owned(),
             })?;
-        let loaded = unpark(loaded);
         let budget = &self.run_budget(&loaded.checkpoint, budget);
         if !loaded.checkpoint.can_advance(budget) {
             return Ok(self.respond(&loaded.checkpoint));
@@ -158,10 +152,7 @@ impl<'a> Workflow<'a> {
             class: ErrorClass::Permanent,
             message: reason.to_owned(),
         };
-        let Some(loaded) = Session::load::<RagCheckpoint>(self.store, run_id)
-            .await?
-            .map(unpark)
-        else {
+        let Some(loaded) = Session::load::<RagCheckpoint>(self.store, run_id).await? else {
             let Some(request) = request else {
                 return Err(EngineError::NotFound {
                     run_id: run_id.to_owned(),
@@ -243,25 +234,11 @@ impl<'a> Workflow<'a> {
 }
 
 /// True when `cp` is suspended, waiting for a continuation: the invocation that stopped it
-/// keeps its lease, parked, instead of releasing it. Nobody advances a parked run, so anyone
-/// may take it over at once; but if its continuation is never queued (the invocation died
-/// between its last write and the send), the parked lease lapses like any other and the
-/// sweeper re-queues the run.
+/// parks its lease instead of releasing it ([`Persist::park`]), so a continuation takes the
+/// run at once, and if the continuation is never queued (the invocation died between its
+/// last write and the send) the lease lapses and the sweeper re-queues the run.
 fn parked(cp: &RagCheckpoint) -> bool {
     cp.phase == Phase::Stopped && cp.state.outcome == Some(super::Outcome::Suspended)
-}
-
-/// A loaded run whose parked lease (a suspended run's, see [`parked`], or a submitted run's,
-/// see [`Workflow::submit`]) no longer binds.
-fn unpark(mut loaded: Loaded<RagCheckpoint>) -> Loaded<RagCheckpoint> {
-    let queued = loaded
-        .lease
-        .as_ref()
-        .is_some_and(|l| l.owner.starts_with(QUEUED_OWNER));
-    if queued || parked(&loaded.checkpoint) {
-        loaded.lease = None;
-    }
-    loaded
 }
 
 fn encode(run_id: &str, cp: &RagCheckpoint) -> Result<Vec<u8>, EngineError> {
@@ -291,7 +268,11 @@ impl<'e, P> Observed<'e, P> {
 #[async_trait]
 impl<P: Persist<RagCheckpoint> + Send> Persist<RagCheckpoint> for Observed<'_, P> {
     async fn save(&mut self, cp: &RagCheckpoint, release: bool) -> Result<(), EngineError> {
-        self.inner.save(cp, release && !parked(cp)).await?;
+        if release && parked(cp) {
+            self.inner.park(cp).await?;
+        } else {
+            self.inner.save(cp, release).await?;
+        }
         if cp.records.len() > self.reported {
             self.reported = cp.records.len();
             if let Some(event) = RunEvent::step(cp) {
