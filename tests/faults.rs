@@ -390,7 +390,7 @@ async fn two_hundred_runs_under_twenty_percent_wire_faults_all_finish_none_advan
             async move {
                 let id = run_id(i);
                 let request = RunRequest::new(question(i));
-                for _ in 0..10 {
+                for _ in 0..20 {
                     let result = match kind(i) {
                         Kind::Sync => {
                             app.workflow()
@@ -432,7 +432,7 @@ async fn two_hundred_runs_under_twenty_percent_wire_faults_all_finish_none_advan
                         }
                     }
                 }
-                panic!("run {id} was never stored in 10 attempts");
+                panic!("run {id} was never stored in 20 attempts");
             }
         })
         .buffer_unordered(CONCURRENCY)
