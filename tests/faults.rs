@@ -20,28 +20,25 @@
 
 mod support;
 
-use async_trait::async_trait;
-use aws_sdk_sqs::types::Message;
 use bounded_rag::aws;
 use bounded_rag::config::Settings;
 use bounded_rag::engine::{Clock, EngineError, FakeClock, SystemClock};
-use bounded_rag::entry::sqs::{handle_record, RecordOutcome};
 use bounded_rag::entry::sweeper::Sweeper;
 use bounded_rag::entry::App;
-use bounded_rag::queue::{QueueError, WorkMessage, WorkQueue};
+use bounded_rag::queue::{WorkMessage, WorkQueue};
 use bounded_rag::rag::{RunRequest, RunStatus};
-use bounded_rag::store::{
-    CheckpointStore, DynamoStore, Lapsed, LapsedLease, Lease, LeaseIndex, StoreError, Versioned,
-};
+use bounded_rag::store::{CheckpointStore, DynamoStore};
 use futures::StreamExt;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 use support::app::timed_graph;
+use support::counted::{Counted, CountedQueue};
+use support::event_source::EventSource;
 use support::fault_proxy::{Fault, FaultPlan, FaultProxy, Service};
 use support::llm_server::{Script, ScriptedLlm};
-use support::moto::{moto, sqs_event};
+use support::moto::moto;
 
 const SYNC: usize = 80;
 const SUSPENDING: usize = 40;
@@ -88,122 +85,6 @@ fn plan() -> FaultPlan {
     }
 }
 
-/// Counts the application's own store, lease-index and queue calls, and the failed puts of
-/// each run that could have carried a step (the only way a step's work can be lost; a failed
-/// create carries none).
-struct Counted {
-    inner: DynamoStore,
-    gets: AtomicUsize,
-    puts: AtomicUsize,
-    lapsed: AtomicUsize,
-    claims: AtomicUsize,
-    releases: AtomicUsize,
-    failed_puts: Mutex<HashMap<String, usize>>,
-}
-
-impl Counted {
-    fn new(inner: DynamoStore) -> Self {
-        Self {
-            inner,
-            gets: AtomicUsize::new(0),
-            puts: AtomicUsize::new(0),
-            lapsed: AtomicUsize::new(0),
-            claims: AtomicUsize::new(0),
-            releases: AtomicUsize::new(0),
-            failed_puts: Mutex::new(HashMap::new()),
-        }
-    }
-
-    fn failed_puts(&self, key: &str) -> usize {
-        self.failed_puts
-            .lock()
-            .unwrap()
-            .get(key)
-            .copied()
-            .unwrap_or(0)
-    }
-}
-
-#[async_trait]
-impl CheckpointStore for Counted {
-    async fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
-        self.gets.fetch_add(1, Ordering::SeqCst);
-        self.inner.get(key).await
-    }
-
-    async fn put(
-        &self,
-        key: &str,
-        expected: u64,
-        body: &[u8],
-        lease: Option<&Lease>,
-    ) -> Result<u64, StoreError> {
-        self.puts.fetch_add(1, Ordering::SeqCst);
-        let result = self.inner.put(key, expected, body, lease).await;
-        if result.is_err() && expected > 0 {
-            *self
-                .failed_puts
-                .lock()
-                .unwrap()
-                .entry(key.to_owned())
-                .or_default() += 1;
-        }
-        result
-    }
-
-    fn name(&self) -> &'static str {
-        "counted"
-    }
-}
-
-#[async_trait]
-impl LeaseIndex for Counted {
-    async fn lapsed(
-        &self,
-        now_ms: u64,
-        stale_before_ms: u64,
-        limit: usize,
-    ) -> Result<Lapsed, StoreError> {
-        self.lapsed.fetch_add(1, Ordering::SeqCst);
-        self.inner.lapsed(now_ms, stale_before_ms, limit).await
-    }
-
-    async fn claim_requeue(
-        &self,
-        lapsed: &LapsedLease,
-        now_ms: u64,
-        stale_before_ms: u64,
-    ) -> Result<bool, StoreError> {
-        self.claims.fetch_add(1, Ordering::SeqCst);
-        self.inner
-            .claim_requeue(lapsed, now_ms, stale_before_ms)
-            .await
-    }
-
-    async fn release_requeue(
-        &self,
-        lapsed: &LapsedLease,
-        marked_at_ms: u64,
-    ) -> Result<(), StoreError> {
-        self.releases.fetch_add(1, Ordering::SeqCst);
-        self.inner.release_requeue(lapsed, marked_at_ms).await
-    }
-}
-
-/// Counts sends.
-struct CountedQueue<Q> {
-    inner: Q,
-    sends: AtomicUsize,
-}
-
-#[async_trait]
-impl<Q: WorkQueue> WorkQueue for CountedQueue<Q> {
-    async fn send(&self, message: &WorkMessage) -> Result<(), QueueError> {
-        self.sends.fetch_add(1, Ordering::SeqCst);
-        self.inner.send(message).await
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     /// `POST /workflow/run` within an ample budget.
@@ -219,91 +100,6 @@ fn kind(i: usize) -> Kind {
         i if i < SYNC => Kind::Sync,
         i if i < SYNC + SUSPENDING => Kind::Suspending,
         _ => Kind::Async,
-    }
-}
-
-/// What the harness plays Lambda's event source and the schedule with: direct (fault-free)
-/// moto clients.
-struct Harness {
-    sqs: aws_sdk_sqs::Client,
-    url: String,
-    receives: HashMap<String, u32>,
-    dead_lettered: usize,
-    deliveries: usize,
-}
-
-impl Harness {
-    async fn receive(&self) -> Vec<Message> {
-        self.sqs
-            .receive_message()
-            .queue_url(&self.url)
-            .max_number_of_messages(10)
-            .send()
-            .await
-            .expect("ReceiveMessage on moto")
-            .messages
-            .unwrap_or_default()
-    }
-
-    /// Feeds the queue to the worker until it is empty and nothing is in flight: a record
-    /// that fails comes back at once (its visibility timeout, shortened), at most 3 receives,
-    /// then it is dead-lettered.
-    async fn pump(&mut self, worker: &App, queue: &dyn WorkQueue, proxy: &FaultProxy) {
-        for _ in 0..2_000 {
-            let mut messages = self.receive().await;
-            if messages.is_empty() {
-                proxy.settle().await; // a late SendMessage may still land
-                messages = self.receive().await;
-                if messages.is_empty() {
-                    return;
-                }
-            }
-            self.deliveries += messages.len();
-            let event = sqs_event(&messages);
-            let outcomes = futures::future::join_all(
-                event
-                    .records
-                    .iter()
-                    .map(|record| handle_record(worker, Some(queue), record, None)),
-            )
-            .await;
-            for (message, outcome) in messages.iter().zip(outcomes) {
-                let id = message.message_id().unwrap().to_owned();
-                let handle = message.receipt_handle().unwrap();
-                match outcome {
-                    RecordOutcome::Done => self.delete(handle).await,
-                    RecordOutcome::Poison(reason) => panic!("poison under faults: {reason}"),
-                    RecordOutcome::Retry(_) => {
-                        let receives = self.receives.entry(id).or_default();
-                        *receives += 1;
-                        if *receives >= 3 {
-                            self.dead_lettered += 1;
-                            self.delete(handle).await;
-                        } else {
-                            self.sqs
-                                .change_message_visibility()
-                                .queue_url(&self.url)
-                                .receipt_handle(handle)
-                                .visibility_timeout(0)
-                                .send()
-                                .await
-                                .expect("ChangeMessageVisibility on moto");
-                        }
-                    }
-                }
-            }
-        }
-        panic!("the queue never ran dry");
-    }
-
-    async fn delete(&self, handle: &str) {
-        self.sqs
-            .delete_message()
-            .queue_url(&self.url)
-            .receipt_handle(handle)
-            .send()
-            .await
-            .expect("DeleteMessage on moto");
     }
 }
 
@@ -366,10 +162,9 @@ async fn two_hundred_runs_under_twenty_percent_wire_faults_all_finish_none_advan
         store.clone(),
         clock_b.clone(),
     );
-    let queue = Arc::new(CountedQueue {
-        inner: app.work_queue().expect("the app's SQS queue"),
-        sends: AtomicUsize::new(0),
-    });
+    let queue = Arc::new(CountedQueue::new(
+        app.work_queue().expect("the app's SQS queue"),
+    ));
     let sweeper = Sweeper::new(store.clone(), queue.clone(), clock_s.clone());
     // Reads and checks go around the proxy.
     let direct = App::from_parts(
@@ -440,13 +235,7 @@ async fn two_hundred_runs_under_twenty_percent_wire_faults_all_finish_none_advan
     started.await;
 
     // 2. Lambda's SQS event source; 3. the schedule, with time moved past every lease.
-    let mut harness = Harness {
-        sqs: m.sqs().await,
-        url: url.clone(),
-        receives: HashMap::new(),
-        dead_lettered: 0,
-        deliveries: 0,
-    };
+    let mut harness = EventSource::new(m.sqs().await, &url);
     harness.pump(&app, queue.as_ref(), &proxy).await;
     let schedule: serde_json::Value = serde_json::from_str(SCHEDULE).unwrap();
     let mut sweeps = Vec::new();
