@@ -2,7 +2,7 @@
 
 Tests load these files as real Lambda payloads, so beyond "is JSON" this checks what AWS would
 guarantee: API Gateway HTTP API / function URL payload v2 fields that agree with each other,
-and SQS records whose md5OfBody matches the body.
+SQS records whose md5OfBody matches the body, and EventBridge scheduled events.
 """
 
 import hashlib
@@ -18,6 +18,7 @@ HTTP_HTTP = ["method", "path", "protocol", "sourceIp", "userAgent"]
 SQS_RECORD = ["messageId", "receiptHandle", "body", "attributes", "messageAttributes", "md5OfBody",
               "eventSource", "eventSourceARN", "awsRegion"]
 SQS_ATTRS = ["ApproximateReceiveCount", "SentTimestamp", "SenderId", "ApproximateFirstReceiveTimestamp"]
+SCHEDULE_TOP = ["version", "id", "detail-type", "source", "account", "time", "region", "resources", "detail"]
 
 
 def missing(obj, keys):
@@ -88,6 +89,19 @@ def check_sqs(ev):
     return errs
 
 
+def check_schedule(ev):
+    errs = [f"missing {k}" for k in missing(ev, SCHEDULE_TOP)]
+    if errs:
+        return errs
+    if ev["detail-type"] != "Scheduled Event" or ev["source"] != "aws.events":
+        errs.append("a scheduled event has detail-type \"Scheduled Event\" and source aws.events")
+    if not all(str(r).startswith("arn:aws:events:") for r in ev["resources"]):
+        errs.append("resources must be EventBridge rule ARNs")
+    if ev["detail"] != {}:
+        errs.append("detail of a scheduled event is {}")
+    return errs
+
+
 def main():
     files = sorted(EVENTS.glob("*.json"))
     if not files:
@@ -101,7 +115,12 @@ def main():
             print(f"{path.name}: invalid JSON: {err}")
             failed += 1
             continue
-        errs = check_sqs(ev) if "Records" in ev else check_http(ev)
+        if "Records" in ev:
+            errs = check_sqs(ev)
+        elif "detail-type" in ev:
+            errs = check_schedule(ev)
+        else:
+            errs = check_http(ev)
         for err in errs:
             print(f"{path.name}: {err}")
         failed += bool(errs)

@@ -21,6 +21,11 @@
 #      release CLI's full-quality happy path, its first streamed answer token (ask --stream),
 #      a repeated question with the response cache on (LLM_CACHE_TTL_SECONDS; model calls
 #      counted at the server), and the Python reference's run; then prints the table.
+# Then, as a step of its own (after the table, so it can never cost the rest), the load test:
+# 1,000 asynchronous runs through scripts/local-stack.sh with the release functions against a
+# 50 ms scripted model (bench/load/local_stack_load.py); it prints its own table and, with
+# --write, rewrites its own section of BENCHMARKS.md. --quick runs 200. A failed load test
+# makes the script exit non-zero after everything else ran.
 #
 # Needs: a Rust toolchain, python3 with venv, a reachable PyPI on the first run. Everything
 # listens on 127.0.0.1 only. The first run compiles with LTO and takes a while (~20 min on 2
@@ -85,3 +90,19 @@ rm -f "$TABLE"
 cargo bench --locked --bench suite -- --arm64-log "$ARM64_STATUS" --out "$TABLE" \
     "${PY_ARGS[@]}" "${suite_args[@]}" >&2
 cat "$TABLE"
+
+# ---------------------------------------------------------------------------------------------
+# Load test: its own step, its own file (bench/load/local_stack_load.py), its own section of
+# BENCHMARKS.md. Nothing above depends on it.
+load_args=(--release)
+for arg in "$@"; do
+    case $arg in
+        --write) load_args+=(--write) ;;
+        --quick) load_args+=(--runs 200) ;;
+    esac
+done
+log "load test: asynchronous runs through the local stack (bench/load/local_stack_load.py)"
+if ! "$ROOT/.local/venv/bin/python" bench/load/local_stack_load.py "${load_args[@]}"; then
+    log "load test FAILED (the table above is unaffected)"
+    exit 1
+fi

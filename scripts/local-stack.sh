@@ -11,16 +11,21 @@
 #   2. moto_server on 127.0.0.1:$MOTO_PORT (DynamoDB, SQS, Secrets Manager wire APIs), log .local/moto.log
 #   3. infra/local/provision.py           checkpoint table, work queue + DLQ, secret bounded-rag/api-keys
 #   4. $LAMBDA_ENV_FILE                   AWS_ENDPOINT_URL, dummy credentials, CHECKPOINT_TABLE,
-#                                         WORK_QUEUE_URL, SECRETS_ID, LLM_PROVIDER=offline, ...
+#                                         WORK_QUEUE_URL, SECRETS_ID, LLM_PROVIDER=offline, and
+#                                         every setting of README's configuration table that is
+#                                         set in this shell (MAX_TOKENS_PER_RUN, RUN_TIMEOUT_MS, ...)
 #   5. cargo lambda watch -A 127.0.0.1 -P $LAMBDA_PORT --env-file $LAMBDA_ENV_FILE   (foreground)
 #      plus infra/local/sqs_pump.py, which feeds the work queue to the `worker` function the way
-#      Lambda's SQS event source would (watch emulates Lambda, not event source mappings).
+#      Lambda's SQS event source would (watch emulates Lambda, not event source mappings), with
+#      the worker's Timeout from template.yaml as its invocation timeout, and invokes the
+#      `sweeper` function every $SWEEP_EVERY seconds like the EventBridge schedule.
 #
 # Environment (all optional):
-#   MOTO_PORT=5000  LAMBDA_PORT=9000  LAMBDA_ENV_FILE=.local/lambda.env
+#   MOTO_PORT=5000  LAMBDA_PORT=9000  LAMBDA_ENV_FILE=.local/lambda.env  SWEEP_EVERY=60 (0 = off)
 #   LLM_PROVIDER=offline   (openai: also set LLM_BASE_URL / LLM_MODEL; LLM_API_KEY goes into the
 #                           secret, never into the env file)
 #   WEB_SEARCH_BASE_URL, WEB_SEARCH_API_KEY (the key goes into the secret)
+#   any other documented setting (README "Configuration") is passed to the functions as set
 #
 # Nothing listens on anything but 127.0.0.1 and nothing talks to AWS: the credentials are dummies.
 set -euo pipefail
@@ -31,12 +36,13 @@ cd "$ROOT"
 VENV="$ROOT/.local/venv"
 MOTO_PORT="${MOTO_PORT:-5000}"
 LAMBDA_PORT="${LAMBDA_PORT:-9000}"
+SWEEP_EVERY="${SWEEP_EVERY:-60}"
 LAMBDA_ENV_FILE="${LAMBDA_ENV_FILE:-$ROOT/.local/lambda.env}"
 MOTO_LOG="$ROOT/.local/moto.log"
 MOTO_PIDFILE="$ROOT/.local/moto.pid"
 ENDPOINT="http://127.0.0.1:$MOTO_PORT"
 
-usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 watch=1
 stop=0
@@ -146,7 +152,7 @@ QUEUE_URL="$(sed -n "s/^WORK_QUEUE_URL='\(.*\)'$/\1/p" "$LAMBDA_ENV_FILE")"
 INVOKE="http://127.0.0.1:$LAMBDA_PORT"
 cat >&2 <<EOF
 
-  Lambda emulator: $INVOKE   (functions: api, worker; env from ${LAMBDA_ENV_FILE#"$ROOT"/})
+  Lambda emulator: $INVOKE   (functions: api, worker, stream, sweeper; env from ${LAMBDA_ENV_FILE#"$ROOT"/})
 
   # invoke with a sample API Gateway v2 event (note -A: watch listens on IPv4 loopback only)
   .local/venv/bin/cargo-lambda lambda invoke api -A 127.0.0.1 -P $LAMBDA_PORT --data-file events/apigw-run.json
@@ -179,7 +185,7 @@ fi
 # 5. SQS -> worker, then the emulator in the foreground.
 if [[ -n "$QUEUE_URL" ]]; then
     "$PY" "$ROOT/infra/local/sqs_pump.py" --endpoint "$ENDPOINT" --queue-url "$QUEUE_URL" \
-        --invoke "$INVOKE" &
+        --invoke "$INVOKE" --sweep-every "$SWEEP_EVERY" &
     started_pids+=($!)
     trap cleanup EXIT
     trap 'exit 130' INT

@@ -3,7 +3,8 @@
 //! Checkpoint writes (DynamoDB) and continuation sends (SQS) can start right at a run's usable
 //! deadline, which lies `DEADLINE_MARGIN_MS` before the Lambda deadline. Each such call gets
 //! half the margin, so a last checkpoint write and a continuation send both end, answered or
-//! failed, before Lambda would kill the invocation. Secrets Manager is read once at start-up,
+//! failed, before Lambda would kill the invocation; a run's lease lasts exactly that long past
+//! the usable deadline ([`lease_grace`]). Secrets Manager is read once at start-up,
 //! outside any run budget, and gets a fixed timeout.
 
 use aws_config::timeout::TimeoutConfig;
@@ -21,6 +22,13 @@ pub const STARTUP_CALL: Duration = Duration::from_secs(5);
 /// within [`MIN_RUN_CALL`]..=[`MAX_RUN_CALL`].
 pub fn run_call_timeout(deadline_margin: Duration) -> Duration {
     (deadline_margin / 2).clamp(MIN_RUN_CALL, MAX_RUN_CALL)
+}
+
+/// How long a run's lease outlasts the usable deadline: the last checkpoint write and the
+/// continuation send, one [`run_call_timeout`] each. With the default margin this is the
+/// margin itself, so a lease lapses when the Lambda invocation has certainly ended.
+pub fn lease_grace(deadline_margin: Duration) -> Duration {
+    2 * run_call_timeout(deadline_margin)
 }
 
 /// `sdk_config`'s timeouts with `operation` bounding each call, its retries included.
@@ -44,6 +52,14 @@ mod tests {
         assert_eq!(run_call_timeout(ms(4_000)), ms(2_000));
         assert_eq!(run_call_timeout(ms(0)), MIN_RUN_CALL);
         assert_eq!(run_call_timeout(ms(60_000)), MAX_RUN_CALL);
+    }
+
+    #[test]
+    fn a_lease_outlasts_the_deadline_by_two_run_calls() {
+        let ms = Duration::from_millis;
+        assert_eq!(lease_grace(ms(1_500)), ms(1_500));
+        assert_eq!(lease_grace(ms(0)), ms(500));
+        assert_eq!(lease_grace(ms(60_000)), ms(10_000));
     }
 
     #[test]

@@ -84,16 +84,13 @@ impl WorkQueue for SqsQueue {
             .send()
             .await
             .map_err(|e| {
-                use aws_sdk_sqs::error::SdkError;
+                // Classified like every AWS error: throttling codes (`RequestThrottled`,
+                // `ThrottlingException`, ...), 429, 5xx, timeouts and connection errors are
+                // transient.
                 let text = aws_sdk_sqs::error::DisplayErrorContext(&e).to_string();
-                match &e {
-                    SdkError::TimeoutError(_)
-                    | SdkError::DispatchFailure(_)
-                    | SdkError::ResponseError(_) => QueueError::Transient(text),
-                    SdkError::ServiceError(s) if s.raw().status().is_server_error() => {
-                        QueueError::Transient(text)
-                    }
-                    _ => QueueError::Permanent(text),
+                match crate::store::sdk_error_class(&e) {
+                    ErrorClass::Transient => QueueError::Transient(text),
+                    ErrorClass::Permanent => QueueError::Permanent(text),
                 }
             })?;
         Ok(())

@@ -357,8 +357,8 @@ async fn dropping_the_emulator_leaves_nothing_running() {
     if cfg!(target_os = "linux") {
         assert_eq!(
             watch.function_pids().len(),
-            3,
-            "api, worker and stream should be running"
+            4,
+            "api, worker, stream and sweeper should be running"
         );
     }
     drop(watch);

@@ -1,9 +1,12 @@
 """Creates the bounded-rag resources in a moto server (or any AWS-compatible endpoint).
 
-Mirrors template.yaml: the checkpoint table (pk S / sk S, on-demand, TTL on expires_at), the
-work queue with its dead-letter queue (redrive after 3 receives) and the API-keys secret. Safe to
-run again: existing resources are kept, the secret gets the new value. Finally writes the env
-file that `cargo lambda watch --env-file` gives the functions.
+Mirrors template.yaml: the checkpoint table (pk S / sk S, on-demand, TTL on expires_at, the
+sparse `leases` index the sweeper queries), the work queue with its dead-letter queue (redrive
+after 3 receives) and the API-keys secret. Safe to run again: existing resources are kept (a
+table without the index gets it), the secret gets the new value. Finally writes the env file
+that `cargo lambda watch --env-file` gives the functions: the local resources, plus every
+setting of README.md's configuration table that is set in this environment (the API keys go
+into the secret instead).
 
     provision.py --endpoint http://127.0.0.1:5000 --env-file .local/lambda.env
 
@@ -14,6 +17,8 @@ value is never printed.
 import argparse
 import json
 import os
+import pathlib
+import re
 import sys
 
 import boto3
@@ -23,6 +28,27 @@ REGION = "us-east-1"
 # Dummy credentials: moto accepts anything, and fixed values keep real ones out of the env file.
 ACCESS_KEY = "testing"
 SECRET_KEY = "testing"
+README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+# Documented settings that never go into the env file: the keys live in the secret, the rest is
+# what this script provisions.
+NOT_FORWARDED = {"LLM_API_KEY", "WEB_SEARCH_API_KEY", "CHECKPOINT_TABLE", "WORK_QUEUE_URL", "SECRETS_ID"}
+LEASE_INDEX = {
+    "IndexName": "leases",
+    "KeySchema": [
+        {"AttributeName": "lease_shard", "KeyType": "HASH"},
+        {"AttributeName": "lease_expires_at", "KeyType": "RANGE"},
+    ],
+    "Projection": {
+        "ProjectionType": "INCLUDE",
+        "NonKeyAttributes": ["lease_owner", "requeued_for", "requeued_at"],
+    },
+}
+ATTRIBUTES = [
+    {"AttributeName": "pk", "AttributeType": "S"},
+    {"AttributeName": "sk", "AttributeType": "S"},
+    {"AttributeName": "lease_shard", "AttributeType": "S"},
+    {"AttributeName": "lease_expires_at", "AttributeType": "N"},
+]
 
 
 def client(service, endpoint):
@@ -40,20 +66,26 @@ def create_table(ddb, name):
     try:
         ddb.create_table(
             TableName=name,
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
+            AttributeDefinitions=ATTRIBUTES,
             KeySchema=[
                 {"AttributeName": "pk", "KeyType": "HASH"},
                 {"AttributeName": "sk", "KeyType": "RANGE"},
             ],
+            GlobalSecondaryIndexes=[LEASE_INDEX],
             BillingMode="PAY_PER_REQUEST",
         )
         ddb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1})
         state = "created"
     except ddb.exceptions.ResourceInUseException:
         state = "exists"
+        indexes = ddb.describe_table(TableName=name)["Table"].get("GlobalSecondaryIndexes", [])
+        if not any(i["IndexName"] == LEASE_INDEX["IndexName"] for i in indexes):
+            ddb.update_table(
+                TableName=name,
+                AttributeDefinitions=ATTRIBUTES,
+                GlobalSecondaryIndexUpdates=[{"Create": LEASE_INDEX}],
+            )
+            state = "exists, lease index added"
     ddb.update_time_to_live(
         TableName=name,
         TimeToLiveSpecification={"AttributeName": "expires_at", "Enabled": True},
@@ -90,6 +122,22 @@ def put_secret(sm, secret_id, value):
     except sm.exceptions.ResourceExistsException:
         sm.put_secret_value(SecretId=secret_id, SecretString=value)
         return "updated"
+
+
+def documented_settings(readme=README):
+    """The variable names of README.md's configuration table, in order."""
+    text = readme.read_text(encoding="utf-8")
+    section = text.split("\n## Configuration", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", section, flags=re.MULTILINE)
+
+
+def forwarded_settings(environ=os.environ):
+    """Documented settings set (non-empty) in `environ` that go into the env file."""
+    return {
+        name: environ[name]
+        for name in documented_settings()
+        if name not in NOT_FORWARDED and environ.get(name)
+    }
 
 
 def env_line(key, value):
@@ -134,12 +182,10 @@ def main():
         "CHECKPOINT_TABLE": args.table,
         "WORK_QUEUE_URL": queue_url,
         "SECRETS_ID": args.secret_id,
-        "LLM_PROVIDER": args.llm_provider,
-        "RUST_LOG": "bounded_rag=info,warn",
+        "RUST_LOG": os.environ.get("RUST_LOG") or "bounded_rag=info,warn",
     }
-    for optional in ("LLM_BASE_URL", "LLM_MODEL", "WEB_SEARCH_BASE_URL"):
-        if os.environ.get(optional):
-            env[optional] = os.environ[optional]
+    env.update(forwarded_settings())
+    env["LLM_PROVIDER"] = args.llm_provider
     os.makedirs(os.path.dirname(os.path.abspath(args.env_file)), exist_ok=True)
     with open(args.env_file, "w", encoding="utf-8") as out:
         out.write("# Written by infra/local/provision.py for `cargo lambda watch --env-file`.\n")

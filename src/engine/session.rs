@@ -13,9 +13,17 @@ use serde::Serialize;
 
 /// Persists checkpoints after every step.
 #[async_trait]
-pub trait Persist<C>: Send {
+pub trait Persist<C: Sync>: Send {
     /// Writes `checkpoint`; `release` drops this invocation's lease in the same write.
     async fn save(&mut self, checkpoint: &C, release: bool) -> Result<(), EngineError>;
+
+    /// The last write of an invocation that hands the run on through a queue: instead of
+    /// dropping its lease, it parks it ([`Lease::to_parked`]), so the next invocation takes
+    /// the run at once, and if none comes (the hand-over message was never sent) the lease
+    /// lapses and the sweeper finds the run. By default, a release.
+    async fn park(&mut self, checkpoint: &C) -> Result<(), EngineError> {
+        self.save(checkpoint, true).await
+    }
 }
 
 /// The store key of a run.
@@ -107,7 +115,8 @@ impl<'a> Session<'a> {
         }))
     }
 
-    /// Takes the lease of a loaded run, conditional on the version read.
+    /// Takes the lease of a loaded run, conditional on the version read. A live lease refuses
+    /// ([`EngineError::Busy`]) unless it is parked.
     pub async fn lock<C>(
         store: &'a dyn CheckpointStore,
         run_id: &str,
@@ -115,7 +124,7 @@ impl<'a> Session<'a> {
         lease: Lease,
         now_ms: u64,
     ) -> Result<Session<'a>, EngineError> {
-        if let Some(held) = loaded.lease.as_ref().filter(|l| l.is_live(now_ms)) {
+        if let Some(held) = loaded.lease.as_ref().filter(|l| l.binds(now_ms)) {
             return Err(EngineError::Busy {
                 run_id: run_id.to_owned(),
                 until_ms: held.expires_at_ms,
@@ -165,11 +174,13 @@ fn encode<C: Serialize>(run_id: &str, checkpoint: &C) -> Result<Vec<u8>, EngineE
     })
 }
 
-#[async_trait]
-impl<C: Serialize + Sync> Persist<C> for Session<'_> {
-    async fn save(&mut self, checkpoint: &C, release: bool) -> Result<(), EngineError> {
+impl Session<'_> {
+    async fn write<C: Serialize>(
+        &mut self,
+        checkpoint: &C,
+        lease: Option<&Lease>,
+    ) -> Result<(), EngineError> {
         let body = encode(&self.run_id, checkpoint)?;
-        let lease = (!release).then_some(&self.lease);
         self.version = self
             .store
             .put(&self.key, self.version, &body, lease)
@@ -183,5 +194,18 @@ impl<C: Serialize + Sync> Persist<C> for Session<'_> {
                 )
             })?;
         Ok(())
+    }
+}
+
+#[async_trait]
+impl<C: Serialize + Sync> Persist<C> for Session<'_> {
+    async fn save(&mut self, checkpoint: &C, release: bool) -> Result<(), EngineError> {
+        let lease = (!release).then(|| self.lease.clone());
+        self.write(checkpoint, lease.as_ref()).await
+    }
+
+    async fn park(&mut self, checkpoint: &C) -> Result<(), EngineError> {
+        let parked = self.lease.to_parked();
+        self.write(checkpoint, Some(&parked)).await
     }
 }

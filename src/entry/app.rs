@@ -130,6 +130,7 @@ impl App {
             store: self.store.as_ref(),
             clock: self.clock.as_ref(),
             continue_on_deadline: self.settings.aws.work_queue_url.is_some(),
+            lease_grace: aws::lease_grace(self.settings.budgets.deadline_margin),
         }
     }
 
@@ -190,17 +191,25 @@ fn build_web(
 impl App {
     /// The SQS work queue, when `WORK_QUEUE_URL` is set.
     pub fn work_queue(&self) -> Option<crate::queue::SqsQueue> {
-        let url = self.settings.aws.work_queue_url.as_ref()?;
-        let sdk = self.aws.as_ref()?;
-        let timeout = aws::run_call_timeout(self.settings.budgets.deadline_margin);
-        let config = aws_sdk_sqs::config::Builder::from(sdk)
-            .timeout_config(aws::timeouts(sdk, timeout))
-            .build();
-        Some(crate::queue::SqsQueue::new(
-            aws_sdk_sqs::Client::from_conf(config),
-            url.clone(),
-        ))
+        sqs_queue(&self.settings, self.aws.as_ref()?)
     }
+}
+
+/// The SQS work queue of `settings`, when `WORK_QUEUE_URL` is set; each send (SDK retries
+/// included) is bounded like every AWS call during a run.
+pub(crate) fn sqs_queue(
+    settings: &Settings,
+    sdk: &aws_config::SdkConfig,
+) -> Option<crate::queue::SqsQueue> {
+    let url = settings.aws.work_queue_url.as_ref()?;
+    let timeout = aws::run_call_timeout(settings.budgets.deadline_margin);
+    let config = aws_sdk_sqs::config::Builder::from(sdk)
+        .timeout_config(aws::timeouts(sdk, timeout))
+        .build();
+    Some(crate::queue::SqsQueue::new(
+        aws_sdk_sqs::Client::from_conf(config),
+        url.clone(),
+    ))
 }
 
 impl App {

@@ -1,4 +1,4 @@
-//! Entry points: the CLI and the Lambda handlers. They parse input, call the
+//! Entry points: the CLI, the Lambda handlers and the sweeper. They parse input, call the
 //! [`crate::rag::Workflow`] service and shape its answer; they hold no workflow logic.
 
 mod app;
@@ -11,5 +11,6 @@ pub mod messages;
 pub mod metrics;
 pub mod sqs;
 pub mod stream;
+pub mod sweeper;
 
 pub use app::{App, StartupError};

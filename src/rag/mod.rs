@@ -33,5 +33,5 @@ pub use graph::{RagGraph, RagLimits};
 pub use node::RagNode;
 pub use request::{Mode, RunRequest, ValidationError, MAX_QUESTION_CHARS, MAX_TOKENS_LIMIT};
 pub use response::{Metadata, RunError, RunResponse, RunStatus, Tokens};
-pub use service::{RagCheckpoint, Workflow};
+pub use service::{RagCheckpoint, Workflow, QUEUED_LEASE};
 pub use state::{BestEffortReason, Citation, Outcome, RagState};

@@ -11,7 +11,14 @@ use async_trait::async_trait;
 use std::time::Duration;
 use tracing::Instrument;
 
-/// Extra lease time past the budget's deadline, so a slow final write still holds it.
+/// How long a submitted run waits for its first message before the sweeper re-queues it:
+/// far longer than a message sits in a healthy queue, so only a run whose message was never
+/// sent (the API answered 5xx after storing it) is re-queued, and a backlog gets no
+/// duplicates.
+pub const QUEUED_LEASE: Duration = Duration::from_secs(15 * 60);
+
+/// Lease time past the budget's deadline when none is configured ([`Workflow::new`]); the
+/// app derives it from `DEADLINE_MARGIN_MS` instead ([`crate::aws::lease_grace`]).
 const LEASE_GRACE: Duration = Duration::from_secs(10);
 
 /// A run checkpoint of the adaptive-RAG graph.
@@ -27,6 +34,10 @@ pub struct Workflow<'a> {
     pub clock: &'a dyn Clock,
     /// Whether a deadline stop will be continued by another invocation (a queue exists).
     pub continue_on_deadline: bool,
+    /// How long an invocation's lease outlasts its budget's deadline: the time its last
+    /// checkpoint write and a continuation send may still take. Once the lease lapses, a
+    /// crashed invocation's run can be taken over (by a redelivery or the sweeper).
+    pub lease_grace: Duration,
 }
 
 impl<'a> Workflow<'a> {
@@ -38,6 +49,7 @@ impl<'a> Workflow<'a> {
             store,
             clock,
             continue_on_deadline: false,
+            lease_grace: LEASE_GRACE,
         }
     }
 
@@ -75,6 +87,10 @@ impl<'a> Workflow<'a> {
 
     /// Stores a new run of the anonymous caller without advancing it (an asynchronous run, to
     /// be continued by a worker).
+    ///
+    /// The run holds a parked lease ([`QUEUED_LEASE`]) that binds no one: the worker its
+    /// message reaches takes the run at once, but if the message is never sent, the sweeper
+    /// finds the run once that lease lapses and queues it.
     pub async fn submit(
         &self,
         run_id: &str,
@@ -96,8 +112,13 @@ impl<'a> Workflow<'a> {
             run_id: run_id.to_owned(),
             message: e.to_string(),
         })?;
+        let queued = Lease::parked(
+            self.clock
+                .now_ms()
+                .saturating_add(u64::try_from(QUEUED_LEASE.as_millis()).unwrap_or(u64::MAX)),
+        );
         self.store
-            .put(&key, 0, &body, None)
+            .put(&key, 0, &body, Some(&queued))
             .await
             .map_err(|e| match e {
                 crate::store::StoreError::Conflict { .. } => EngineError::Exists {
@@ -244,15 +265,24 @@ impl<'a> Workflow<'a> {
     }
 
     fn lease_until(&self, deadline_ms: u64) -> Lease {
+        let grace = u64::try_from(self.lease_grace.as_millis()).unwrap_or(u64::MAX);
         Lease {
             owner: uuid::Uuid::new_v4().to_string(),
-            expires_at_ms: deadline_ms + LEASE_GRACE.as_millis() as u64,
+            expires_at_ms: deadline_ms.saturating_add(grace),
         }
     }
 
     fn respond(&self, cp: &RagCheckpoint) -> RunResponse {
         RunResponse::from_checkpoint(cp, self.graph.provider())
     }
+}
+
+/// True when `cp` is suspended, waiting for a continuation: the invocation that stopped it
+/// parks its lease instead of releasing it ([`Persist::park`]), so a continuation takes the
+/// run at once, and if the continuation is never queued (the invocation died between its
+/// last write and the send) the lease lapses and the sweeper re-queues the run.
+fn parked(cp: &RagCheckpoint) -> bool {
+    cp.phase == Phase::Stopped && cp.state.outcome == Some(super::Outcome::Suspended)
 }
 
 fn encode(run_id: &str, cp: &RagCheckpoint) -> Result<Vec<u8>, EngineError> {
@@ -282,7 +312,11 @@ impl<'e, P> Observed<'e, P> {
 #[async_trait]
 impl<P: Persist<RagCheckpoint> + Send> Persist<RagCheckpoint> for Observed<'_, P> {
     async fn save(&mut self, cp: &RagCheckpoint, release: bool) -> Result<(), EngineError> {
-        self.inner.save(cp, release).await?;
+        if release && parked(cp) {
+            self.inner.park(cp).await?;
+        } else {
+            self.inner.save(cp, release).await?;
+        }
         if cp.records.len() > self.reported {
             self.reported = cp.records.len();
             if let Some(event) = RunEvent::step(cp) {

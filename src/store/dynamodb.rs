@@ -16,8 +16,13 @@
 //! [`StoreError::Transient`] or [`StoreError::Permanent`].
 //!
 //! Cache items ([`super::CacheStore`]) live in the same table; their layout is in `cache`.
+//! Leased head items also carry `lease_shard`, which lists them in the sparse GSI `leases`
+//! the sweeper queries ([`super::LeaseIndex`], in `leases`).
 
 mod cache;
+mod leases;
+
+pub use leases::{LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -121,6 +126,7 @@ impl DynamoStore {
         if let Some(lease) = w.lease {
             item.insert("lease_owner".to_owned(), s(&lease.owner));
             item.insert("lease_expires_at".to_owned(), n(lease.expires_at_ms));
+            item.insert(LEASE_SHARD.to_owned(), s(&leases::shard_of(key)));
         }
         item
     }

@@ -5,9 +5,12 @@
 //! An optional TTL makes items expire like DynamoDB's `expires_at`: an expired item reads as
 //! absent and can be created again from version 0. "Now" comes from an injectable clock so
 //! tests can move time forward without sleeping. Cache items ([`CacheStore`]) share the map and
-//! carry their own expiry.
+//! carry their own expiry. Leased items are listed by [`LeaseIndex`] with a scan of the map
+//! (fine in memory; the DynamoDB store uses a sparse index instead).
 
-use super::{CacheStore, CheckpointStore, Lease, StoreError, Versioned};
+use super::{
+    CacheStore, CheckpointStore, Lapsed, LapsedLease, Lease, LeaseIndex, StoreError, Versioned,
+};
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::fmt;
@@ -43,6 +46,8 @@ pub(crate) fn is_expired(expires_at_ms: Option<u64>, now_ms: u64) -> bool {
 struct Entry {
     item: Versioned,
     expires_at_ms: Option<u64>,
+    /// Re-queue mark of the current lease: (lease owner, when marked). Cleared by every put.
+    requeued: Option<(String, u64)>,
 }
 
 /// Versioned in-memory store.
@@ -155,6 +160,7 @@ impl CheckpointStore for MemoryStore {
                     lease: lease.cloned(),
                 },
                 expires_at_ms: expiry_ms(now_ms, self.ttl),
+                requeued: None,
             },
         );
         Ok(version)
@@ -186,8 +192,79 @@ impl CacheStore for MemoryStore {
                 lease: None,
             },
             expires_at_ms: expiry_ms(now_ms, Some(ttl)),
+            requeued: None,
         };
         self.lock().insert(key.to_owned(), entry);
+        Ok(())
+    }
+}
+
+/// True when `entry` holds a lease that lapsed before `now_ms` and carries no re-queue mark
+/// for it newer than `stale_before_ms`.
+fn lapsed_unmarked(entry: &Entry, now_ms: u64, stale_before_ms: u64) -> Option<&Lease> {
+    let lease = entry.item.lease.as_ref().filter(|l| !l.is_live(now_ms))?;
+    let marked = entry
+        .requeued
+        .as_ref()
+        .is_some_and(|(owner, at)| *owner == lease.owner && *at >= stale_before_ms);
+    (!marked && !is_expired(entry.expires_at_ms, now_ms)).then_some(lease)
+}
+
+#[async_trait]
+impl LeaseIndex for MemoryStore {
+    async fn lapsed(
+        &self,
+        now_ms: u64,
+        stale_before_ms: u64,
+        limit: usize,
+    ) -> Result<Lapsed, StoreError> {
+        let items = self.lock();
+        let mut found: Vec<LapsedLease> = items
+            .iter()
+            .filter_map(|(key, entry)| {
+                let lease = lapsed_unmarked(entry, now_ms, stale_before_ms)?;
+                Some(LapsedLease {
+                    key: key.clone(),
+                    lease: lease.clone(),
+                })
+            })
+            .collect();
+        found.sort_by(|a, b| (a.lease.expires_at_ms, &a.key).cmp(&(b.lease.expires_at_ms, &b.key)));
+        found.truncate(limit);
+        Ok(Lapsed {
+            leases: found,
+            unlisted: 0,
+        })
+    }
+
+    async fn claim_requeue(
+        &self,
+        lapsed: &LapsedLease,
+        now_ms: u64,
+        stale_before_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let mut items = self.lock();
+        let Some(entry) = items.get_mut(&lapsed.key) else {
+            return Ok(false);
+        };
+        if lapsed_unmarked(entry, now_ms, stale_before_ms) != Some(&lapsed.lease) {
+            return Ok(false);
+        }
+        entry.requeued = Some((lapsed.lease.owner.clone(), now_ms));
+        Ok(true)
+    }
+
+    async fn release_requeue(
+        &self,
+        lapsed: &LapsedLease,
+        marked_at_ms: u64,
+    ) -> Result<(), StoreError> {
+        let mut items = self.lock();
+        if let Some(entry) = items.get_mut(&lapsed.key) {
+            if entry.requeued == Some((lapsed.lease.owner.clone(), marked_at_ms)) {
+                entry.requeued = None;
+            }
+        }
         Ok(())
     }
 }

@@ -1,18 +1,21 @@
 //! Checkpoint persistence: the [`CheckpointStore`] trait (versioned, conditional writes, leases)
 //! with in-memory and local-file implementations. The DynamoDB one lives in `dynamodb`. The same
-//! stores also hold expiring cache items ([`CacheStore`], in `cache`).
+//! stores also hold expiring cache items ([`CacheStore`], in `cache`). The memory and DynamoDB
+//! stores list runs whose lease lapsed ([`LeaseIndex`], in `leases`) for the sweeper.
 
 mod cache;
 mod dynamodb;
 mod error;
 mod file;
+mod leases;
 mod memory;
 
 pub use cache::{CacheStore, CACHE_KEY_PREFIX};
 pub(crate) use dynamodb::sdk_error_class;
-pub use dynamodb::DynamoStore;
+pub use dynamodb::{DynamoStore, LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
 pub use error::StoreError;
 pub use file::FileStore;
+pub use leases::{Lapsed, LapsedLease, LeaseIndex};
 pub use memory::MemoryStore;
 
 use async_trait::async_trait;
@@ -27,10 +30,42 @@ pub struct Lease {
     pub expires_at_ms: u64,
 }
 
+/// Owner prefix of a parked lease.
+const PARKED: &str = "parked:";
+
 impl Lease {
-    /// True when the lease still binds at `now_ms`.
+    /// A parked lease until `expires_at_ms`: held by no invocation (a run waiting for its
+    /// queue message), so anyone may take the run at once, but it lapses like any other lease
+    /// and the sweeper then finds the run if nobody came.
+    pub fn parked(expires_at_ms: u64) -> Self {
+        Self {
+            owner: format!("{PARKED}{}", uuid::Uuid::new_v4()),
+            expires_at_ms,
+        }
+    }
+
+    /// This lease, parked: same expiry, no longer held by its invocation.
+    pub fn to_parked(&self) -> Self {
+        Self {
+            owner: format!("{PARKED}{}", self.owner.trim_start_matches(PARKED)),
+            expires_at_ms: self.expires_at_ms,
+        }
+    }
+
+    /// True for a parked lease ([`Lease::parked`]).
+    pub fn is_parked(&self) -> bool {
+        self.owner.starts_with(PARKED)
+    }
+
+    /// True when the lease has not lapsed at `now_ms`.
     pub fn is_live(&self, now_ms: u64) -> bool {
         self.expires_at_ms > now_ms
+    }
+
+    /// True when the lease keeps another invocation from taking the run at `now_ms`: live and
+    /// not parked.
+    pub fn binds(&self, now_ms: u64) -> bool {
+        self.is_live(now_ms) && !self.is_parked()
     }
 }
 
@@ -66,4 +101,25 @@ pub trait CheckpointStore: Send + Sync {
 
     /// Short backend name for logs (`memory`, `file`, `dynamodb`).
     fn name(&self) -> &'static str;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parked_lease_lapses_like_any_lease_but_never_binds() {
+        let held = Lease {
+            owner: "invocation-1".into(),
+            expires_at_ms: 1_000,
+        };
+        assert!(held.binds(999) && !held.binds(1_000));
+        let parked = held.to_parked();
+        assert!(parked.is_parked() && parked.is_live(999) && !parked.binds(999));
+        assert_eq!(parked.expires_at_ms, 1_000);
+        assert_eq!(parked.to_parked(), parked);
+        let queued = Lease::parked(5_000);
+        assert!(queued.is_parked() && !queued.binds(0) && !queued.is_live(5_000));
+        assert_ne!(queued.owner, Lease::parked(5_000).owner);
+    }
 }

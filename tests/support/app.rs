@@ -46,6 +46,15 @@ fn graph(model: Arc<dyn ChatModel>) -> RagGraph {
     })
 }
 
+/// The graph over the scripted model, every call costing `per_call` on `clock`.
+pub fn timed_graph(llm: &ScriptedLlm, clock: Arc<FakeClock>, per_call: Duration) -> RagGraph {
+    graph(Arc::new(Timed {
+        inner: client(llm),
+        clock,
+        per_call,
+    }))
+}
+
 /// An app on the scripted model, an in-memory store and the system clock.
 pub fn app(llm: &ScriptedLlm, store: Arc<dyn CheckpointStore>, queue_configured: bool) -> App {
     let mut settings = Settings::default();

@@ -1,6 +1,6 @@
 //! `cargo lambda watch` on loopback: the Lambda Runtime API emulator serving this crate's
-//! function binaries (`api`, `worker`, `stream`), one emulator per [`LambdaWatch`], stopped on
-//! drop.
+//! function binaries (`api`, `worker`, `stream`, `sweeper`), one emulator per [`LambdaWatch`],
+//! stopped on drop.
 //!
 //! `cargo-lambda` is looked up in `CARGO_LAMBDA_BIN`, then `.local/venv/bin/cargo-lambda` (what
 //! `scripts/setup-test-tools.sh` installs), then `PATH`. Missing means the tests fail.
@@ -49,10 +49,11 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 const LOG_TAIL: usize = 40;
 
 /// The function binaries this crate builds; `None` when a binary does not exist (yet).
-const FUNCTIONS: [(&str, Option<&str>); 3] = [
+const FUNCTIONS: [(&str, Option<&str>); 4] = [
     ("api", option_env!("CARGO_BIN_EXE_api")),
     ("worker", option_env!("CARGO_BIN_EXE_worker")),
     ("stream", option_env!("CARGO_BIN_EXE_stream")),
+    ("sweeper", option_env!("CARGO_BIN_EXE_sweeper")),
 ];
 
 /// Variables of the application (`src/config.rs`) never inherited from the developer's shell:
@@ -291,6 +292,19 @@ impl LambdaWatch {
     /// `AWS_LAMBDA_RUNTIME_API`). Linux only; empty elsewhere.
     pub fn function_pids(&self) -> Vec<u32> {
         processes_for(self.addr)
+    }
+
+    /// The pid of `function`'s live process (found by its `AWS_LAMBDA_FUNCTION_NAME`), if
+    /// any. Linux only.
+    pub fn function_pid(&self, function: &str) -> Option<u32> {
+        let needle = format!("AWS_LAMBDA_FUNCTION_NAME={function}");
+        self.function_pids().into_iter().find(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                environ
+                    .split(|b| *b == 0)
+                    .any(|var| var == needle.as_bytes())
+            })
+        })
     }
 
     /// Sends `request`, failing fast (with the log) if the function process dies meanwhile.
@@ -613,7 +627,7 @@ fn free_port() -> u16 {
 }
 
 /// True while `pid` exists and is not a zombie.
-fn alive(pid: u32) -> bool {
+pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the parenthesised command name.
         Ok(stat) => !matches!(

@@ -2,6 +2,9 @@
 #![allow(dead_code)]
 
 pub mod app;
+pub mod counted;
+pub mod event_source;
+pub mod fault_proxy;
 pub mod lambda_watch;
 pub mod llm_server;
 pub mod moto;

@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider};
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
 };
+use bounded_rag::store::{LEASE_INDEX, LEASE_SHARD};
 
 /// How long a starting server may take to answer HTTP.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -89,6 +90,17 @@ impl Moto {
             .build()
     }
 
+    /// [`Moto::sdk_config`] with another endpoint (a proxy in front of this server) and the
+    /// SDK's standard retries, as `aws_config::load_defaults` gives the functions.
+    pub async fn sdk_config_at(&self, endpoint: &str) -> SdkConfig {
+        self.sdk_config()
+            .await
+            .into_builder()
+            .endpoint_url(endpoint)
+            .retry_config(aws_config::retry::RetryConfig::standard())
+            .build()
+    }
+
     /// A DynamoDB client for this server.
     pub async fn dynamodb(&self) -> aws_sdk_dynamodb::Client {
         aws_sdk_dynamodb::Client::new(&self.sdk_config().await)
@@ -99,18 +111,19 @@ impl Moto {
         aws_sdk_secretsmanager::Client::new(&self.sdk_config().await)
     }
 
-    /// Creates a fresh checkpoint table (pk S, sk S, on-demand, TTL on `expires_at`); returns
-    /// its name.
+    /// Creates a fresh checkpoint table as `template.yaml` has it (pk S, sk S, on-demand, TTL
+    /// on `expires_at`, the sparse lease index the sweeper queries); returns its name.
     pub async fn create_table(&self) -> String {
         let name = unique_name("checkpoints");
         let client = self.dynamodb().await;
-        let attribute = |name: &str| {
+        let typed = |name: &str, kind| {
             AttributeDefinition::builder()
                 .attribute_name(name)
-                .attribute_type(ScalarAttributeType::S)
+                .attribute_type(kind)
                 .build()
                 .expect("attribute definition")
         };
+        let attribute = |name: &str| typed(name, ScalarAttributeType::S);
         let key = |name: &str, key_type| {
             KeySchemaElement::builder()
                 .attribute_name(name)
@@ -118,13 +131,30 @@ impl Moto {
                 .build()
                 .expect("key schema element")
         };
+        let leases = GlobalSecondaryIndex::builder()
+            .index_name(LEASE_INDEX)
+            .key_schema(key(LEASE_SHARD, KeyType::Hash))
+            .key_schema(key("lease_expires_at", KeyType::Range))
+            .projection(
+                Projection::builder()
+                    .projection_type(ProjectionType::Include)
+                    .non_key_attributes("lease_owner")
+                    .non_key_attributes("requeued_for")
+                    .non_key_attributes("requeued_at")
+                    .build(),
+            )
+            .build()
+            .expect("lease index");
         client
             .create_table()
             .table_name(&name)
             .attribute_definitions(attribute("pk"))
             .attribute_definitions(attribute("sk"))
+            .attribute_definitions(attribute(LEASE_SHARD))
+            .attribute_definitions(typed("lease_expires_at", ScalarAttributeType::N))
             .key_schema(key("pk", KeyType::Hash))
             .key_schema(key("sk", KeyType::Range))
+            .global_secondary_indexes(leases)
             .billing_mode(BillingMode::PayPerRequest)
             .send()
             .await
@@ -142,6 +172,24 @@ impl Moto {
             .await
             .expect("UpdateTimeToLive on moto");
         name
+    }
+
+    /// An SQS client for this server.
+    pub async fn sqs(&self) -> aws_sdk_sqs::Client {
+        aws_sdk_sqs::Client::new(&self.sdk_config().await)
+    }
+
+    /// Creates a fresh standard queue; returns its URL.
+    pub async fn create_queue(&self) -> String {
+        self.sqs()
+            .await
+            .create_queue()
+            .queue_name(unique_name("work"))
+            .send()
+            .await
+            .expect("CreateQueue on moto")
+            .queue_url
+            .expect("queue url")
     }
 
     /// Creates a fresh secret holding `secret_string`; returns its name.
@@ -173,6 +221,67 @@ impl Moto {
             failures.join("\n")
         );
     }
+}
+
+/// Receives (and deletes) every message visible on `url`, in batches of 10, until a receive
+/// comes back empty (at most 1,000 batches).
+pub async fn drain(client: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
+    let mut all = Vec::new();
+    for _ in 0..1_000 {
+        let batch = receive(client, url, 10).await;
+        if batch.is_empty() {
+            return all;
+        }
+        all.extend(batch);
+    }
+    panic!("queue {url} never ran dry");
+}
+
+/// Receives (and deletes) up to `max` (1..=10) visible messages of `url`.
+pub async fn receive(
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+    max: i32,
+) -> Vec<aws_sdk_sqs::types::Message> {
+    let messages = client
+        .receive_message()
+        .queue_url(url)
+        .max_number_of_messages(max)
+        .send()
+        .await
+        .expect("ReceiveMessage on moto")
+        .messages
+        .unwrap_or_default();
+    for m in &messages {
+        client
+            .delete_message()
+            .queue_url(url)
+            .receipt_handle(m.receipt_handle().expect("receipt handle"))
+            .send()
+            .await
+            .expect("DeleteMessage on moto");
+    }
+    messages
+}
+
+/// The Lambda SQS event a poller would build from `messages`.
+pub fn sqs_event(
+    messages: &[aws_sdk_sqs::types::Message],
+) -> aws_lambda_events::event::sqs::SqsEvent {
+    let records: Vec<serde_json::Value> = messages
+        .iter()
+        .map(|m| {
+            serde_json::json!({
+                "messageId": m.message_id().expect("message id"),
+                "receiptHandle": m.receipt_handle().expect("receipt handle"),
+                "body": m.body().expect("body"),
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "eventSource": "aws:sqs",
+            })
+        })
+        .collect();
+    serde_json::from_value(serde_json::json!({ "Records": records })).expect("SQS event")
 }
 
 fn try_start(binary: &Path) -> Result<Moto, String> {
