@@ -3,7 +3,9 @@
 
 mod app;
 pub mod cli;
+mod cli_kb;
 mod cli_stream;
+pub mod eval;
 pub mod http;
 pub mod logging;
 pub mod metrics;

@@ -249,6 +249,7 @@ mod tests {
             content: content.into(),
             score: 1.0,
             kind: DocKind::Episode,
+            clear_match: false,
         }
     }
 

@@ -3,7 +3,7 @@
 use super::RunRequest;
 use crate::engine::Limit;
 use crate::llm::DataSource;
-use crate::retrieval::Document;
+use crate::retrieval::{Document, RetrievalMode};
 use serde::{Deserialize, Serialize};
 
 /// A source the answer cites.
@@ -111,6 +111,12 @@ pub struct RagState {
     pub outcome: Option<Outcome>,
     /// The answer shown to the caller (disclaimer included).
     pub answer: Option<String>,
+    /// The knowledge-base version this run searches (a bundle's content hash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kb_version: Option<String>,
+    /// The retrieval a knowledge-base step of this run runs (`bm25` or `hybrid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieval: Option<RetrievalMode>,
 }
 
 impl RagState {
@@ -131,6 +137,8 @@ impl RagState {
             continue_on_deadline: false,
             outcome: None,
             answer: None,
+            kb_version: None,
+            retrieval: None,
         }
     }
 
