@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod app;
+pub mod embeddings_server;
 pub mod lambda_watch;
 pub mod llm_server;
 pub mod moto;
