@@ -286,8 +286,18 @@ pub fn render(r: &RunResponse) -> String {
     } else {
         ""
     };
+    let kb = match (&m.retrieval, &m.kb_version) {
+        (Some(mode), Some(version)) => {
+            format!(
+                " · {} on kb {}",
+                mode.as_str(),
+                &version[..version.len().min(12)]
+            )
+        }
+        _ => String::new(),
+    };
     out.push_str(&format!(
-        "\n{status} · {} steps · route {route} · rewrites {} · regenerations {} · limits {limits} · {:.3}s · {} model calls · {} tokens{estimated} · provider {} · run {}",
+        "\n{status} · {} steps · route {route} · rewrites {} · regenerations {} · limits {limits} · {:.3}s · {} model calls · {} tokens{estimated}{kb} · provider {} · run {}",
         m.total_steps,
         m.query_transformation_retry_count,
         m.hallucination_retry_count,
