@@ -364,3 +364,79 @@ async fn a_bundle_of_another_embedding_model_is_refused() {
     .unwrap();
     assert!(live.embedding().is_none());
 }
+
+/// The CLI with moto's endpoint and dummy credentials, nothing else from this environment.
+fn cli(endpoint: &str, state: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bounded-rag"));
+    cmd.env_clear()
+        .env("AWS_ENDPOINT_URL", endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("STATE_DIR", state)
+        .env("LLM_PROVIDER", "offline");
+    cmd
+}
+
+#[tokio::test]
+async fn the_cli_publishes_lists_and_answers_from_kb_uri() {
+    let b = bundles();
+    let (store, _) = store().await;
+    let endpoint = moto().await.endpoint().to_owned();
+    let uri = store.location().to_string();
+    let state = tempfile::tempdir().unwrap();
+
+    // Nothing published yet: a clear start-up error, exit code 2.
+    let out = cli(&endpoint, state.path())
+        .env("KB_URI", &uri)
+        .args(["-q", "ask", QUESTION])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no bundle is published"), "{stderr}");
+
+    let out = cli(&endpoint, state.path())
+        .args(["kb", "publish"])
+        .arg(&b.v2)
+        .arg(&uri)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v2 = version_of(&b.v2);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&v2));
+
+    let out = cli(&endpoint, state.path())
+        .args(["kb", "list", &uri, "--json"])
+        .output()
+        .unwrap();
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list[0]["version"], v2.as_str());
+    assert_eq!(list[0]["current"], true);
+
+    let out = cli(&endpoint, state.path())
+        .env("KB_URI", &uri)
+        .args(["-q", "ask", QUESTION, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let response: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(response["metadata"]["kb_version"], v2.as_str());
+    assert_eq!(response["metadata"]["retrieval"], "bm25");
+    let cited: Vec<&str> = response["citations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["url"].as_str())
+        .collect();
+    assert!(cited.contains(&"kb://zanthorix.md#1"), "{cited:?}");
+}
