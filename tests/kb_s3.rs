@@ -440,3 +440,42 @@ async fn the_cli_publishes_lists_and_answers_from_kb_uri() {
         .collect();
     assert!(cited.contains(&"kb://zanthorix.md#1"), "{cited:?}");
 }
+
+#[tokio::test]
+async fn a_warm_instance_checks_in_the_background_and_swaps_between_runs() {
+    let b = bundles();
+    let (store, _) = store().await;
+    let v1 = store.publish(&b.v1).await.unwrap().version;
+    // Due at every run: the run that finds the check due starts it and keeps its version.
+    let live = LiveKnowledge::open(
+        store.clone(),
+        LoadOptions {
+            refresh_every: Some(std::time::Duration::ZERO),
+            ..options()
+        },
+    )
+    .await
+    .unwrap();
+    let graph = RagGraph::new(
+        Arc::new(OfflineModel),
+        Arc::new(live.clone()),
+        None,
+        RagLimits::default(),
+    );
+    let checkpoints = MemoryStore::new();
+    let workflow = Workflow::new(&graph, &checkpoints, &SystemClock);
+    let v2 = store.publish(&b.v2).await.unwrap().version;
+
+    let first = run(&workflow, "first").await;
+    assert_eq!(first.metadata.kb_version.as_deref(), Some(v1.as_str()));
+    // The background check swaps v2 in; wait for it (bounded).
+    for _ in 0..200 {
+        if live.version().as_deref() == Some(v2.as_str()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(live.version(), Some(v2.clone()));
+    let second = run(&workflow, "second").await;
+    assert_eq!(second.metadata.kb_version.as_deref(), Some(v2.as_str()));
+}
