@@ -32,6 +32,7 @@ struct Options {
     passages: usize,
     queries: usize,
     api: Option<PathBuf>,
+    api_events: usize,
     out: Option<PathBuf>,
 }
 
@@ -40,6 +41,7 @@ fn options() -> Options {
         passages: 100_000,
         queries: 1_000,
         api: None,
+        api_events: 20,
         out: None,
     };
     let mut args = std::env::args().skip(1);
@@ -49,6 +51,7 @@ fn options() -> Options {
             "--passages" => o.passages = value().parse().expect("--passages N"),
             "--queries" => o.queries = value().parse().expect("--queries N"),
             "--api" => o.api = Some(value().into()),
+            "--api-events" => o.api_events = value().parse().expect("--api-events N"),
             "--out" => o.out = Some(value().into()),
             "--bench" => {}
             other => panic!("unknown argument {other}"),
@@ -160,6 +163,19 @@ fn dir_size(dir: &Path) -> u64 {
         .sum()
 }
 
+/// This process's current and peak RSS, from /proc.
+fn memory() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .map(|l| l.trim_start_matches(name).trim().to_owned())
+            .unwrap_or_default()
+    };
+    format!("RSS {}, peak {}", field("VmRSS:"), field("VmHWM:"))
+}
+
 /// `--api`, else the release `api` of the target folder, if built.
 fn api_binary(o: &Options) -> Option<PathBuf> {
     o.api.clone().or_else(|| {
@@ -197,7 +213,7 @@ async fn main() {
         api_key: None,
     })
     .unwrap();
-    log("ingesting with embeddings");
+    log(&format!("ingesting with embeddings ({})", memory()));
     let bundle = work.path().join("bundle");
     let started = Instant::now();
     let summary = ingest(
@@ -216,7 +232,7 @@ async fn main() {
     let vector_bytes = summary.manifest.file("vectors.bin").map_or(0, |f| f.bytes);
     log(&format!("{summary}"));
 
-    log("publishing to moto's S3");
+    log(&format!("publishing to moto's S3 ({})", memory()));
     let moto = moto();
     let sdk = sdk(&moto.endpoint);
     let client = s3::client(&sdk);
@@ -249,6 +265,7 @@ async fn main() {
         loads.push(ms(started.elapsed()));
         live = Some(loaded);
     }
+    log(&format!("after the cold loads: {}", memory()));
     let kb: Arc<KnowledgeBase> = live.unwrap().current();
     assert_eq!(kb.stats().passages, summary.stats.passages);
 
@@ -302,7 +319,7 @@ async fn main() {
             serde_json::from_str(include_str!("../../events/apigw-run.json")).unwrap();
         let events: Vec<String> = queries
             .iter()
-            .take(20)
+            .take(o.api_events)
             .map(|q| {
                 let mut e = template.clone();
                 e["body"] = json!({"question": q, "n_retrieved_documents": 5})
@@ -338,7 +355,7 @@ async fn main() {
             let answer: Value = serde_json::from_str(v["body"].as_str().unwrap()).unwrap();
             assert_eq!(answer["metadata"]["retrieval"], "hybrid", "{answer}");
         }
-        assert_eq!(served.responses.len(), 20);
+        assert_eq!(served.responses.len(), o.api_events);
         served
     });
 
