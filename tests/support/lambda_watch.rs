@@ -57,7 +57,7 @@ const FUNCTIONS: [(&str, Option<&str>); 3] = [
 
 /// Variables of the application (`src/config.rs`) never inherited from the developer's shell:
 /// a test sets what it needs and nothing else leaks in. `AWS_*` is dropped as well.
-const APP_VARS: [&str; 24] = [
+const APP_VARS: [&str; 29] = [
     "LLM_PROVIDER",
     "LLM_BASE_URL",
     "LLM_MODEL",
@@ -71,6 +71,11 @@ const APP_VARS: [&str; 24] = [
     "CHECKPOINT_TABLE",
     "WORK_QUEUE_URL",
     "KB_PATH",
+    "KB_URI",
+    "KB_REFRESH_SECONDS",
+    "EMBEDDINGS_BASE_URL",
+    "EMBEDDINGS_MODEL",
+    "EMBEDDINGS_API_KEY",
     "STATE_DIR",
     "MAX_RETRIES",
     "MAX_REGENERATIONS",
