@@ -125,6 +125,15 @@ impl LiveKnowledge {
             Err(poisoned) => *poisoned.into_inner() = Arc::new(kb),
         }
         tracing::info!(from = %from, to = %to, "knowledge base swapped in");
+        // A bundle downloaded to disk is no longer needed there: runs still searching it keep
+        // their memory maps (Linux unlinks the files only when the last map goes).
+        if let Some(dir) = current.origin() {
+            if dir.starts_with(&self.inner.options.cache_dir) {
+                if let Err(error) = std::fs::remove_dir_all(dir) {
+                    tracing::warn!(%error, dir = %dir.display(), "could not remove an old bundle");
+                }
+            }
+        }
         Ok(RefreshOutcome::Swapped { from, to })
     }
 
