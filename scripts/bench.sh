@@ -91,6 +91,18 @@ cargo bench --locked --bench suite -- --arm64-log "$ARM64_STATUS" --out "$TABLE"
     "${PY_ARGS[@]}" "${suite_args[@]}" >&2
 cat "$TABLE"
 
+# --- knowledge base at scale: benches/kb (BENCHMARKS.md, "Knowledge base at 100,000 passages") ---
+# A generated corpus of 100,000 passages with 384-dimension vectors: ingest, bundle size, cold
+# load from moto's S3, BM25 and hybrid query latency, the release `api` function's peak RSS.
+log "kb: 100,000 passages (ingest, S3 cold load, BM25/hybrid p50/p99, api peak RSS)"
+KB_TABLE="$TARGET_DIR/bench-kb-table.md"
+rm -f "$KB_TABLE"
+MOTO_SERVER_BIN=${MOTO_SERVER_BIN:-$ROOT/.local/venv/bin/moto_server} \
+    cargo bench --locked --bench kb -- --api "$TARGET_DIR/release/api" --out "$KB_TABLE" >&2
+echo
+cat "$KB_TABLE"
+# --- end of the knowledge-base step ---
+
 # ---------------------------------------------------------------------------------------------
 # Load test: its own step, its own file (bench/load/local_stack_load.py), its own section of
 # BENCHMARKS.md. Nothing above depends on it.

@@ -8,12 +8,15 @@
 #
 # Steps:
 #   1. scripts/setup-test-tools.sh        moto_server and cargo-lambda into .local/venv (PyPI, once)
-#   2. moto_server on 127.0.0.1:$MOTO_PORT (DynamoDB, SQS, Secrets Manager wire APIs), log .local/moto.log
-#   3. infra/local/provision.py           checkpoint table, work queue + DLQ, secret bounded-rag/api-keys
+#   2. moto_server on 127.0.0.1:$MOTO_PORT (DynamoDB, SQS, Secrets Manager, S3 wire APIs), log .local/moto.log
+#   3. infra/local/provision.py           checkpoint table, work queue + DLQ, secret bounded-rag/api-keys,
+#                                         bucket bounded-rag-kb
 #   4. $LAMBDA_ENV_FILE                   AWS_ENDPOINT_URL, dummy credentials, CHECKPOINT_TABLE,
-#                                         WORK_QUEUE_URL, SECRETS_ID, LLM_PROVIDER=offline, and
-#                                         every setting of README's configuration table that is
-#                                         set in this shell (MAX_TOKENS_PER_RUN, RUN_TIMEOUT_MS, ...)
+#                                         WORK_QUEUE_URL, SECRETS_ID, KB_URI, LLM_PROVIDER=offline,
+#                                         and every setting of README's configuration table that
+#                                         is set in this shell (MAX_TOKENS_PER_RUN, RUN_TIMEOUT_MS, ...)
+#      then the sample knowledge base: `bounded-rag ingest kb` and `bounded-rag kb publish` to
+#      KB_URI on moto's S3, so the functions load their knowledge from S3 exactly as on AWS
 #   5. cargo lambda watch -A 127.0.0.1 -P $LAMBDA_PORT --env-file $LAMBDA_ENV_FILE   (foreground)
 #      plus infra/local/sqs_pump.py, which feeds the work queue to the `worker` function the way
 #      Lambda's SQS event source would (watch emulates Lambda, not event source mappings), with
@@ -25,6 +28,9 @@
 #   LLM_PROVIDER=offline   (openai: also set LLM_BASE_URL / LLM_MODEL; LLM_API_KEY goes into the
 #                           secret, never into the env file)
 #   WEB_SEARCH_BASE_URL, WEB_SEARCH_API_KEY (the key goes into the secret)
+#   EMBEDDINGS_BASE_URL, EMBEDDINGS_MODEL, EMBEDDINGS_API_KEY (hybrid retrieval: the sample is
+#                           ingested with them; the key goes into the secret)
+#   KB_SOURCE=kb            the folder published as the knowledge base
 #   any other documented setting (README "Configuration") is passed to the functions as set
 #
 # Nothing listens on anything but 127.0.0.1 and nothing talks to AWS: the credentials are dummies.
@@ -42,7 +48,7 @@ MOTO_LOG="$ROOT/.local/moto.log"
 MOTO_PIDFILE="$ROOT/.local/moto.pid"
 ENDPOINT="http://127.0.0.1:$MOTO_PORT"
 
-usage() { sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 watch=1
 stop=0
@@ -148,6 +154,19 @@ fi
 # 3 + 4. resources and env file
 "$PY" "$ROOT/infra/local/provision.py" --endpoint "$ENDPOINT" --env-file "$LAMBDA_ENV_FILE" >&2
 QUEUE_URL="$(sed -n "s/^WORK_QUEUE_URL='\(.*\)'$/\1/p" "$LAMBDA_ENV_FILE")"
+KB_URI="$(sed -n "s/^KB_URI='\(.*\)'$/\1/p" "$LAMBDA_ENV_FILE")"
+
+# The knowledge base: ingested and published to moto's S3 the way `kb publish` does on AWS.
+KB_SOURCE="${KB_SOURCE:-kb}"
+KB_BUNDLE="$ROOT/.local/kb-bundle"
+log "publishing $KB_SOURCE/ to $KB_URI"
+(
+    export AWS_ENDPOINT_URL="$ENDPOINT" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=testing \
+        AWS_SECRET_ACCESS_KEY=testing AWS_EC2_METADATA_DISABLED=true
+    unset AWS_PROFILE AWS_SESSION_TOKEN SECRETS_ID
+    cargo run --quiet --bin bounded-rag -- -q ingest "$KB_SOURCE" --out "$KB_BUNDLE" >&2
+    cargo run --quiet --bin bounded-rag -- -q kb publish "$KB_BUNDLE" "$KB_URI" >&2
+)
 
 INVOKE="http://127.0.0.1:$LAMBDA_PORT"
 cat >&2 <<EOF

@@ -61,6 +61,13 @@ pub struct Settings {
     pub aws: AwsSettings,
     /// `KB_PATH`: knowledge base to load instead of the bundled one.
     pub kb_path: Option<PathBuf>,
+    /// `KB_URI`: a bundle published to S3 (`s3://BUCKET/PREFIX`); wins over `KB_PATH`.
+    pub kb_uri: Option<crate::retrieval::s3::S3Location>,
+    /// `KB_REFRESH_SECONDS`: how often a warm instance re-checks `KB_URI` (0..=86400 s,
+    /// default 300; 0 = never).
+    pub kb_refresh: Option<Duration>,
+    /// Embeddings endpoint; `None` when `EMBEDDINGS_BASE_URL` is unset.
+    pub embeddings: Option<EmbeddingsSettings>,
     /// `STATE_DIR`: folder of the local file store (default `.bounded-rag/runs`).
     pub state_dir: PathBuf,
     /// `MAX_BODY_BYTES`: largest accepted request body (1024..=1048576, default 65536).
@@ -84,6 +91,17 @@ pub struct LlmSettings {
     /// `LLM_CACHE_TTL_SECONDS`: how long model replies are cached in the checkpoint store
     /// (0..=2592000 s); `None` when 0, the default: no response cache.
     pub cache_ttl: Option<Duration>,
+}
+
+/// OpenAI-compatible embeddings settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddingsSettings {
+    /// `EMBEDDINGS_BASE_URL`: the client posts to `{base_url}/embeddings`.
+    pub base_url: Url,
+    /// `EMBEDDINGS_MODEL` (required with a base URL).
+    pub model: String,
+    /// `EMBEDDINGS_API_KEY`; may also come later from the `SECRETS_ID` secret.
+    pub api_key: Option<Secret>,
 }
 
 /// Tavily-compatible web search settings.
@@ -249,6 +267,7 @@ const RUN_TTL: Num = Num::new(60, 31_536_000, 604_800, "seconds");
 const MAX_BODY_BYTES: Num = Num::new(1_024, 1_048_576, 65_536, "bytes");
 const MAX_TOKENS_PER_RUN: Num = Num::new(0, 100_000_000, 0, "tokens (0 = unbounded)");
 const MAX_ACTIVE_RUNS: Num = Num::new(0, 10_000, 0, "runs (0 = unlimited)");
+const KB_REFRESH: Num = Num::new(0, 86_400, 300, "seconds (0 = never)");
 
 impl Settings {
     /// Reads the process environment.
@@ -341,6 +360,31 @@ impl Settings {
             run_ttl: env.seconds("RUN_TTL_SECONDS", RUN_TTL)?,
         };
         let max_body_bytes = env.number("MAX_BODY_BYTES", MAX_BODY_BYTES)?;
+        let kb_uri = match env.text("KB_URI") {
+            None => None,
+            Some(value) => Some(
+                value
+                    .parse()
+                    .map_err(|reason: String| ConfigError::Invalid {
+                        var: "KB_URI",
+                        value,
+                        expected: format!("s3://BUCKET/PREFIX ({reason})"),
+                    })?,
+            ),
+        };
+        let embeddings_key = env.secret("EMBEDDINGS_API_KEY")?;
+        let embeddings = match env.url("EMBEDDINGS_BASE_URL")? {
+            None => None,
+            Some(base_url) => Some(EmbeddingsSettings {
+                base_url,
+                model: env.text("EMBEDDINGS_MODEL").ok_or(ConfigError::Invalid {
+                    var: "EMBEDDINGS_MODEL",
+                    value: String::new(),
+                    expected: "the embedding model's name when EMBEDDINGS_BASE_URL is set".into(),
+                })?,
+                api_key: embeddings_key,
+            }),
+        };
         Ok(Settings {
             llm,
             web,
@@ -348,6 +392,10 @@ impl Settings {
             budgets,
             aws,
             kb_path: env.text("KB_PATH").map(PathBuf::from),
+            kb_uri,
+            kb_refresh: Some(env.seconds("KB_REFRESH_SECONDS", KB_REFRESH)?)
+                .filter(|d| !d.is_zero()),
+            embeddings,
             state_dir: PathBuf::from(
                 env.text("STATE_DIR")
                     .unwrap_or_else(|| DEFAULT_STATE_DIR.to_owned()),

@@ -49,6 +49,8 @@ pub struct SecretBundle {
     pub llm_api_key: Option<Secret>,
     /// `WEB_SEARCH_API_KEY`.
     pub web_search_api_key: Option<Secret>,
+    /// `EMBEDDINGS_API_KEY`.
+    pub embeddings_api_key: Option<Secret>,
 }
 
 impl fmt::Display for SecretBundle {
@@ -209,6 +211,7 @@ fn parse_bundle(secret_id: &str, text: &str) -> Result<SecretBundle, SecretsErro
     Ok(SecretBundle {
         llm_api_key: field("LLM_API_KEY")?,
         web_search_api_key: field("WEB_SEARCH_API_KEY")?,
+        embeddings_api_key: field("EMBEDDINGS_API_KEY")?,
     })
 }
 
@@ -262,6 +265,7 @@ mod tests {
         let bundle = SecretBundle {
             llm_api_key: Some(Secret::new("sk-very-secret")),
             web_search_api_key: None,
+            embeddings_api_key: None,
         };
         assert_eq!(
             bundle.to_string(),

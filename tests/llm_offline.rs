@@ -32,6 +32,7 @@ fn docs() -> Vec<Document> {
         content: content.into(),
         score: 2.0 - i as f32,
         kind: DocKind::Episode,
+        clear_match: false,
     })
     .collect()
 }

@@ -2,11 +2,12 @@
 
 Mirrors template.yaml: the checkpoint table (pk S / sk S, on-demand, TTL on expires_at, the
 sparse `leases` index the sweeper queries), the work queue with its dead-letter queue (redrive
-after 3 receives) and the API-keys secret. Safe to run again: existing resources are kept (a
-table without the index gets it), the secret gets the new value. Finally writes the env file
-that `cargo lambda watch --env-file` gives the functions: the local resources, plus every
-setting of README.md's configuration table that is set in this environment (the API keys go
-into the secret instead).
+after 3 receives), the API-keys secret and the knowledge-base bucket (the functions get
+KB_URI=s3://BUCKET/PREFIX; scripts/local-stack.sh publishes the sample bundle there). Safe to
+run again: existing resources are kept (a table without the index gets it), the secret gets the
+new value. Finally writes the env file that `cargo lambda watch --env-file` gives the
+functions: the local resources, plus every setting of README.md's configuration table that is
+set in this environment (the API keys go into the secret instead).
 
     provision.py --endpoint http://127.0.0.1:5000 --env-file .local/lambda.env
 
@@ -31,7 +32,14 @@ SECRET_KEY = "testing"
 README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 # Documented settings that never go into the env file: the keys live in the secret, the rest is
 # what this script provisions.
-NOT_FORWARDED = {"LLM_API_KEY", "WEB_SEARCH_API_KEY", "CHECKPOINT_TABLE", "WORK_QUEUE_URL", "SECRETS_ID"}
+NOT_FORWARDED = {
+    "LLM_API_KEY",
+    "WEB_SEARCH_API_KEY",
+    "EMBEDDINGS_API_KEY",
+    "CHECKPOINT_TABLE",
+    "WORK_QUEUE_URL",
+    "SECRETS_ID",
+}
 LEASE_INDEX = {
     "IndexName": "leases",
     "KeySchema": [
@@ -140,6 +148,14 @@ def forwarded_settings(environ=os.environ):
     }
 
 
+def create_bucket(s3, name):
+    try:
+        s3.create_bucket(Bucket=name)
+        return "created"
+    except (s3.exceptions.BucketAlreadyOwnedByYou, s3.exceptions.BucketAlreadyExists):
+        return "exists"
+
+
 def env_line(key, value):
     # cargo-lambda reads the file with env-file-reader: single quotes keep the value verbatim.
     if "'" in value or "\n" in value:
@@ -154,6 +170,8 @@ def main():
     parser.add_argument("--queue", default="bounded-rag-work")
     parser.add_argument("--dlq", default="bounded-rag-work-dlq")
     parser.add_argument("--secret-id", default="bounded-rag/api-keys")
+    parser.add_argument("--kb-bucket", default="bounded-rag-kb", help="bucket for bundles")
+    parser.add_argument("--kb-prefix", default="sample", help="prefix the functions load (KB_URI)")
     parser.add_argument("--env-file", required=True, help="where to write KEY='value' lines")
     parser.add_argument(
         "--llm-provider", default=os.environ.get("LLM_PROVIDER", "offline"), help="offline | openai"
@@ -165,12 +183,23 @@ def main():
         {
             "LLM_API_KEY": os.environ.get("LLM_API_KEY", "local-dev-llm-key"),
             "WEB_SEARCH_API_KEY": os.environ.get("WEB_SEARCH_API_KEY", ""),
+            "EMBEDDINGS_API_KEY": os.environ.get("EMBEDDINGS_API_KEY", ""),
         }
     )
 
     table_state = create_table(client("dynamodb", args.endpoint), args.table)
     queue_url, dlq_url = create_queues(client("sqs", args.endpoint), args.queue, args.dlq)
     secret_state = put_secret(client("secretsmanager", args.endpoint), args.secret_id, secret)
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=args.endpoint,
+        region_name=REGION,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}),
+    )
+    bucket_state = create_bucket(s3, args.kb_bucket)
+    kb_uri = f"s3://{args.kb_bucket}/{args.kb_prefix}"
 
     env = {
         "AWS_ENDPOINT_URL": args.endpoint,
@@ -183,6 +212,8 @@ def main():
         "WORK_QUEUE_URL": queue_url,
         "SECRETS_ID": args.secret_id,
         "RUST_LOG": os.environ.get("RUST_LOG") or "bounded_rag=info,warn",
+        "KB_URI": kb_uri,
+        "KB_REFRESH_SECONDS": "30",
     }
     env.update(forwarded_settings())
     env["LLM_PROVIDER"] = args.llm_provider
@@ -195,6 +226,7 @@ def main():
     print(f"queue   {queue_url}")
     print(f"dlq     {dlq_url} (maxReceiveCount 3)")
     print(f"secret  {args.secret_id} ({secret_state}; value not shown)")
+    print(f"kb      {kb_uri} (bucket {bucket_state})")
     print(f"env     {args.env_file}")
 
 

@@ -7,7 +7,11 @@ use crate::config::{LlmProvider, Settings};
 use crate::engine::{Budget, Clock, SystemClock};
 use crate::llm::{CachingModel, ChatModel, OfflineModel, OpenAiConfig, OpenAiModel};
 use crate::rag::{RagGraph, RagLimits, Workflow};
-use crate::retrieval::{KnowledgeBase, Retriever, TavilyClient, TavilyConfig, WebSearch};
+use crate::retrieval::s3::{self, BundleStore};
+use crate::retrieval::{
+    Embedder, EmbeddingsClient, EmbeddingsConfig, KnowledgeBase, LiveKnowledge, LoadOptions,
+    Retriever, TavilyClient, TavilyConfig, WebSearch,
+};
 use crate::secrets::{SecretBundle, SecretsProvider};
 use crate::store::{CacheStore, CheckpointStore, DynamoStore, FileStore};
 use std::sync::Arc;
@@ -64,27 +68,15 @@ impl App {
         let aws = if settings.aws.checkpoint_table.is_some()
             || settings.aws.work_queue_url.is_some()
             || settings.aws.secrets_id.is_some()
+            || settings.kb_uri.is_some()
         {
             Some(aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await)
         } else {
             None
         };
-        let secrets = match (&settings.aws.secrets_id, &aws) {
-            (Some(id), Some(sdk)) => {
-                let config = aws_sdk_secretsmanager::config::Builder::from(sdk)
-                    .timeout_config(aws::timeouts(sdk, aws::STARTUP_CALL))
-                    .build();
-                let client = aws_sdk_secretsmanager::Client::from_conf(config);
-                SecretsProvider::new(client, id.clone(), settings.aws.secrets_ttl)
-                    .get_json()
-                    .await?
-            }
-            _ => SecretBundle::default(),
-        };
-        let kb: Arc<dyn Retriever> = Arc::new(match &settings.kb_path {
-            Some(path) => KnowledgeBase::load(path)?,
-            None => KnowledgeBase::embedded()?,
-        });
+        let secrets = read_secrets(&settings, aws.as_ref()).await?;
+        let embedder = build_embedder(&settings, &secrets)?;
+        let kb = build_kb(&settings, aws.as_ref()).await?;
         let web = build_web(&settings, &secrets)?;
         let limits = RagLimits {
             max_retries: settings.limits.max_retries,
@@ -114,8 +106,12 @@ impl App {
         if let Some(ttl) = settings.llm.cache_ttl {
             model = Arc::new(CachingModel::new(model, cache, ttl));
         }
+        let mut graph = RagGraph::new(model, kb, web, limits);
+        if let Some(embedder) = embedder {
+            graph = graph.with_embedder(embedder);
+        }
         Ok(Self {
-            graph: RagGraph::new(model, kb, web, limits),
+            graph,
             settings,
             store,
             clock: Arc::new(SystemClock),
@@ -169,6 +165,77 @@ fn build_model(
             Arc::new(OpenAiModel::new(config)?)
         }
     })
+}
+
+/// The keys in the `SECRETS_ID` secret, when one is configured.
+async fn read_secrets(
+    settings: &Settings,
+    aws: Option<&aws_config::SdkConfig>,
+) -> Result<SecretBundle, StartupError> {
+    Ok(match (&settings.aws.secrets_id, aws) {
+        (Some(id), Some(sdk)) => {
+            let config = aws_sdk_secretsmanager::config::Builder::from(sdk)
+                .timeout_config(aws::timeouts(sdk, aws::STARTUP_CALL))
+                .build();
+            let client = aws_sdk_secretsmanager::Client::from_conf(config);
+            SecretsProvider::new(client, id.clone(), settings.aws.secrets_ttl)
+                .get_json()
+                .await?
+        }
+        _ => SecretBundle::default(),
+    })
+}
+
+/// The keys in the `SECRETS_ID` secret (AWS is configured only when a secret is named).
+pub(crate) async fn load_secrets(settings: &Settings) -> Result<SecretBundle, StartupError> {
+    if settings.aws.secrets_id.is_none() {
+        return Ok(SecretBundle::default());
+    }
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    read_secrets(settings, Some(&sdk)).await
+}
+
+/// The knowledge base: `KB_URI` (S3, refreshed), else `KB_PATH`, else the bundled sample.
+async fn build_kb(
+    settings: &Settings,
+    aws: Option<&aws_config::SdkConfig>,
+) -> Result<Arc<dyn Retriever>, StartupError> {
+    let model = settings.embeddings.as_ref().map(|e| e.model.clone());
+    if let (Some(location), Some(sdk)) = (&settings.kb_uri, aws) {
+        let store = BundleStore::new(s3::client(sdk), location.clone());
+        let options = LoadOptions {
+            embedding_model: model,
+            refresh_every: settings.kb_refresh,
+            ..LoadOptions::default()
+        };
+        return Ok(Arc::new(LiveKnowledge::open(store, options).await?));
+    }
+    let kb = match &settings.kb_path {
+        Some(path) => KnowledgeBase::load(path)?,
+        None => KnowledgeBase::embedded()?,
+    };
+    crate::retrieval::check_compatible(&kb, model.as_deref())?;
+    Ok(Arc::new(kb))
+}
+
+/// The embeddings client, when `EMBEDDINGS_BASE_URL` is set.
+pub(crate) fn build_embedder(
+    settings: &Settings,
+    secrets: &SecretBundle,
+) -> Result<Option<Arc<dyn Embedder>>, StartupError> {
+    let Some(e) = &settings.embeddings else {
+        return Ok(None);
+    };
+    let client = EmbeddingsClient::new(EmbeddingsConfig {
+        base_url: e.base_url.as_str().trim_end_matches('/').to_owned(),
+        model: e.model.clone(),
+        api_key: e
+            .api_key
+            .clone()
+            .or_else(|| secrets.embeddings_api_key.clone()),
+    })
+    .map_err(crate::retrieval::RetrievalError::from)?;
+    Ok(Some(Arc::new(client)))
 }
 
 fn build_web(

@@ -1,11 +1,12 @@
-//! The `bounded-rag` command line: `ask`, `ingest`, `status`.
+//! The `bounded-rag` command line: `ask`, `ingest`, `kb`, `eval`, `status`.
 
+use super::cli_kb::{ingest_command, kb_command, KbCommand};
 use super::cli_stream::Job;
+use super::eval::{eval_command, EvalArgs};
 use super::messages::{self, Surface};
 use super::App;
 use crate::engine::{Clock, EngineError, SystemClock};
 use crate::rag::{Mode, RunRequest, RunResponse, RunStatus};
-use crate::retrieval::ingest_dir;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,14 +28,25 @@ pub struct Cli {
 pub enum Command {
     /// Answer a question, or continue a stopped run with --resume.
     Ask(AskArgs),
-    /// Build a knowledge base from a folder of Markdown/text documents and JSONL entities.
+    /// Build a knowledge-base bundle from a folder of Markdown, text and HTML documents and
+    /// JSONL entities; embeds every passage when EMBEDDINGS_BASE_URL is set.
     Ingest {
-        /// Folder with .md/.txt documents and optional nodes.jsonl / edges.jsonl / communities.jsonl.
+        /// Folder with .md/.txt/.html documents and optional nodes.jsonl / edges.jsonl /
+        /// communities.jsonl.
         source: PathBuf,
-        /// Where to write the knowledge base (use it with KB_PATH).
+        /// Where to write the bundle (use it with KB_PATH, or publish it).
         #[arg(long, default_value = ".bounded-rag/kb")]
         out: PathBuf,
+        /// Passages per embeddings call.
+        #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=2048))]
+        batch_size: u16,
     },
+    /// Publish, list and roll back bundles on S3.
+    #[command(subcommand)]
+    Kb(KbCommand),
+    /// Run a labelled question set through the workflow and report retrieval and answer
+    /// quality.
+    Eval(EvalArgs),
     /// Show a stored run.
     Status {
         /// Run id.
@@ -54,6 +66,17 @@ pub enum ModeArg {
     Balanced,
     /// Every check.
     Quality,
+}
+
+impl ModeArg {
+    /// The request mode.
+    pub fn mode(self) -> Mode {
+        match self {
+            ModeArg::Speed => Mode::Speed,
+            ModeArg::Balanced => Mode::Balanced,
+            ModeArg::Quality => Mode::Quality,
+        }
+    }
 }
 
 /// `ask` arguments; the flags mirror the request fields of the HTTP API.
@@ -122,11 +145,7 @@ impl AskArgs {
         r.episode_retrieval = self.episode_retrieval.unwrap_or(r.episode_retrieval);
         r.community_retrieval = self.community_retrieval.unwrap_or(r.community_retrieval);
         if let Some(mode) = self.mode {
-            r.mode = match mode {
-                ModeArg::Speed => Mode::Speed,
-                ModeArg::Balanced => Mode::Balanced,
-                ModeArg::Quality => Mode::Quality,
-            };
+            r.mode = mode.mode();
         }
         r.enable_retrieved_documents_grading = self.enable_retrieved_documents_grading;
         r.enable_hallucination_checking = self.enable_hallucination_checking;
@@ -143,20 +162,25 @@ impl AskArgs {
 /// Runs the CLI; returns the process exit code (0 answered, 1 failed, 2 bad input).
 pub async fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Ingest { source, out } => match ingest_dir(&source, &out) {
-            Ok(summary) => {
-                println!("{summary}");
-                println!("use it with: KB_PATH={}", out.display());
+        Command::Ingest {
+            source,
+            out,
+            batch_size,
+        } => match ingest_command(&source, &out, usize::from(batch_size)).await {
+            Ok(text) => {
+                println!("{text}");
                 ExitCode::SUCCESS
             }
-            Err(e) => fail(
-                2,
-                &format!(
-                    "ingest failed: {e}; SOURCE must be a folder of .md/.txt documents (and \
-                     optional nodes/edges/communities .jsonl), and --out a folder you can write"
-                ),
-            ),
+            Err(e) => fail(2, &e),
         },
+        Command::Kb(command) => match kb_command(command).await {
+            Ok(text) => {
+                println!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(1, &e),
+        },
+        Command::Eval(args) => eval_command(args).await,
         Command::Status { run_id, json } => {
             let app = match App::from_env().await {
                 Ok(app) => app,
@@ -264,8 +288,18 @@ pub fn render(r: &RunResponse) -> String {
     } else {
         ""
     };
+    let kb = match (&m.retrieval, &m.kb_version) {
+        (Some(mode), Some(version)) => {
+            format!(
+                " · {} on kb {}",
+                mode.as_str(),
+                &version[..version.len().min(12)]
+            )
+        }
+        _ => String::new(),
+    };
     out.push_str(&format!(
-        "\n{status} · {} steps · route {route} · rewrites {} · regenerations {} · limits {limits} · {:.3}s · {} model calls · {} tokens{estimated} · provider {} · run {}",
+        "\n{status} · {} steps · route {route} · rewrites {} · regenerations {} · limits {limits} · {:.3}s · {} model calls · {} tokens{estimated}{kb} · provider {} · run {}",
         m.total_steps,
         m.query_transformation_retry_count,
         m.hallucination_retry_count,
@@ -289,7 +323,7 @@ fn fail_engine(e: &EngineError) -> ExitCode {
     )
 }
 
-fn fail(code: u8, message: &str) -> ExitCode {
+pub(crate) fn fail(code: u8, message: &str) -> ExitCode {
     eprintln!("bounded-rag: {message}");
     ExitCode::from(code)
 }

@@ -136,6 +136,8 @@ mod tests {
                 },
                 model_calls: 7,
                 cache_hits: 1,
+                kb_version: None,
+                retrieval: None,
             },
             error: None,
         };

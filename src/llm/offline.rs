@@ -6,8 +6,11 @@
 //! - `route_query`: `web_search` when the question names something time-bound (latest, today,
 //!   news, prices, ...); `llm_internal` for small talk or arithmetic with no domain words;
 //!   `kg_retrieval` otherwise.
-//! - `grade_documents`: `yes` when the documents contain at least half of the question's
-//!   content stems (at most three needed).
+//! - `grade_documents`: `yes` when the knowledge base ranked a document as a clear match (see
+//!   [`Document::clear_match`]: first by BM25 with a clear lead, or near the top of both the
+//!   BM25 and the vector ranking), so a passage that says the same thing in other words is
+//!   kept; otherwise `yes` when the documents contain at least half of the question's content
+//!   stems (at most three needed).
 //! - `generate_answer`: [`extractive_answer`].
 //! - `grade_hallucinations`: `yes` when every answer sentence has at least 80% of its content
 //!   stems in the documents.
@@ -154,8 +157,12 @@ fn route(question: &str) -> DataSource {
     }
 }
 
-/// `grade_documents`: enough of the question's content stems occur in the documents.
+/// `grade_documents`: a clear match of the retrieval, or enough of the question's content
+/// stems occur in the documents.
 fn relevant(question: &str, documents: &[Document]) -> bool {
+    if documents.iter().any(|d| d.clear_match) {
+        return true;
+    }
     let wanted = stems(question);
     if wanted.is_empty() {
         return false;
@@ -249,6 +256,7 @@ mod tests {
             content: content.into(),
             score: 1.0,
             kind: DocKind::Episode,
+            clear_match: false,
         }
     }
 
@@ -353,6 +361,16 @@ mod tests {
         assert!(!relevant("How do I make bread at home?", &canker));
         assert!(!relevant("What causes patch canker?", &pink));
         assert!(!relevant("What is it?", &canker));
+    }
+
+    #[test]
+    fn a_clear_match_of_the_retrieval_is_kept_whatever_its_words() {
+        // The question and the passage share no content word.
+        let question = "Why is amber gum weeping from my tree?";
+        let mut doc = doc("Patch canker", PATCH_CANKER);
+        assert!(!relevant(question, std::slice::from_ref(&doc)));
+        doc.clear_match = true;
+        assert!(relevant(question, std::slice::from_ref(&doc)));
     }
 
     #[test]

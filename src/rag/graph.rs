@@ -3,7 +3,7 @@
 use super::{nodes, prompts, BestEffortReason, Events, Outcome, RagError, RagNode, RagState};
 use crate::engine::{Graph, Limit, RetryPolicy, StepCtx, StepOutput};
 use crate::llm::{estimate_tokens, ChatModel, Task};
-use crate::retrieval::{Document, Retriever, WebSearch};
+use crate::retrieval::{Document, Embedder, RetrievalMode, Retriever, WebSearch};
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +32,7 @@ pub struct RagGraph {
     pub(crate) model: Arc<dyn ChatModel>,
     pub(crate) kb: Arc<dyn Retriever>,
     pub(crate) web: Option<Arc<dyn WebSearch>>,
+    pub(crate) embedder: Option<Arc<dyn Embedder>>,
     pub(crate) limits: RagLimits,
     pub(crate) remote_policy: RetryPolicy,
     pub(crate) events: Events,
@@ -49,6 +50,7 @@ impl RagGraph {
             model,
             kb,
             web,
+            embedder: None,
             limits,
             remote_policy: RetryPolicy::REMOTE,
             events: Events::default(),
@@ -61,6 +63,36 @@ impl RagGraph {
             events,
             ..self.clone()
         }
+    }
+
+    /// Embeds queries with `embedder`, so a knowledge base with vectors of the same model is
+    /// searched hybrid (BM25 fused with vector similarity).
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// The same graph searching a fixed version of the knowledge base from the first step of
+    /// a run to its last (see [`Retriever::snapshot`]).
+    pub fn pinned(&self) -> Self {
+        match self.kb.snapshot() {
+            Some(kb) => Self { kb, ..self.clone() },
+            None => self.clone(),
+        }
+    }
+
+    /// Which retrieval a knowledge-base step of this graph runs: hybrid when queries can be
+    /// embedded and the knowledge base has vectors of the same model.
+    pub fn retrieval_mode(&self) -> RetrievalMode {
+        match (&self.embedder, self.kb.embedding()) {
+            (Some(embedder), Some(info)) if info.model == embedder.model() => RetrievalMode::Hybrid,
+            _ => RetrievalMode::Bm25,
+        }
+    }
+
+    /// The version of the knowledge base searched, if it has one.
+    pub fn kb_version(&self) -> Option<String> {
+        self.kb.version()
     }
 
     /// Replaces the retry policy of remote calls (model, web search).
@@ -87,7 +119,8 @@ impl Graph for RagGraph {
 
     fn retry_policy(&self, node: RagNode) -> RetryPolicy {
         match node {
-            RagNode::KgRetrieval => RetryPolicy::NONE,
+            // Only the query's embedding call is remote; a local search error is permanent.
+            RagNode::KgRetrieval if self.embedder.is_none() => RetryPolicy::NONE,
             _ => self.remote_policy,
         }
     }
@@ -110,7 +143,11 @@ impl Graph for RagGraph {
                 + task.expected_completion_tokens()
         };
         match node {
-            RagNode::KgRetrieval | RagNode::WebSearch => 0,
+            RagNode::KgRetrieval => match state.retrieval {
+                Some(RetrievalMode::Hybrid) => estimate_tokens(&state.query),
+                _ => 0,
+            },
+            RagNode::WebSearch => 0,
             RagNode::RouteQuestion => one(Task::RouteQuery, &[], None),
             RagNode::TransformQuery => one(Task::RefineQuery, &[], None),
             RagNode::GradeDocuments => state

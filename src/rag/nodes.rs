@@ -8,7 +8,7 @@ use crate::llm::{
     ask_metered, AnswerDeltas, BinaryScore, ChatRequest, DataSource, Generated, Refined,
     RouteDecision, Task, TaskInputs,
 };
-use crate::retrieval::Document;
+use crate::retrieval::{Document, RetrievalError, RetrievalMode};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -125,22 +125,42 @@ pub(super) async fn kg_retrieval(
 ) -> Step {
     let options = state.request.retrieval_options();
     let query = state.query.as_str();
-    let documents = ctx
-        .retry("kg_retrieval", || graph.kb.retrieve(query, &options))
-        .await?;
+    let mode = graph.retrieval_mode();
+    let documents = match (&graph.embedder, mode) {
+        (Some(embedder), RetrievalMode::Hybrid) => {
+            // One embeddings call per retrieval, metered like any model call and retried by
+            // the node's policy inside the budget.
+            let input = [query.to_owned()];
+            let embedded = ctx
+                .retry("embed_query", || async {
+                    let out = embedder.embed(&input, ctx.remaining()).await?;
+                    ctx.meter().charge(&out.usage);
+                    Ok::<_, RetrievalError>(out)
+                })
+                .await?;
+            let vector = embedded.vectors.into_iter().next().unwrap_or_default();
+            graph.kb.retrieve_hybrid(query, &vector, &options).await?
+        }
+        _ => graph.kb.retrieve(query, &options).await?,
+    };
+    state.retrieval = Some(mode);
+    state.kb_version = graph.kb_version();
     let found = documents.len();
+    let sources: Vec<&str> = documents.iter().map(|d| d.url.as_str()).collect();
+    let details = json!({
+        "query": state.query,
+        "documents": found,
+        "retrieval": mode,
+        "sources": sources,
+    });
     state.documents = documents;
     if state.request.grade_documents() {
-        return Ok(StepOutput::next(
-            RagNode::GradeDocuments,
-            json!({ "query": state.query, "documents": found }),
-        ));
+        return Ok(StepOutput::next(RagNode::GradeDocuments, details));
     }
     let (next, decision) = decide_to_generate(graph, state, found);
-    Ok(StepOutput::next(
-        next,
-        json!({ "query": state.query, "documents": found, "decision": decision }),
-    ))
+    let mut details = details;
+    details["decision"] = json!(decision);
+    Ok(StepOutput::next(next, details))
 }
 
 pub(super) async fn grade_documents(

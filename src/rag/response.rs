@@ -3,6 +3,7 @@
 use super::{Citation, Outcome, RagNode, RagState};
 use crate::engine::{Checkpoint, NodeFailure, Phase, StepRecord, Usage};
 use crate::llm::DataSource;
+use crate::retrieval::RetrievalMode;
 use serde::{Deserialize, Serialize};
 
 /// A run's status as callers see it.
@@ -51,6 +52,12 @@ pub struct Metadata {
     pub model_calls: u32,
     /// Model replies served from the response cache (`LLM_CACHE_TTL_SECONDS`).
     pub cache_hits: u32,
+    /// The knowledge-base version the run searched (a bundle's content hash).
+    #[serde(default)]
+    pub kb_version: Option<String>,
+    /// The knowledge-base retrieval of the run: `bm25` or `hybrid`.
+    #[serde(default)]
+    pub retrieval: Option<RetrievalMode>,
 }
 
 /// Tokens used by a run: as the provider reported them, or estimated when it reported none.
@@ -175,6 +182,8 @@ impl RunResponse {
                 tokens: Tokens::from(&cp.usage),
                 model_calls: cp.usage.model_calls,
                 cache_hits: cp.usage.cache_hits,
+                kb_version: state.kb_version.clone(),
+                retrieval: state.retrieval,
             },
             error: cp.failure.as_ref().map(|f: &NodeFailure| RunError {
                 node: f.node.clone(),

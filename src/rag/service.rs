@@ -74,11 +74,13 @@ impl<'a> Workflow<'a> {
     ) -> Result<RunResponse, EngineError> {
         let span = tracing::info_span!("run", run_id);
         async {
-            let mut cp = self.new_checkpoint(caller, run_id, request);
+            // One knowledge-base version from the first step to the last.
+            let graph = &self.graph.pinned();
+            let mut cp = self.new_checkpoint(graph, caller, run_id, request);
             let budget = &self.run_budget(&cp, budget);
             let session = Session::create(self.store, run_id, &cp, self.lease(budget)).await?;
             let mut persist = Observed::new(session, &self.graph.events, &cp);
-            advance(self.graph, &mut cp, budget, self.clock, &mut persist).await?;
+            advance(graph, &mut cp, budget, self.clock, &mut persist).await?;
             Ok(self.respond(&cp))
         }
         .instrument(span)
@@ -106,7 +108,7 @@ impl<'a> Workflow<'a> {
         run_id: &str,
         request: RunRequest,
     ) -> Result<RunResponse, EngineError> {
-        let cp = self.new_checkpoint(caller, run_id, request);
+        let cp = self.new_checkpoint(self.graph, caller, run_id, request);
         let key = crate::engine::run_key(run_id);
         let body = serde_json::to_vec(&cp).map_err(|e| EngineError::Corrupt {
             run_id: run_id.to_owned(),
@@ -154,8 +156,11 @@ impl<'a> Workflow<'a> {
         if cp.state.outcome == Some(super::Outcome::Suspended) {
             cp.state.outcome = None;
         }
+        let graph = &self.graph.pinned();
+        cp.state.kb_version = graph.kb_version();
+        cp.state.retrieval = Some(graph.retrieval_mode());
         let mut persist = Observed::new(session, &self.graph.events, &cp);
-        advance(self.graph, &mut cp, budget, self.clock, &mut persist)
+        advance(graph, &mut cp, budget, self.clock, &mut persist)
             .instrument(tracing::info_span!("run", run_id))
             .await?;
         Ok(self.respond(&cp))
@@ -181,7 +186,7 @@ impl<'a> Workflow<'a> {
                     run_id: run_id.to_owned(),
                 });
             };
-            let mut cp = self.new_checkpoint(&Caller::Anonymous, run_id, request);
+            let mut cp = self.new_checkpoint(self.graph, &Caller::Anonymous, run_id, request);
             cp.phase = Phase::Failed;
             cp.failure = Some(failure);
             let body = encode(run_id, &cp)?;
@@ -244,15 +249,19 @@ impl<'a> Workflow<'a> {
         Ok(self.respond(&loaded.checkpoint))
     }
 
-    fn new_checkpoint(&self, caller: &Caller, run_id: &str, request: RunRequest) -> RagCheckpoint {
+    fn new_checkpoint(
+        &self,
+        graph: &RagGraph,
+        caller: &Caller,
+        run_id: &str,
+        request: RunRequest,
+    ) -> RagCheckpoint {
         let mut state = RagState::new(request);
         state.caller = caller.clone();
         state.continue_on_deadline = self.continue_on_deadline;
-        Checkpoint::new(
-            run_id,
-            crate::engine::Graph::start(self.graph, &state),
-            state,
-        )
+        state.kb_version = graph.kb_version();
+        state.retrieval = Some(graph.retrieval_mode());
+        Checkpoint::new(run_id, crate::engine::Graph::start(graph, &state), state)
     }
 
     /// The invocation's budget, with the token limit narrowed by the run's own `max_tokens`.

@@ -3,7 +3,7 @@
 use super::{Caller, RunRequest};
 use crate::engine::Limit;
 use crate::llm::DataSource;
-use crate::retrieval::Document;
+use crate::retrieval::{Document, RetrievalMode};
 use serde::{Deserialize, Serialize};
 
 /// A source the answer cites.
@@ -115,6 +115,12 @@ pub struct RagState {
     /// were recorded load as anonymous.
     #[serde(default, skip_serializing_if = "Caller::is_anonymous")]
     pub caller: Caller,
+    /// The knowledge-base version this run searches (a bundle's content hash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kb_version: Option<String>,
+    /// The retrieval a knowledge-base step of this run runs (`bm25` or `hybrid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrieval: Option<RetrievalMode>,
 }
 
 impl RagState {
@@ -136,6 +142,8 @@ impl RagState {
             outcome: None,
             answer: None,
             caller: Caller::Anonymous,
+            kb_version: None,
+            retrieval: None,
         }
     }
 

@@ -89,6 +89,34 @@ pub enum RetrievalError {
     /// The web search client is misconfigured (bad base URL, client build failure).
     #[error("web search is misconfigured: {0}")]
     Config(String),
+    /// An embeddings call failed (the query's, during a run).
+    #[error(transparent)]
+    Embedding(#[from] super::EmbedError),
+    /// An ingest stopped because a batch could not be embedded; running it again resumes.
+    #[error(
+        "embedding stopped after {done} of {total} passages: {source}; the vectors received \
+         are kept in {} and the next ingest of this folder resumes from there",
+        staging.display()
+    )]
+    Interrupted {
+        /// Passages embedded (this run and earlier ones).
+        done: usize,
+        /// Passages in the corpus.
+        total: usize,
+        /// The staging folder holding them.
+        staging: PathBuf,
+        /// Why the batch failed.
+        #[source]
+        source: super::EmbedError,
+    },
+    /// An S3 request failed (after the SDK's own retries), or S3 holds no usable bundle.
+    #[error("{location}: {message}")]
+    S3 {
+        /// `s3://bucket/key` concerned.
+        location: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl RetrievalError {
@@ -127,13 +155,17 @@ impl Classify for RetrievalError {
             | Self::Target { .. }
             | Self::Index { .. }
             | Self::InvalidResponse(_)
-            | Self::Config(_) => ErrorClass::Permanent,
+            | Self::Config(_)
+            | Self::Interrupted { .. }
+            | Self::S3 { .. } => ErrorClass::Permanent,
+            Self::Embedding(e) => e.class(),
         }
     }
 
     fn retry_after(&self) -> Option<Duration> {
         match self {
             Self::Http { retry_after, .. } => *retry_after,
+            Self::Embedding(e) => e.retry_after(),
             _ => None,
         }
     }

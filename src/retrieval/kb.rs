@@ -1,21 +1,30 @@
 //! The knowledge base: documents, entities, relations and communities in one BM25 index,
 //! built once (at ingest or at init) and searched per request.
 //!
-//! Three ways to get one:
+//! Four ways to get one:
 //! - [`KnowledgeBase::embedded`]: the durian pests-and-diseases sample in `kb/`, compiled into
 //!   the binary, so the CLI and the Lambda work from any directory with no files;
-//! - [`KnowledgeBase::load`] on a folder of sources (`*.md`, `*.markdown`, `*.txt`,
+//! - [`KnowledgeBase::load`] on a folder of sources (`*.md`, `*.markdown`, `*.txt`, `*.html`,
 //!   `nodes.jsonl`, `edges.jsonl`, `communities.jsonl`), indexed in memory at load;
-//! - [`KnowledgeBase::load`] on a folder written by [`super::ingest_dir`], opened without
-//!   re-indexing.
-use super::corpus::{self, SourceFile, MANIFEST};
-use super::index::SearchIndex;
-use super::{ingest, DocKind, Document, RetrievalError, RetrievalOptions, Retriever};
+//! - [`KnowledgeBase::load`] on a bundle written by [`super::ingest`], opened without
+//!   re-indexing;
+//! - a bundle published to S3, through [`super::LiveKnowledge`].
+//!
+//! Every knowledge base has a version: its content hash (see [`super::bundle`]).
+use super::bm25::{Hit, SearchIndex};
+use super::bundle::{self, content_hash, EmbeddingInfo, Manifest, MANIFEST};
+use super::hybrid::{bm25_clear_lead, fuse, Vectors};
+use super::sources::{self, SourceFile};
+use super::{DocKind, Document, RetrievalError, RetrievalOptions, Retriever};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use tantivy::directory::OwnedBytes;
+
+/// Candidates taken from each ranking before fusion.
+const FUSION_CANDIDATES: usize = 50;
 
 /// The `kb/` sample, compiled in: (relative path, text).
 const EMBEDDED: &[(&str, &str)] = &[
@@ -82,7 +91,10 @@ impl fmt::Display for KbStats {
 /// The knowledge base, indexed once at load; cheap to search from many requests at once.
 pub struct KnowledgeBase {
     index: SearchIndex,
+    vectors: Option<Vectors>,
+    embedding: Option<EmbeddingInfo>,
     stats: KbStats,
+    version: String,
     origin: Option<PathBuf>,
 }
 
@@ -90,7 +102,9 @@ impl fmt::Debug for KnowledgeBase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KnowledgeBase")
             .field("origin", &self.origin)
+            .field("version", &self.version)
             .field("stats", &self.stats)
+            .field("embedding", &self.embedding)
             .finish_non_exhaustive()
     }
 }
@@ -107,11 +121,69 @@ impl KnowledgeBase {
                 text: (*text).to_owned(),
             })
             .collect();
-        let corpus = corpus::build(root, &files)?;
+        let corpus = sources::build(root, &files)?;
+        Self::in_ram(&corpus.docs, corpus.stats, None)
+    }
+
+    fn in_ram(
+        docs: &[Document],
+        stats: KbStats,
+        origin: Option<PathBuf>,
+    ) -> Result<Self, RetrievalError> {
         Ok(Self {
-            index: SearchIndex::build_in_ram(&corpus.docs)?,
-            stats: corpus.stats,
-            origin: None,
+            index: SearchIndex::build_in_ram(docs)?,
+            vectors: None,
+            embedding: None,
+            stats,
+            version: content_hash(docs, None),
+            origin,
+        })
+    }
+
+    /// A knowledge base from an opened bundle, checked against its manifest.
+    pub(crate) fn assemble(
+        index: SearchIndex,
+        vectors: Option<OwnedBytes>,
+        manifest: &Manifest,
+        origin: PathBuf,
+    ) -> Result<Self, RetrievalError> {
+        let invalid = |message: String| RetrievalError::Invalid {
+            path: origin.clone(),
+            message,
+        };
+        if index.num_docs() != manifest.counts.indexed() as u64 {
+            return Err(invalid(format!(
+                "the index holds {} items but the manifest says {}; re-run ingest",
+                index.num_docs(),
+                manifest.counts.indexed()
+            )));
+        }
+        let vectors = match (&manifest.embedding, vectors) {
+            (None, _) => None,
+            (Some(e), Some(bytes)) => {
+                let rows = manifest.counts.passages;
+                Some(Vectors::decode(bytes, e.dimensions, rows).ok_or_else(|| {
+                    invalid(format!(
+                        "{} is not {rows} vectors of {} dimensions",
+                        bundle::VECTORS_FILE,
+                        e.dimensions
+                    ))
+                })?)
+            }
+            (Some(_), None) => {
+                return Err(invalid(format!(
+                    "the manifest names an embedding model but {} is missing",
+                    bundle::VECTORS_FILE
+                )))
+            }
+        };
+        Ok(Self {
+            index,
+            vectors,
+            embedding: manifest.embedding.clone(),
+            stats: manifest.counts,
+            version: manifest.content_hash.clone(),
+            origin: Some(origin),
         })
     }
 
@@ -126,19 +198,10 @@ impl KnowledgeBase {
             });
         }
         if path.join(MANIFEST).is_file() {
-            let (index, stats) = ingest::open(path)?;
-            return Ok(Self {
-                index,
-                stats,
-                origin: Some(path.to_path_buf()),
-            });
+            return bundle::open_dir(path);
         }
-        let corpus = corpus::load_dir(path)?;
-        Ok(Self {
-            index: SearchIndex::build_in_ram(&corpus.docs)?,
-            stats: corpus.stats,
-            origin: Some(path.to_path_buf()),
-        })
+        let corpus = sources::load_dir(path)?;
+        Self::in_ram(&corpus.docs, corpus.stats, Some(path.to_path_buf()))
     }
 
     /// Indexes the given documents in memory (their `score` is ignored; `Web` documents are
@@ -159,11 +222,7 @@ impl KnowledgeBase {
             }
         }
         stats.documents = sources.len();
-        Ok(Self {
-            index: SearchIndex::build_in_ram(docs)?,
-            stats,
-            origin: None,
-        })
+        Self::in_ram(docs, stats, None)
     }
 
     /// What the knowledge base holds.
@@ -181,19 +240,76 @@ impl KnowledgeBase {
         self.len() == 0
     }
 
-    /// The folder it was loaded from; `None` for the embedded sample.
+    /// The folder (or `s3://` location) it was loaded from; `None` for the embedded sample.
     pub fn origin(&self) -> Option<&Path> {
         self.origin.as_deref()
     }
 
+    /// The version: the content hash of what is indexed (and of the embedding model).
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The embedding model of the passages' vectors; `None` without vectors.
+    pub fn embedding(&self) -> Option<&EmbeddingInfo> {
+        self.embedding.as_ref()
+    }
+
     /// Synchronous search: at most `options.limit` documents of the enabled kinds, best first,
-    /// scored by BM25. Never fails on user punctuation.
+    /// scored by BM25. The first is a clear match when it leads the second clearly. Never fails
+    /// on user punctuation.
     pub fn search(
         &self,
         query: &str,
         options: &RetrievalOptions,
     ) -> Result<Vec<Document>, RetrievalError> {
-        self.index.search(query, options)
+        // One more hit than asked, to see whether the first one leads.
+        let hits = self
+            .index
+            .hits(query, options, options.limit.saturating_add(1))?;
+        let clear = bm25_clear_lead(&hits);
+        let mut docs = self.documents(hits.iter().take(options.limit).copied())?;
+        if let Some(first) = docs.first_mut() {
+            first.clear_match = clear;
+        }
+        Ok(docs)
+    }
+
+    /// Hybrid search: reciprocal rank fusion of BM25 over the enabled kinds and the similarity
+    /// of the passages' vectors to `vector` (when passages are enabled). Scores are fused
+    /// scores. Without vectors, the same as [`KnowledgeBase::search`].
+    pub fn search_hybrid(
+        &self,
+        query: &str,
+        vector: &[f32],
+        options: &RetrievalOptions,
+    ) -> Result<Vec<Document>, RetrievalError> {
+        let Some(vectors) = self.vectors.as_ref() else {
+            return self.search(query, options);
+        };
+        if options.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let candidates = FUSION_CANDIDATES.max(options.limit);
+        let bm25 = self.index.hits(query, options, candidates)?;
+        let nearest = if options.episodes {
+            vectors.top(vector, candidates)
+        } else {
+            Vec::new()
+        };
+        fuse(&bm25, &nearest, options.limit)
+            .into_iter()
+            .map(|f| {
+                let mut doc = self.index.document(f.id, f.score)?;
+                doc.clear_match = f.clear;
+                Ok(doc)
+            })
+            .collect()
+    }
+
+    fn documents(&self, hits: impl Iterator<Item = Hit>) -> Result<Vec<Document>, RetrievalError> {
+        hits.map(|(id, score)| self.index.document(id, score))
+            .collect()
     }
 }
 
@@ -207,6 +323,23 @@ impl Retriever for KnowledgeBase {
         // A sub-millisecond in-memory search: no need to leave the async task.
         self.search(query, options)
     }
+
+    async fn retrieve_hybrid(
+        &self,
+        query: &str,
+        vector: &[f32],
+        options: &RetrievalOptions,
+    ) -> Result<Vec<Document>, RetrievalError> {
+        self.search_hybrid(query, vector, options)
+    }
+
+    fn embedding(&self) -> Option<EmbeddingInfo> {
+        self.embedding.clone()
+    }
+
+    fn version(&self) -> Option<String> {
+        Some(self.version.clone())
+    }
 }
 
 #[cfg(test)]
@@ -216,7 +349,7 @@ mod tests {
     #[test]
     fn embedded_list_matches_the_kb_folder() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("kb");
-        let (files, skipped) = corpus::read_dir(&dir).unwrap();
+        let (files, skipped) = sources::read_dir(&dir).unwrap();
         let on_disk: Vec<&str> = files.iter().map(|f| f.rel.as_str()).collect();
         let embedded: Vec<&str> = EMBEDDED.iter().map(|(rel, _)| *rel).collect();
         assert_eq!(on_disk, embedded, "add new kb/ files to EMBEDDED");
@@ -244,6 +377,7 @@ mod tests {
             content: "c".into(),
             score: 0.0,
             kind,
+            clear_match: false,
         };
         let kb = KnowledgeBase::from_documents(&[
             doc("kb://a.md#1", DocKind::Episode),

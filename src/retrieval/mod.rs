@@ -1,22 +1,35 @@
-//! Knowledge access: the [`Retriever`] trait with the embedded BM25 knowledge base, and the
-//! [`WebSearch`] trait with a Tavily-compatible client.
+//! Knowledge access: the [`Retriever`] trait with the knowledge base, and the [`WebSearch`]
+//! trait with a Tavily-compatible client.
+//!
+//! | module | owns |
+//! |---|---|
+//! | `sources` | reading a folder: Markdown, text, HTML, the entity / relation / community JSONL |
+//! | `bm25` | the tantivy index: schema, analyzer, build, open (memory-mapped or in memory) |
+//! | [`bundle`] | the versioned on-disk bundle: manifest, content hash, ingest, open |
+//! | [`embed`] | the OpenAI-compatible embeddings client |
+//! | `hybrid` | quantized passage vectors, their flat scan, reciprocal rank fusion |
+//! | [`s3`] | publishing bundles to S3 behind a pointer, listing and fetching them |
+//! | `live` | the knowledge a function serves: loaded at start, refreshed between runs |
+//! | `web` | the Tavily-compatible web search client |
 
-mod corpus;
+mod bm25;
+pub mod bundle;
+pub mod embed;
 mod error;
-mod graph;
-mod index;
-mod ingest;
+mod hybrid;
 mod kb;
-mod passages;
-mod readonly;
-mod schema;
+mod live;
+pub mod s3;
+mod sources;
 mod web;
 
+pub use bundle::{
+    ingest, ingest_dir, EmbeddingInfo, IngestOptions, IngestSummary, Manifest, NoProgress, Progress,
+};
+pub use embed::{EmbedError, Embedder, Embeddings, EmbeddingsClient, EmbeddingsConfig};
 pub use error::RetrievalError;
-pub use ingest::ingest_dir;
-pub use ingest::IngestSummary;
-pub use kb::KbStats;
-pub use kb::KnowledgeBase;
+pub use kb::{KbStats, KnowledgeBase};
+pub use live::{check_compatible, LiveKnowledge, LoadOptions, RefreshOutcome};
 pub use web::{TavilyClient, TavilyConfig};
 
 use async_trait::async_trait;
@@ -54,6 +67,31 @@ pub struct Document {
     pub score: f32,
     /// Kind of knowledge.
     pub kind: DocKind,
+    /// The knowledge base ranked it clearly relevant: first by BM25 with a clear lead over the
+    /// next hit, or near the top of both the BM25 and the vector ranking. A grader that judges
+    /// by shared words alone keeps such a document even when the question uses other words.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clear_match: bool,
+}
+
+/// Which ranking a knowledge-base retrieval used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetrievalMode {
+    /// BM25 alone.
+    Bm25,
+    /// Reciprocal rank fusion of BM25 and vector similarity.
+    Hybrid,
+}
+
+impl RetrievalMode {
+    /// The name in response metadata (`bm25`, `hybrid`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetrievalMode::Bm25 => "bm25",
+            RetrievalMode::Hybrid => "hybrid",
+        }
+    }
 }
 
 /// Which parts of the knowledge base a request searches, and how many results.
@@ -86,12 +124,41 @@ impl Default for RetrievalOptions {
 /// Searches a knowledge store. Built once at init; cheap to call per request.
 #[async_trait]
 pub trait Retriever: Send + Sync {
-    /// Best documents for `query`, best first, at most `options.limit`.
+    /// Best documents for `query` by BM25, best first, at most `options.limit`.
     async fn retrieve(
         &self,
         query: &str,
         options: &RetrievalOptions,
     ) -> Result<Vec<Document>, RetrievalError>;
+
+    /// Best documents for `query` by reciprocal rank fusion of BM25 and the similarity of
+    /// the passages' vectors to `vector` (the query's embedding). Stores without vectors
+    /// rank by BM25 alone.
+    async fn retrieve_hybrid(
+        &self,
+        query: &str,
+        vector: &[f32],
+        options: &RetrievalOptions,
+    ) -> Result<Vec<Document>, RetrievalError> {
+        let _ = vector;
+        self.retrieve(query, options).await
+    }
+
+    /// The embedding model and dimensions of the stored vectors; `None` without vectors.
+    fn embedding(&self) -> Option<EmbeddingInfo> {
+        None
+    }
+
+    /// The version of the knowledge searched (a bundle's content hash), if it has one.
+    fn version(&self) -> Option<String> {
+        None
+    }
+
+    /// The fixed knowledge a run should search from its first step to its last, when this
+    /// store can change between runs (a refreshed bundle); `None` when it never changes.
+    fn snapshot(&self) -> Option<std::sync::Arc<dyn Retriever>> {
+        None
+    }
 }
 
 /// Searches the web. One attempt per call: retries belong to the engine.

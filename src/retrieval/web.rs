@@ -170,13 +170,14 @@ impl WebSearch for TavilyClient {
                 content: result.content.unwrap_or_default(),
                 score: result.score.unwrap_or(0.0),
                 kind: DocKind::Web,
+                clear_match: false,
             })
             .collect())
     }
 }
 
 /// `Retry-After` as seconds or an HTTP date (a date in the past means "now").
-fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
@@ -186,7 +187,7 @@ fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
 }
 
 /// An error and its sources, joined: "error sending request: connection refused".
-fn error_chain(err: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {

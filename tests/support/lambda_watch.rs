@@ -58,7 +58,7 @@ const FUNCTIONS: [(&str, Option<&str>); 4] = [
 
 /// Variables of the application (`src/config.rs`) never inherited from the developer's shell:
 /// a test sets what it needs and nothing else leaks in. `AWS_*` is dropped as well.
-const APP_VARS: [&str; 25] = [
+const APP_VARS: [&str; 30] = [
     "LLM_PROVIDER",
     "LLM_BASE_URL",
     "LLM_MODEL",
@@ -72,6 +72,11 @@ const APP_VARS: [&str; 25] = [
     "CHECKPOINT_TABLE",
     "WORK_QUEUE_URL",
     "KB_PATH",
+    "KB_URI",
+    "KB_REFRESH_SECONDS",
+    "EMBEDDINGS_BASE_URL",
+    "EMBEDDINGS_MODEL",
+    "EMBEDDINGS_API_KEY",
     "STATE_DIR",
     "MAX_RETRIES",
     "MAX_REGENERATIONS",

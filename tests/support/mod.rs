@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod counted;
+pub mod embeddings_server;
 pub mod event_source;
 pub mod fault_proxy;
 pub mod lambda_watch;

@@ -1,18 +1,20 @@
 //! Reading a knowledge-base folder into documents: which files count, in which order, and how
 //! they become passages and graph documents.
 //!
-//! Text documents are `*.md`, `*.markdown` and `*.txt` at any depth; the graph files are
+//! Text documents are `*.md`, `*.markdown`, `*.txt`, `*.html` and `*.htm` at any depth (HTML
+//! is reduced to its text first, see [`html`]); the graph files are
 //! `nodes.jsonl`, `edges.jsonl` and `communities.jsonl` at any depth. Hidden entries, symlinked
 //! folders and folders written by ingest are skipped; everything else is ignored and counted.
-use super::graph::{self, JsonlFile};
-use super::kb::KbStats;
-use super::passages;
-use super::{DocKind, Document, RetrievalError};
+mod html;
+mod jsonl;
+pub(crate) mod passages;
+
+use crate::retrieval::bundle::MANIFEST;
+use crate::retrieval::kb::KbStats;
+use crate::retrieval::{DocKind, Document, RetrievalError};
+use jsonl::JsonlFile;
 use std::fs;
 use std::path::{Path, PathBuf};
-
-/// File name of the manifest ingest writes next to its index.
-pub(crate) const MANIFEST: &str = "kb-manifest.json";
 
 /// One source file: its path for errors, its `kb://` path (relative, `/`-separated), its text.
 pub(crate) struct SourceFile {
@@ -31,7 +33,7 @@ pub(crate) struct Corpus {
 
 /// Whether a file is part of a knowledge base.
 fn is_source(path: &Path) -> bool {
-    if graph::graph_kind(path).is_some() {
+    if jsonl::graph_kind(path).is_some() || html::is_html(path) {
         return true;
     }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
@@ -72,10 +74,14 @@ pub(crate) fn read_dir(root: &Path) -> Result<(Vec<SourceFile>, usize), Retrieva
                 continue;
             }
             let bytes = fs::read(&path).map_err(|e| RetrievalError::io(&path, e))?;
-            let text = String::from_utf8(bytes).map_err(|_| RetrievalError::Invalid {
-                path: path.clone(),
-                message: "not valid UTF-8 text".into(),
-            })?;
+            let text = if html::is_html(&path) {
+                html::to_text(&path, &bytes)?
+            } else {
+                String::from_utf8(bytes).map_err(|_| RetrievalError::Invalid {
+                    path: path.clone(),
+                    message: "not valid UTF-8 text".into(),
+                })?
+            };
             let rel = path.strip_prefix(root).unwrap_or(&path);
             let rel: Vec<_> = rel
                 .components()
@@ -98,7 +104,7 @@ pub(crate) fn build(root: &Path, files: &[SourceFile]) -> Result<Corpus, Retriev
     let mut stats = KbStats::default();
     let (mut nodes, mut edges, mut communities) = (Vec::new(), Vec::new(), Vec::new());
     for file in files {
-        match graph::graph_kind(Path::new(&file.rel)) {
+        match jsonl::graph_kind(Path::new(&file.rel)) {
             Some(DocKind::Node) => nodes.push(jsonl(file)),
             Some(DocKind::Edge) => edges.push(jsonl(file)),
             Some(_) => communities.push(jsonl(file)),
@@ -118,12 +124,13 @@ pub(crate) fn build(root: &Path, files: &[SourceFile]) -> Result<Corpus, Retriev
                         content: passage.text,
                         score: 0.0,
                         kind: DocKind::Episode,
+                        clear_match: false,
                     });
                 }
             }
         }
     }
-    docs.extend(graph::documents(&nodes, &edges, &communities)?);
+    docs.extend(jsonl::documents(&nodes, &edges, &communities)?);
     for doc in &docs {
         match doc.kind {
             DocKind::Episode => stats.passages += 1,

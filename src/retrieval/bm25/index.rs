@@ -9,19 +9,25 @@
 //! Queries are built directly from the analyzed words of the question (any of them may match),
 //! so user punctuation and words such as `AND`, `NOT` or `title:` are just text, never query
 //! syntax.
-use super::readonly::ReadOnlyDirectory;
+//!
+//! Every index has exactly one segment, written in the order the documents were given, so a
+//! document's position in the corpus is its tantivy doc id: the vectors of a bundle are stored
+//! in that order and need no id map.
+use super::directory::{MemoryDirectory, ReadOnlyDirectory};
 use super::schema::{
     analyzer, indexed_fields, kind_from_code, schema, title_boost, to_indexed, Fields, TOKENIZER,
 };
-use super::{DocKind, Document, RetrievalError, RetrievalOptions};
-use std::collections::BTreeSet;
-use std::path::Path;
+use crate::retrieval::{DocKind, Document, RetrievalError, RetrievalOptions};
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 use tantivy::collector::TopDocs;
+use tantivy::directory::OwnedBytes;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Value};
+use tantivy::store::Compressor;
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{
-    Index, IndexSettings, IndexWriter, ReloadPolicy, Searcher, SingleSegmentIndexWriter,
+    DocAddress, DocId, Index, IndexSettings, ReloadPolicy, Searcher, SingleSegmentIndexWriter,
     TantivyDocument, Term,
 };
 
@@ -29,8 +35,12 @@ use tantivy::{
 const MAX_QUERY_TERMS: usize = 64;
 /// Memory budget of the in-memory build; it sizes the initial term table only.
 const RAM_WRITER_MEMORY: usize = 1_000_000;
-/// Memory budget of the on-disk build (tantivy's minimum per thread).
-const DISK_WRITER_MEMORY: usize = 15_000_000;
+/// Memory budget of the on-disk build. The single segment is built in memory and grows as
+/// needed; the budget only sizes its term table (tantivy caps it at 512K entries).
+const DISK_WRITER_MEMORY: usize = 100_000_000;
+
+/// A BM25 hit: the document's position in the corpus and its score.
+pub(crate) type Hit = (DocId, f32);
 
 /// A searchable index: one searcher, built once, shared by every request.
 pub(crate) struct SearchIndex {
@@ -49,6 +59,7 @@ impl SearchIndex {
         let (schema, fields) = schema();
         // The doc store is small and uncompressed: no dedicated compressor thread.
         let settings = IndexSettings {
+            docstore_compression: Compressor::None,
             docstore_compress_dedicated_thread: false,
             ..IndexSettings::default()
         };
@@ -67,23 +78,29 @@ impl SearchIndex {
         Self::open_index(index, fields)
     }
 
-    /// Indexes `docs` into the empty folder `dir`, persisted for [`SearchIndex::open`].
-    /// Uses the regular writer, which flushes segments within its memory budget, so a large
-    /// folder never has to fit in memory.
+    /// Indexes `docs` into the empty folder `dir` as one segment (doc ids in corpus order),
+    /// persisted for [`SearchIndex::open`].
+    /// The stored texts are LZ4-compressed: a bundle is downloaded whole at cold start, and
+    /// decompressing the few documents a query returns costs microseconds.
     pub(crate) fn build_in_dir(dir: &Path, docs: &[Document]) -> Result<Self, RetrievalError> {
         let (schema, fields) = schema();
-        let index = Index::create_in_dir(dir, schema)
+        let settings = IndexSettings {
+            docstore_compression: Compressor::Lz4,
+            docstore_compress_dedicated_thread: false,
+            ..IndexSettings::default()
+        };
+        let index = Index::builder()
+            .schema(schema)
+            .settings(settings)
+            .create_in_dir(dir)
             .map_err(|e| RetrievalError::index(format!("creating {}", dir.display()), e))?;
         index.tokenizers().register(TOKENIZER, analyzer());
         let err = |e: tantivy::TantivyError| RetrievalError::index("indexing documents", e);
-        let mut writer: IndexWriter = index
-            .writer_with_num_threads(1, DISK_WRITER_MEMORY)
-            .map_err(err)?;
+        let mut writer = SingleSegmentIndexWriter::new(index, DISK_WRITER_MEMORY).map_err(err)?;
         for doc in docs {
             writer.add_document(to_indexed(&fields, doc)).map_err(err)?;
         }
-        writer.commit().map_err(err)?;
-        writer.wait_merging_threads().map_err(err)?;
+        let index = writer.finalize().map_err(err)?;
         Self::open_index(index, fields)
     }
 
@@ -94,15 +111,37 @@ impl SearchIndex {
         let directory =
             ReadOnlyDirectory::open(dir).map_err(|e| RetrievalError::index(context(), e))?;
         let index = Index::open(directory).map_err(|e| RetrievalError::index(context(), e))?;
+        Self::open_checked(index, dir)
+    }
+
+    /// Opens an index whose files are held in memory (paths relative to the index folder).
+    /// `origin` names it in errors.
+    pub(crate) fn open_in_memory(
+        files: HashMap<PathBuf, OwnedBytes>,
+        origin: &Path,
+    ) -> Result<Self, RetrievalError> {
+        let index = Index::open(MemoryDirectory::new(files))
+            .map_err(|e| RetrievalError::index(format!("opening {}", origin.display()), e))?;
+        Self::open_checked(index, origin)
+    }
+
+    fn open_checked(index: Index, origin: &Path) -> Result<Self, RetrievalError> {
         let (expected, fields) = schema();
         if index.schema() != expected {
             return Err(RetrievalError::Invalid {
-                path: dir.to_path_buf(),
+                path: origin.to_path_buf(),
                 message: "the index was written by an incompatible version; re-run ingest".into(),
             });
         }
         index.tokenizers().register(TOKENIZER, analyzer());
-        Self::open_index(index, fields)
+        let opened = Self::open_index(index, fields)?;
+        if opened.searcher.segment_readers().len() > 1 {
+            return Err(RetrievalError::Invalid {
+                path: origin.to_path_buf(),
+                message: "the index has more than one segment; re-run ingest".into(),
+            });
+        }
+        Ok(opened)
     }
 
     fn open_index(index: Index, fields: Fields) -> Result<Self, RetrievalError> {
@@ -125,11 +164,25 @@ impl SearchIndex {
     }
 
     /// The best documents of the enabled kinds for `query`, best first, with BM25 scores.
-    pub(crate) fn search(
+    #[cfg(test)]
+    fn search(
         &self,
         query: &str,
         options: &RetrievalOptions,
     ) -> Result<Vec<Document>, RetrievalError> {
+        let hits = self.hits(query, options, options.limit)?;
+        hits.iter()
+            .map(|&(id, score)| self.document(id, score))
+            .collect()
+    }
+
+    /// The `limit` best hits of the enabled kinds for `query`, best first.
+    pub(crate) fn hits(
+        &self,
+        query: &str,
+        options: &RetrievalOptions,
+        limit: usize,
+    ) -> Result<Vec<Hit>, RetrievalError> {
         let fields: Vec<(Field, Field, f32)> = [
             (options.episodes, DocKind::Episode),
             (options.nodes, DocKind::Node),
@@ -144,21 +197,27 @@ impl SearchIndex {
         })
         .collect();
         // TopDocs panics on 0 and preallocates by limit: keep it within 1..=num_docs.
-        let limit = options.limit.min(self.num_docs() as usize);
+        let limit = limit.min(self.num_docs() as usize);
         let Some(query) = self.query(query, &fields).filter(|_| limit > 0) else {
             return Ok(Vec::new());
         };
-        let err = |e: tantivy::TantivyError| RetrievalError::index("searching", e);
         let hits = self
             .searcher
             .search(&query, &TopDocs::with_limit(limit))
-            .map_err(err)?;
-        hits.into_iter()
-            .map(|(score, address)| {
-                let stored: TantivyDocument = self.searcher.doc(address).map_err(err)?;
-                self.document(&stored, score)
-            })
-            .collect()
+            .map_err(|e| RetrievalError::index("searching", e))?;
+        Ok(hits
+            .into_iter()
+            .map(|(score, address)| (address.doc_id, score))
+            .collect())
+    }
+
+    /// The stored document at corpus position `id`, with `score`.
+    pub(crate) fn document(&self, id: DocId, score: f32) -> Result<Document, RetrievalError> {
+        let stored: TantivyDocument = self
+            .searcher
+            .doc(DocAddress::new(0, id))
+            .map_err(|e| RetrievalError::index("reading a document", e))?;
+        self.stored(&stored, score)
     }
 
     /// Any analyzed word of `text` in the given (title, content) fields, titles boosted.
@@ -190,7 +249,7 @@ impl SearchIndex {
         Some(BooleanQuery::new(clauses))
     }
 
-    fn document(&self, stored: &TantivyDocument, score: f32) -> Result<Document, RetrievalError> {
+    fn stored(&self, stored: &TantivyDocument, score: f32) -> Result<Document, RetrievalError> {
         let text = |field| {
             stored
                 .get_first(field)
@@ -209,6 +268,7 @@ impl SearchIndex {
             content: text(self.fields.content),
             score,
             kind,
+            clear_match: false,
         })
     }
 }
@@ -225,6 +285,7 @@ mod tests {
             content: content.into(),
             score: 0.0,
             kind,
+            clear_match: false,
         }
     }
 

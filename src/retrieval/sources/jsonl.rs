@@ -9,7 +9,7 @@
 //!
 //! Every line is validated; the first bad line is reported as `file:line: problem`. When any
 //! nodes are given, edges and community members must refer to known node ids.
-use super::{DocKind, Document, RetrievalError};
+use crate::retrieval::{DocKind, Document, RetrievalError};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -206,6 +206,7 @@ fn doc(id: &str, title: &str, url: String, content: String, kind: DocKind) -> Do
         content,
         score: 0.0,
         kind,
+        clear_match: false,
     }
 }
 

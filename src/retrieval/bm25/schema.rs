@@ -5,7 +5,7 @@
 //! keeps its own BM25 statistics and the kind toggles of a request choose the fields searched.
 //! The analyzer name is recorded in the schema, so a persisted index must be opened with the
 //! same analyzer registered (see [`super::index::SearchIndex::open`]).
-use super::{DocKind, Document};
+use crate::retrieval::{DocKind, Document};
 use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, STORED};
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,

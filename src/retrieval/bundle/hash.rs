@@ -1,0 +1,68 @@
+//! The content hash of a knowledge base: SHA-256 over the format, every indexed document (kind,
+//! id, title, url, content; length-prefixed, in corpus order) and the embedding model and
+//! dimensions. Build times, file layout and tantivy's segment names are left out, so the same
+//! sources ingested the same way always hash the same.
+use super::manifest::{hex, FORMAT, FORMAT_VERSION};
+use crate::retrieval::{Document, EmbeddingInfo};
+use sha2::{Digest, Sha256};
+
+/// The content hash of `docs` with vectors from `embedding`.
+pub(crate) fn content_hash(docs: &[Document], embedding: Option<&EmbeddingInfo>) -> String {
+    let mut hash = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    field(format!("{FORMAT}/{FORMAT_VERSION}").as_bytes());
+    for doc in docs {
+        let kind = serde_json::to_string(&doc.kind).unwrap_or_default();
+        for part in [&kind, &doc.id, &doc.title, &doc.url, &doc.content] {
+            field(part.as_bytes());
+        }
+    }
+    match embedding {
+        Some(e) => {
+            field(e.model.as_bytes());
+            field(e.dimensions.to_string().as_bytes());
+            field(e.quantization.as_bytes());
+        }
+        None => field(b"no vectors"),
+    }
+    hex(&hash.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retrieval::DocKind;
+
+    fn doc(id: &str, content: &str) -> Document {
+        Document {
+            id: id.into(),
+            title: "t".into(),
+            url: format!("kb://{id}"),
+            content: content.into(),
+            score: 1.0,
+            kind: DocKind::Episode,
+            clear_match: false,
+        }
+    }
+
+    #[test]
+    fn hash_follows_content_order_and_model_only() {
+        let a = [doc("a", "x"), doc("b", "y")];
+        let h = content_hash(&a, None);
+        assert_eq!(h.len(), 64);
+        let mut scored = a.clone();
+        scored[0].score = 7.0;
+        assert_eq!(content_hash(&scored, None), h, "scores are not content");
+        assert_ne!(content_hash(&[doc("a", "xy"), doc("b", "")], None), h);
+        assert_ne!(content_hash(&[a[1].clone(), a[0].clone()], None), h);
+        let model = EmbeddingInfo {
+            model: "m".into(),
+            dimensions: 3,
+            quantization: "int8".into(),
+        };
+        assert_ne!(content_hash(&a, Some(&model)), h);
+    }
+}

@@ -1,0 +1,158 @@
+//! The manifest of a bundle (`kb-manifest.json`): what it is, what it holds, and every file
+//! with its size and SHA-256, so a reader can tell a complete, intact bundle from anything
+//! else before loading a byte of index.
+use crate::retrieval::{KbStats, RetrievalError};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+
+/// File name of the manifest, at the top of a bundle.
+pub const MANIFEST: &str = "kb-manifest.json";
+/// The `format` of every bundle.
+pub const FORMAT: &str = "bounded-rag-kb";
+/// The bundle layout this build reads and writes.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The embedding model of a bundle's vectors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmbeddingInfo {
+    /// Model name as sent to the embeddings endpoint.
+    pub model: String,
+    /// Dimensions of every vector.
+    pub dimensions: usize,
+    /// How vectors are stored (`int8`: unit vectors, one byte per dimension and a scale).
+    pub quantization: String,
+}
+
+/// One file of a bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BundleFile {
+    /// Path inside the bundle, `/`-separated.
+    pub path: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// SHA-256 of the content, lowercase hex.
+    pub sha256: String,
+}
+
+/// What a bundle is and holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Layout version; this build reads [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// SHA-256 of the indexed content and the embedding model: the bundle's version. The same
+    /// sources ingested the same way give the same hash.
+    pub content_hash: String,
+    /// When the bundle was built (RFC 3339); not part of the hash.
+    pub created_at: String,
+    /// Documents, passages, entities, relations and communities.
+    pub counts: KbStats,
+    /// The vectors' model, or `None` when the bundle has no vectors (BM25 only).
+    pub embedding: Option<EmbeddingInfo>,
+    /// Every file but the manifest.
+    pub files: Vec<BundleFile>,
+}
+
+impl Manifest {
+    /// The bundle's version: its content hash.
+    pub fn version(&self) -> &str {
+        &self.content_hash
+    }
+
+    /// Parses and checks a manifest; `origin` names it in errors.
+    pub fn parse(bytes: &[u8], origin: &Path) -> Result<Self, RetrievalError> {
+        let invalid = |message: String| RetrievalError::Invalid {
+            path: origin.to_path_buf(),
+            message,
+        };
+        #[derive(Deserialize)]
+        struct Head {
+            format: String,
+            format_version: u32,
+        }
+        let head: Head = serde_json::from_slice(bytes)
+            .map_err(|e| invalid(format!("not a knowledge-base manifest: {e}")))?;
+        if head.format != FORMAT {
+            return Err(invalid(format!("unknown format `{}`", head.format)));
+        }
+        if head.format_version != FORMAT_VERSION {
+            return Err(invalid(format!(
+                "format version {} is not supported (expected {FORMAT_VERSION}); re-run ingest",
+                head.format_version
+            )));
+        }
+        let manifest: Manifest = serde_json::from_slice(bytes)
+            .map_err(|e| invalid(format!("malformed manifest: {e}")))?;
+        let hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
+        if !hex64(&manifest.content_hash) {
+            return Err(invalid("content_hash is not a SHA-256".into()));
+        }
+        for file in &manifest.files {
+            let safe = !file.path.is_empty()
+                && !file.path.starts_with('/')
+                && file.path.split('/').all(|p| !p.is_empty() && p != "..");
+            if !safe || !hex64(&file.sha256) {
+                return Err(invalid(format!("bad file entry `{}`", file.path)));
+            }
+        }
+        Ok(manifest)
+    }
+
+    /// The entry of `path`, if the bundle has that file.
+    pub fn file(&self, path: &str) -> Option<&BundleFile> {
+        self.files.iter().find(|f| f.path == path)
+    }
+
+    /// Total size of the files (manifest excluded).
+    pub fn total_bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.bytes).sum()
+    }
+}
+
+impl BundleFile {
+    /// The entry for `bytes` stored at `path`.
+    pub fn describe(path: &str, bytes: &[u8]) -> Self {
+        Self {
+            path: path.to_owned(),
+            bytes: bytes.len() as u64,
+            sha256: sha256_hex(bytes),
+        }
+    }
+
+    /// Checks that `bytes` are this file: size and SHA-256. `origin` names it in errors.
+    pub fn verify(&self, bytes: &[u8], origin: &str) -> Result<(), RetrievalError> {
+        let invalid = |message: String| RetrievalError::Invalid {
+            path: origin.into(),
+            message,
+        };
+        if bytes.len() as u64 != self.bytes {
+            return Err(invalid(format!(
+                "{} bytes where the manifest says {}: the bundle is incomplete or corrupt",
+                bytes.len(),
+                self.bytes
+            )));
+        }
+        if sha256_hex(bytes) != self.sha256 {
+            return Err(invalid(
+                "content does not match the manifest's SHA-256: the bundle is corrupt".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Lowercase hex SHA-256.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lowercase hex of a finished SHA-256.
+pub(crate) fn hex_digest(hash: Sha256) -> String {
+    hex(&hash.finalize())
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

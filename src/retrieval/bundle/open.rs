@@ -1,0 +1,60 @@
+//! Opening a bundle: from a folder (the index memory-mapped, the vectors read) or from files
+//! already in memory (a bundle downloaded from S3). Either way the manifest is checked first
+//! and every count is checked against what was opened.
+use super::manifest::{Manifest, MANIFEST};
+use crate::retrieval::bm25::SearchIndex;
+use crate::retrieval::{KnowledgeBase, RetrievalError};
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use tantivy::directory::OwnedBytes;
+
+/// Folder of the tantivy index inside a bundle.
+pub(crate) const INDEX_DIR: &str = "index";
+/// File of the passages' vectors inside a bundle.
+pub(crate) const VECTORS_FILE: &str = "vectors.bin";
+
+/// Opens the bundle in `dir`. Files are checked by size (a copy cut short is caught); S3
+/// downloads are also checked by SHA-256 as they arrive.
+pub(crate) fn open_dir(dir: &Path) -> Result<KnowledgeBase, RetrievalError> {
+    let path = dir.join(MANIFEST);
+    let bytes = fs::read(&path).map_err(|e| RetrievalError::io(&path, e))?;
+    let manifest = Manifest::parse(&bytes, &path)?;
+    for file in &manifest.files {
+        let path = dir.join(&file.path);
+        let size = fs::metadata(&path).map(|m| m.len()).ok();
+        if size != Some(file.bytes) {
+            return Err(RetrievalError::Invalid {
+                path,
+                message: "missing or of the wrong size: the bundle is incomplete; re-run ingest"
+                    .into(),
+            });
+        }
+    }
+    let index = SearchIndex::open(&dir.join(INDEX_DIR))?;
+    let vectors = match &manifest.embedding {
+        Some(_) => {
+            let path = dir.join(VECTORS_FILE);
+            let bytes = fs::read(&path).map_err(|e| RetrievalError::io(&path, e))?;
+            Some(OwnedBytes::new(bytes))
+        }
+        None => None,
+    };
+    KnowledgeBase::assemble(index, vectors, &manifest, dir.to_path_buf())
+}
+
+/// Opens a bundle from its files held in memory (paths as in the manifest, already checked).
+pub(crate) fn open_in_memory(
+    manifest: &Manifest,
+    mut files: HashMap<String, OwnedBytes>,
+    origin: &str,
+) -> Result<KnowledgeBase, RetrievalError> {
+    let prefix = format!("{INDEX_DIR}/");
+    let vectors = files.remove(VECTORS_FILE);
+    let index_files: HashMap<PathBuf, OwnedBytes> = files
+        .into_iter()
+        .filter_map(|(path, bytes)| Some((PathBuf::from(path.strip_prefix(&prefix)?), bytes)))
+        .collect();
+    let index = SearchIndex::open_in_memory(index_files, Path::new(origin))?;
+    KnowledgeBase::assemble(index, vectors, manifest, PathBuf::from(origin))
+}

@@ -1,0 +1,8 @@
+//! Hybrid ranking: the passages' vectors ([`Vectors`], int8-quantized, scanned flat) and
+//! reciprocal rank fusion of the vector ranking with the BM25 ranking ([`fuse`]).
+
+mod fusion;
+mod vectors;
+
+pub(crate) use fusion::{bm25_clear_lead, fuse};
+pub(crate) use vectors::Vectors;
