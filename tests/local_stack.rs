@@ -11,9 +11,10 @@ const README: &str = include_str!("../README.md");
 const TEMPLATE: &str = include_str!("../template.yaml");
 /// Documented settings provision.py must not copy into the env file: the keys go into the
 /// secret, the rest are the resources it creates.
-const NOT_FORWARDED: [&str; 5] = [
+const NOT_FORWARDED: [&str; 6] = [
     "LLM_API_KEY",
     "WEB_SEARCH_API_KEY",
+    "EMBEDDINGS_API_KEY",
     "CHECKPOINT_TABLE",
     "WORK_QUEUE_URL",
     "SECRETS_ID",
@@ -137,6 +138,10 @@ async fn provision_forwards_every_documented_setting_into_the_functions_env() {
     );
     assert!(
         !text.contains("value-of-web_search_api_key"),
+        "a key in the env file"
+    );
+    assert!(
+        !text.contains("value-of-embeddings_api_key"),
         "a key in the env file"
     );
 
