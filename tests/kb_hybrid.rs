@@ -279,4 +279,53 @@ async fn a_hybrid_run_embeds_its_question_once_as_a_counted_retried_model_call()
     assert_eq!(step.details["retrieval"], "hybrid");
     assert_eq!(step.details["sources"][0], "kb://canker.md#1");
     assert_eq!(step.details["sources"][1], "kb://gummosis.md#1");
+    assert_eq!(
+        step.details["from_graph"], 0,
+        "no entities, no graph neighbours"
+    );
+}
+
+#[tokio::test]
+async fn a_hybrid_search_adds_the_matched_entity_neighbourhood_too() {
+    let server = ScriptedEmbeddings::start([]).await;
+    let work = tempfile::tempdir().unwrap();
+    let embedder = client(&server);
+    let options = IngestOptions {
+        embedder: Some(&embedder),
+        retry: no_wait(),
+        ..IngestOptions::default()
+    };
+    let out = work.path().join("bundle");
+    let kb_dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/kb"));
+    ingest(kb_dir, &out, &options).await.unwrap();
+    let kb = KnowledgeBase::load(&out).unwrap();
+    let question = "What does Phytophthora palmivora cause?";
+    let community = "kb://communities.jsonl#phytophthora_complex";
+    for communities in [false, true] {
+        let options = RetrievalOptions {
+            limit: 10,
+            nodes: true,
+            edges: true,
+            episodes: true,
+            communities,
+        };
+        let docs = kb
+            .search_hybrid(question, &concept_vector(question), &options)
+            .unwrap();
+        assert!(docs.len() <= 10);
+        let urls: Vec<&str> = docs.iter().map(|d| d.url.as_str()).collect();
+        let unique: std::collections::HashSet<&str> = urls.iter().copied().collect();
+        assert_eq!(unique.len(), urls.len(), "{urls:?}");
+        assert!(!docs[0].from_graph, "a direct hit leads");
+        // The entity is a BM25 candidate outside the fused ten: its relations still join,
+        // after the first half of the limit.
+        for edge in 1..=4 {
+            let edge = format!("kb://edges.jsonl#{edge}");
+            assert!(urls[5..].contains(&edge.as_str()), "{urls:?}");
+        }
+        assert_eq!(urls.contains(&community), communities, "{urls:?}");
+        assert!(docs
+            .iter()
+            .all(|d| !d.from_graph || d.kind != DocKind::Episode));
+    }
 }

@@ -33,6 +33,7 @@ fn docs() -> Vec<Document> {
         score: 2.0 - i as f32,
         kind: DocKind::Episode,
         clear_match: false,
+        from_graph: false,
     })
     .collect()
 }

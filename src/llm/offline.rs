@@ -257,6 +257,7 @@ mod tests {
             score: 1.0,
             kind: DocKind::Episode,
             clear_match: false,
+            from_graph: false,
         }
     }
 

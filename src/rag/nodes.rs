@@ -147,9 +147,11 @@ pub(super) async fn kg_retrieval(
     state.kb_version = graph.kb_version();
     let found = documents.len();
     let sources: Vec<&str> = documents.iter().map(|d| d.url.as_str()).collect();
+    let from_graph = documents.iter().filter(|d| d.from_graph).count();
     let details = json!({
         "query": state.query,
         "documents": found,
+        "from_graph": from_graph,
         "retrieval": mode,
         "sources": sources,
     });

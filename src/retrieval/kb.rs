@@ -11,8 +11,12 @@
 //! - a bundle published to S3, through [`super::LiveKnowledge`].
 //!
 //! Every knowledge base has a version: its content hash (see [`super::bundle`]).
+//!
+//! Searches add the one-hop neighbourhood of the entities a query matches (see
+//! [`super::graph`]); the entity graph is built with the knowledge base, never per request.
 use super::bm25::{Hit, SearchIndex};
 use super::bundle::{self, content_hash, EmbeddingInfo, Manifest, MANIFEST};
+use super::graph::{self, Graph, Merged};
 use super::hybrid::{bm25_clear_lead, fuse, Vectors};
 use super::sources::{self, SourceFile};
 use super::{DocKind, Document, RetrievalError, RetrievalOptions, Retriever};
@@ -22,6 +26,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use tantivy::directory::OwnedBytes;
+use tantivy::DocId;
 
 /// Candidates taken from each ranking before fusion.
 const FUSION_CANDIDATES: usize = 50;
@@ -91,6 +96,7 @@ impl fmt::Display for KbStats {
 /// The knowledge base, indexed once at load; cheap to search from many requests at once.
 pub struct KnowledgeBase {
     index: SearchIndex,
+    graph: Graph,
     vectors: Option<Vectors>,
     embedding: Option<EmbeddingInfo>,
     stats: KbStats,
@@ -130,8 +136,10 @@ impl KnowledgeBase {
         stats: KbStats,
         origin: Option<PathBuf>,
     ) -> Result<Self, RetrievalError> {
+        let positions = (0..).zip(docs);
         Ok(Self {
             index: SearchIndex::build_in_ram(docs)?,
+            graph: Graph::build(positions),
             vectors: None,
             embedding: None,
             stats,
@@ -177,8 +185,14 @@ impl KnowledgeBase {
                 )))
             }
         };
+        // Ingest writes passages first, then nodes, edges and communities.
+        let graph_docs = (manifest.counts.passages as DocId..index.num_docs() as DocId)
+            .map(|id| Ok((id, index.document(id, 0.0)?)))
+            .collect::<Result<Vec<_>, RetrievalError>>()?;
+        let graph = Graph::build(graph_docs.iter().map(|(id, doc)| (*id, doc)));
         Ok(Self {
             index,
+            graph,
             vectors,
             embedding: manifest.embedding.clone(),
             stats: manifest.counts,
@@ -256,8 +270,9 @@ impl KnowledgeBase {
     }
 
     /// Synchronous search: at most `options.limit` documents of the enabled kinds, best first,
-    /// scored by BM25. The first is a clear match when it leads the second clearly. Never fails
-    /// on user punctuation.
+    /// scored by BM25, with the one-hop neighbourhood of the matched entities merged in (see
+    /// [`super::graph`]). The first is a clear match when it leads the second clearly. Never
+    /// fails on user punctuation.
     pub fn search(
         &self,
         query: &str,
@@ -267,17 +282,17 @@ impl KnowledgeBase {
         let hits = self
             .index
             .hits(query, options, options.limit.saturating_add(1))?;
-        let clear = bm25_clear_lead(&hits);
-        let mut docs = self.documents(hits.iter().take(options.limit).copied())?;
-        if let Some(first) = docs.first_mut() {
-            first.clear_match = clear;
-        }
-        Ok(docs)
+        let clear = bm25_clear_lead(&hits).then(|| hits[0].0);
+        let clear: Vec<DocId> = clear.into_iter().collect();
+        let direct = &hits[..hits.len().min(options.limit)];
+        let strong = graph::strong_by_score(direct);
+        self.documents(self.graph.expand(direct, direct, strong, options), &clear)
     }
 
     /// Hybrid search: reciprocal rank fusion of BM25 over the enabled kinds and the similarity
     /// of the passages' vectors to `vector` (when passages are enabled). Scores are fused
-    /// scores. Without vectors, the same as [`KnowledgeBase::search`].
+    /// scores; graph neighbours are merged in as in [`KnowledgeBase::search`]. Without vectors,
+    /// the same as [`KnowledgeBase::search`].
     pub fn search_hybrid(
         &self,
         query: &str,
@@ -297,18 +312,27 @@ impl KnowledgeBase {
         } else {
             Vec::new()
         };
-        fuse(&bm25, &nearest, options.limit)
-            .into_iter()
-            .map(|f| {
-                let mut doc = self.index.document(f.id, f.score)?;
-                doc.clear_match = f.clear;
-                Ok(doc)
-            })
-            .collect()
+        let fused = fuse(&bm25, &nearest, options.limit);
+        let clear: Vec<DocId> = fused.iter().filter(|f| f.clear).map(|f| f.id).collect();
+        let hits: Vec<Hit> = fused.iter().map(|f| (f.id, f.score)).collect();
+        let strong = graph::strong_by_rank(options.limit);
+        self.documents(self.graph.expand(&hits, &bm25, strong, options), &clear)
     }
 
-    fn documents(&self, hits: impl Iterator<Item = Hit>) -> Result<Vec<Document>, RetrievalError> {
-        hits.map(|(id, score)| self.index.document(id, score))
+    /// The merged results as documents, the direct hits in `clear` marked as clear matches.
+    fn documents(
+        &self,
+        merged: Vec<Merged>,
+        clear: &[DocId],
+    ) -> Result<Vec<Document>, RetrievalError> {
+        merged
+            .into_iter()
+            .map(|(id, score, from_graph)| {
+                let mut doc = self.index.document(id, score)?;
+                doc.from_graph = from_graph;
+                doc.clear_match = !from_graph && clear.contains(&id);
+                Ok(doc)
+            })
             .collect()
     }
 }
@@ -378,6 +402,7 @@ mod tests {
             score: 0.0,
             kind,
             clear_match: false,
+            from_graph: false,
         };
         let kb = KnowledgeBase::from_documents(&[
             doc("kb://a.md#1", DocKind::Episode),

@@ -7,6 +7,7 @@
 //! | `bm25` | the tantivy index: schema, analyzer, build, open (memory-mapped or in memory) |
 //! | [`bundle`] | the versioned on-disk bundle: manifest, content hash, ingest, open |
 //! | [`embed`] | the OpenAI-compatible embeddings client |
+//! | `graph` | the entity graph: one-hop relations and communities of matched entities |
 //! | `hybrid` | quantized passage vectors, their flat scan, reciprocal rank fusion |
 //! | [`s3`] | publishing bundles to S3 behind a pointer, listing and fetching them |
 //! | `live` | the knowledge a function serves: loaded at start, refreshed between runs |
@@ -16,6 +17,7 @@ mod bm25;
 pub mod bundle;
 pub mod embed;
 mod error;
+mod graph;
 mod hybrid;
 mod kb;
 mod live;
@@ -72,6 +74,10 @@ pub struct Document {
     /// by shared words alone keeps such a document even when the question uses other words.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub clear_match: bool,
+    /// The knowledge base added it as a one-hop neighbour (a relation or community) of an
+    /// entity the query matched, not as a search hit of its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_graph: bool,
 }
 
 /// Which ranking a knowledge-base retrieval used.

@@ -171,6 +171,7 @@ impl WebSearch for TavilyClient {
                 score: result.score.unwrap_or(0.0),
                 kind: DocKind::Web,
                 clear_match: false,
+                from_graph: false,
             })
             .collect())
     }

@@ -269,6 +269,7 @@ impl SearchIndex {
             score,
             kind,
             clear_match: false,
+            from_graph: false,
         })
     }
 }
@@ -286,6 +287,7 @@ mod tests {
             score: 0.0,
             kind,
             clear_match: false,
+            from_graph: false,
         }
     }
 

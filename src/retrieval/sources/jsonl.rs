@@ -207,6 +207,7 @@ fn doc(id: &str, title: &str, url: String, content: String, kind: DocKind) -> Do
         score: 0.0,
         kind,
         clear_match: false,
+        from_graph: false,
     }
 }
 

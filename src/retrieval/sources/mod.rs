@@ -125,6 +125,7 @@ pub(crate) fn build(root: &Path, files: &[SourceFile]) -> Result<Corpus, Retriev
                         score: 0.0,
                         kind: DocKind::Episode,
                         clear_match: false,
+                        from_graph: false,
                     });
                 }
             }
