@@ -124,7 +124,7 @@ EOF
 }
 
 # 1. The function binaries of this tree (a no-op right after `cargo test`).
-cargo build --quiet --locked --all-features --bin api --bin worker
+cargo build --quiet --locked --all-features --bin api --bin worker --bin bounded-rag
 BIN_DIR="$(cargo metadata --format-version 1 --no-deps | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/debug"
 
 # 2. moto, provisioned like AWS.
@@ -135,6 +135,15 @@ wait_http "$ENDPOINT/moto-api/" 30 || { log "moto_server did not start"; exit 1;
 ENV_FILE="$OUT/lambda.env"
 LLM_PROVIDER=offline "$PY" infra/local/provision.py --endpoint "$ENDPOINT" --env-file "$ENV_FILE" >"$OUT/provision.log"
 QUEUE_URL="$(sed -n "s/^WORK_QUEUE_URL='\(.*\)'$/\1/p" "$ENV_FILE")"
+# The functions load their knowledge from S3 (KB_URI), as in the local stack: publish the sample.
+KB_URI="$(sed -n "s/^KB_URI='\(.*\)'$/\1/p" "$ENV_FILE")"
+(
+    export AWS_ENDPOINT_URL="$ENDPOINT" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=testing \
+        AWS_SECRET_ACCESS_KEY=testing AWS_EC2_METADATA_DISABLED=true
+    unset AWS_PROFILE AWS_SESSION_TOKEN SECRETS_ID
+    "$BIN_DIR/bounded-rag" -q ingest "$ROOT/kb" --out "$OUT/kb-bundle" >"$OUT/kb-publish.log"
+    "$BIN_DIR/bounded-rag" -q kb publish "$OUT/kb-bundle" "$KB_URI" >>"$OUT/kb-publish.log"
+)
 
 # 3. The emulator, and the prebuilt functions on its Runtime API.
 LAMBDA_PORT="$(free_port)"
