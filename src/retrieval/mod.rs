@@ -18,6 +18,7 @@ pub mod bundle;
 pub mod embed;
 mod error;
 mod graph;
+mod http;
 mod hybrid;
 mod kb;
 mod live;

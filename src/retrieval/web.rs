@@ -6,15 +6,13 @@
 //! engine owns retries); the connection pool is shared by every call. The key never appears in
 //! errors or logs: [`Secret`] redacts itself and error bodies are scrubbed.
 use super::error::status_is_transient;
+use super::http::post_json;
 use super::{DocKind, Document, RetrievalError, WebSearch};
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime};
-
-/// Longest excerpt of an error body kept in an error message.
-const ERROR_BODY_CHARS: usize = 200;
 
 /// Settings of the web search client.
 #[derive(Debug, Clone)]
@@ -122,38 +120,25 @@ impl WebSearch for TavilyClient {
             return Ok(Vec::new());
         }
         let body = SearchRequest { query, max_results };
-        let mut request = self
-            .http
-            .post(self.endpoint.clone())
-            .json(&body)
-            .timeout(timeout);
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key.expose());
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| self.transport_error(e, timeout))?;
-        let status = response.status();
-        let retry_after = retry_after(response.headers(), SystemTime::now());
-        let text = response
-            .text()
-            .await
-            .map_err(|e| self.transport_error(e, timeout))?;
-        if !status.is_success() {
-            let excerpt: String = text.trim().chars().take(ERROR_BODY_CHARS).collect();
-            let message = match status.canonical_reason() {
-                Some(reason) if excerpt.is_empty() => reason.to_owned(),
-                _ => self.scrub(&excerpt),
-            };
-            let transient = status_is_transient(status.as_u16());
-            tracing::debug!(status = status.as_u16(), transient, "web search failed");
+        let reply = post_json(
+            &self.http,
+            &self.endpoint,
+            &body,
+            self.api_key.as_ref(),
+            timeout,
+        )
+        .await
+        .map_err(|e| self.transport_error(e, timeout))?;
+        if let Some(failure) = reply.failure(|text| self.scrub(text)) {
+            let transient = status_is_transient(failure.status);
+            tracing::debug!(status = failure.status, transient, "web search failed");
             return Err(RetrievalError::Http {
-                status: status.as_u16(),
-                message,
-                retry_after: retry_after.filter(|_| transient),
+                status: failure.status,
+                message: failure.message,
+                retry_after: failure.retry_after,
             });
         }
+        let text = reply.text;
         let parsed: SearchResponse = serde_json::from_str(&text)
             .map_err(|e| RetrievalError::InvalidResponse(e.to_string()))?;
         Ok(parsed

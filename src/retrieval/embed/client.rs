@@ -4,15 +4,12 @@
 //! input order and checked (one vector per input, one length for all, finite numbers).
 use super::{estimate_tokens, EmbedError, Embedder, Embeddings};
 use crate::engine::Usage;
-use crate::retrieval::error::status_is_transient;
-use crate::retrieval::web::{error_chain, retry_after};
+use crate::retrieval::http::post_json;
+use crate::retrieval::web::error_chain;
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, SystemTime};
-
-/// Longest excerpt of an error body kept in an error message.
-const ERROR_BODY_CHARS: usize = 200;
+use std::time::Duration;
 
 /// Settings of the embeddings client.
 #[derive(Debug, Clone)]
@@ -114,37 +111,23 @@ impl Embedder for EmbeddingsClient {
             model: &self.model,
             input: inputs,
         };
-        let mut request = self
-            .http
-            .post(self.endpoint.clone())
-            .json(&body)
-            .timeout(timeout);
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key.expose());
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| self.transport_error(e, timeout))?;
-        let status = response.status();
-        let retry_after = retry_after(response.headers(), SystemTime::now());
-        let text = response
-            .text()
-            .await
-            .map_err(|e| self.transport_error(e, timeout))?;
-        if !status.is_success() {
-            let excerpt: String = text.trim().chars().take(ERROR_BODY_CHARS).collect();
-            let message = match status.canonical_reason() {
-                Some(reason) if excerpt.is_empty() => reason.to_owned(),
-                _ => self.scrub(&excerpt),
-            };
-            let transient = status_is_transient(status.as_u16());
+        let reply = post_json(
+            &self.http,
+            &self.endpoint,
+            &body,
+            self.api_key.as_ref(),
+            timeout,
+        )
+        .await
+        .map_err(|e| self.transport_error(e, timeout))?;
+        if let Some(failure) = reply.failure(|text| self.scrub(text)) {
             return Err(EmbedError::Http {
-                status: status.as_u16(),
-                message,
-                retry_after: retry_after.filter(|_| transient),
+                status: failure.status,
+                message: failure.message,
+                retry_after: failure.retry_after,
             });
         }
+        let text = reply.text;
         let parsed: Response =
             serde_json::from_str(&text).map_err(|e| EmbedError::InvalidResponse(e.to_string()))?;
         let vectors = in_input_order(parsed.data, inputs.len())?;
