@@ -32,6 +32,25 @@ pub(crate) struct Failure {
     pub retry_after: Option<Duration>,
 }
 
+/// `{base_url}/{path}`, checked to be http(s), and the client built once for it. The error is
+/// the message of the caller's configuration error.
+pub(crate) fn client_for(
+    base_url: &str,
+    path: &str,
+) -> Result<(reqwest::Url, reqwest::Client), String> {
+    let base = base_url.trim().trim_end_matches('/');
+    let endpoint = reqwest::Url::parse(&format!("{base}/{path}"))
+        .map_err(|e| format!("base URL `{base}`: {e}"))?;
+    if !matches!(endpoint.scheme(), "http" | "https") {
+        return Err(format!("base URL `{base}` must be http or https"));
+    }
+    let http = reqwest::Client::builder()
+        .user_agent(concat!("bounded-rag/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| super::web::error_chain(&e))?;
+    Ok((endpoint, http))
+}
+
 /// POSTs `body` as JSON to `endpoint`, with `Authorization: Bearer` when a key is given.
 pub(crate) async fn post_json(
     http: &reqwest::Client,

@@ -6,7 +6,7 @@
 //! engine owns retries); the connection pool is shared by every call. The key never appears in
 //! errors or logs: [`Secret`] redacts itself and error bodies are scrubbed.
 use super::error::status_is_transient;
-use super::http::post_json;
+use super::http::{client_for, post_json};
 use super::{DocKind, Document, RetrievalError, WebSearch};
 use crate::secrets::Secret;
 use async_trait::async_trait;
@@ -61,18 +61,8 @@ struct SearchResult {
 impl TavilyClient {
     /// Builds the client once; fails on a base URL that is not http(s).
     pub fn new(config: TavilyConfig) -> Result<Self, RetrievalError> {
-        let base = config.base_url.trim().trim_end_matches('/');
-        let endpoint = reqwest::Url::parse(&format!("{base}/search"))
-            .map_err(|e| RetrievalError::Config(format!("base URL `{base}`: {e}")))?;
-        if !matches!(endpoint.scheme(), "http" | "https") {
-            return Err(RetrievalError::Config(format!(
-                "base URL `{base}` must be http or https"
-            )));
-        }
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("bounded-rag/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| RetrievalError::Config(error_chain(&e)))?;
+        let (endpoint, http) =
+            client_for(&config.base_url, "search").map_err(RetrievalError::Config)?;
         Ok(Self {
             http,
             endpoint,

@@ -4,7 +4,7 @@
 //! input order and checked (one vector per input, one length for all, finite numbers).
 use super::{estimate_tokens, EmbedError, Embedder, Embeddings};
 use crate::engine::Usage;
-use crate::retrieval::http::post_json;
+use crate::retrieval::http::{client_for, post_json};
 use crate::retrieval::web::error_chain;
 use crate::secrets::Secret;
 use async_trait::async_trait;
@@ -59,18 +59,8 @@ struct WireUsage {
 impl EmbeddingsClient {
     /// Builds the client once; fails on a base URL that is not http(s).
     pub fn new(config: EmbeddingsConfig) -> Result<Self, EmbedError> {
-        let base = config.base_url.trim().trim_end_matches('/');
-        let endpoint = reqwest::Url::parse(&format!("{base}/embeddings"))
-            .map_err(|e| EmbedError::Config(format!("base URL `{base}`: {e}")))?;
-        if !matches!(endpoint.scheme(), "http" | "https") {
-            return Err(EmbedError::Config(format!(
-                "base URL `{base}` must be http or https"
-            )));
-        }
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("bounded-rag/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| EmbedError::Config(error_chain(&e)))?;
+        let (endpoint, http) =
+            client_for(&config.base_url, "embeddings").map_err(EmbedError::Config)?;
         Ok(Self {
             http,
             endpoint,
