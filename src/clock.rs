@@ -1,14 +1,17 @@
-//! Injected time: the engine never reads the system clock or sleeps directly, so tests can run
-//! deadline and backoff cases instantly with [`FakeClock`].
+//! Injected time: the one clock every deadline and expiry reads (run budgets, backoff, leases,
+//! checkpoint and cache TTLs, the secrets cache, the knowledge-base refresh, `Retry-After`
+//! dates). Nothing else reads the system clock or sleeps directly, so tests run deadline,
+//! backoff and expiry cases instantly with [`FakeClock`]. It sits below every layer (the
+//! engine re-exports it) because the stores, which lie below the engine, need it too.
 
 use async_trait::async_trait;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Wall-clock time and sleeping.
+/// Wall-clock time and sleeping. `Debug` so the clients holding one can derive it.
 #[async_trait]
-pub trait Clock: Send + Sync {
+pub trait Clock: std::fmt::Debug + Send + Sync {
     /// Microseconds since the Unix epoch.
     fn now_micros(&self) -> u64;
 
@@ -18,6 +21,16 @@ pub trait Clock: Send + Sync {
     /// Milliseconds since the Unix epoch (the unit of Lambda deadlines).
     fn now_ms(&self) -> u64 {
         self.now_micros() / 1_000
+    }
+
+    /// Whole seconds since the Unix epoch (the unit of DynamoDB TTLs).
+    fn now_secs(&self) -> u64 {
+        self.now_micros() / 1_000_000
+    }
+
+    /// The time as a [`SystemTime`] (for HTTP dates).
+    fn now(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_micros(self.now_micros())
     }
 }
 
@@ -51,6 +64,17 @@ impl FakeClock {
     pub fn at_ms(start_ms: u64) -> Self {
         Self {
             now_micros: AtomicU64::new(start_ms * 1_000),
+            sleeps: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A clock reading `start` (for a test that starts at the real time or at a date).
+    pub fn at(start: SystemTime) -> Self {
+        let micros = start
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        Self {
+            now_micros: AtomicU64::new(micros),
             sleeps: Mutex::new(Vec::new()),
         }
     }
