@@ -61,7 +61,7 @@ pub fn timeouts(sdk_config: &SdkConfig, operation: Duration) -> TimeoutConfig {
 
 /// Transient or permanent, for any AWS SDK error (every service's `SdkError` is the same
 /// smithy type): timeouts, connection errors, 5xx, 429 and throttling codes are transient; the
-/// rest (validation, access denied, missing resource) not. Unlike [`crate::http`], a 408 is
+/// rest (validation, access denied, missing resource) not. Unlike the HTTP clients, a 408 is
 /// not retried here: the SDK has already retried what it could.
 pub(crate) fn sdk_error_class<E: ProvideErrorMetadata>(
     err: &SdkError<E, HttpResponse>,

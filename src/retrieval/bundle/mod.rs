@@ -18,12 +18,14 @@ mod manifest;
 mod open;
 mod write;
 
+pub use super::layout::MANIFEST;
 pub(crate) use hash::content_hash;
 pub(crate) use manifest::hex_digest;
-pub use manifest::{BundleFile, EmbeddingInfo, Manifest, FORMAT, FORMAT_VERSION, MANIFEST};
-pub(crate) use open::{open_dir, open_in_memory, VECTORS_FILE};
+pub use manifest::{BundleFile, EmbeddingInfo, Manifest, FORMAT, FORMAT_VERSION};
+pub(crate) use open::{open_dir, open_in_memory, Opened};
 
-use super::{Embedder, KbStats, RetrievalError};
+use super::stats::KbStats;
+use super::{Embedder, RetrievalError};
 use crate::engine::RetryPolicy;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -1,11 +1,11 @@
 //! Writing a bundle: validate the target, build everything in a staging folder beside it, write
 //! the manifest last, then rename the finished folder into place.
 use super::embedding::Embedded;
-use super::manifest::{BundleFile, Manifest, FORMAT, FORMAT_VERSION, MANIFEST};
-use super::open::{INDEX_DIR, VECTORS_FILE};
+use super::manifest::{BundleFile, Manifest, FORMAT, FORMAT_VERSION};
 use super::{content_hash, IngestSummary, Progress};
 use crate::retrieval::bm25::SearchIndex;
 use crate::retrieval::hybrid::Vectors;
+use crate::retrieval::layout::{INDEX_DIR, MANIFEST, VECTORS_FILE};
 use crate::retrieval::sources::{self, Corpus};
 use crate::retrieval::{DocKind, Document, RetrievalError};
 use serde::Deserialize;
