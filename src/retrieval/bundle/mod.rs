@@ -16,6 +16,7 @@ mod embedding;
 mod hash;
 mod manifest;
 mod open;
+mod plan;
 mod write;
 
 pub use super::layout::MANIFEST;
@@ -122,7 +123,7 @@ impl std::fmt::Display for IngestSummary {
 
 /// Ingests `source` into a bundle at `target` without vectors (BM25 only).
 pub fn ingest_dir(source: &Path, target: &Path) -> Result<IngestSummary, RetrievalError> {
-    let plan = write::Plan::new(source, target)?;
+    let plan = plan::Plan::new(source, target)?;
     plan.finish(None, &NoProgress, (0, 0))
 }
 
@@ -137,7 +138,7 @@ pub async fn ingest(
     target: &Path,
     options: &IngestOptions<'_>,
 ) -> Result<IngestSummary, RetrievalError> {
-    let plan = write::Plan::new(source, target)?;
+    let plan = plan::Plan::new(source, target)?;
     let Some(embedder) = options.embedder else {
         return plan.finish(None, options.progress, (0, 0));
     };
