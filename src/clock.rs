@@ -68,17 +68,6 @@ impl FakeClock {
         }
     }
 
-    /// A clock reading `start` (for a test that starts at the real time or at a date).
-    pub fn at(start: SystemTime) -> Self {
-        let micros = start
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as u64);
-        Self {
-            now_micros: AtomicU64::new(micros),
-            sleeps: Mutex::new(Vec::new()),
-        }
-    }
-
     /// Moves time forward, as if work took `duration`.
     pub fn advance(&self, duration: Duration) {
         self.now_micros
