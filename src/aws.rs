@@ -6,10 +6,28 @@
 //! failed, before Lambda would kill the invocation; a run's lease lasts exactly that long past
 //! the usable deadline ([`lease_grace`]). Secrets Manager is read once at start-up,
 //! outside any run budget, and gets a fixed timeout.
+//!
+//! What still fails after the SDK's own retries is classified once, here
+//! ([`sdk_error_class`]), for every AWS client (DynamoDB, SQS, Secrets Manager).
 
+use crate::error::ErrorClass;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::SdkConfig;
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use std::time::Duration;
+
+/// Error codes and transaction cancellation reasons worth retrying: throttling, server-side
+/// trouble, concurrent transactions.
+#[rustfmt::skip]
+pub(crate) const TRANSIENT_CODES: &[&str] = &[
+    "ThrottlingException", "Throttling", "ThrottledException", "ThrottlingError",
+    "RequestThrottled", "RequestThrottledException", "TooManyRequestsException",
+    "ProvisionedThroughputExceededException", "ProvisionedThroughputExceeded",
+    "RequestLimitExceeded", "TransactionConflictException", "TransactionConflict",
+    "TransactionInProgressException", "InternalServerError", "InternalServiceError",
+    "InternalFailure", "ServiceUnavailable", "RequestTimeout", "RequestTimeoutException",
+];
 
 /// Shortest per-call timeout, whatever the margin: below it a healthy call could time out.
 pub const MIN_RUN_CALL: Duration = Duration::from_millis(250);
@@ -41,9 +59,38 @@ pub fn timeouts(sdk_config: &SdkConfig, operation: Duration) -> TimeoutConfig {
         .build()
 }
 
+/// Transient or permanent, for any AWS SDK error (every service's `SdkError` is the same
+/// smithy type): timeouts, connection errors, 5xx, 429 and throttling codes are transient; the
+/// rest (validation, access denied, missing resource) not. Unlike the HTTP clients, a 408 is
+/// not retried here: the SDK has already retried what it could.
+pub(crate) fn sdk_error_class<E: ProvideErrorMetadata>(
+    err: &SdkError<E, HttpResponse>,
+) -> ErrorClass {
+    match err {
+        SdkError::TimeoutError(_) | SdkError::ResponseError(_) => ErrorClass::Transient,
+        SdkError::DispatchFailure(f) if f.is_user() => ErrorClass::Permanent,
+        SdkError::DispatchFailure(_) => ErrorClass::Transient,
+        SdkError::ServiceError(_) => {
+            class_of(err.code(), err.raw_response().map(|r| r.status().as_u16()))
+        }
+        _ => ErrorClass::Permanent,
+    }
+}
+
+fn class_of(code: Option<&str>, status: Option<u16>) -> ErrorClass {
+    let transient_status = matches!(status, Some(429 | 500..=599));
+    if transient_status || code.is_some_and(|c| TRANSIENT_CODES.contains(&c)) {
+        ErrorClass::Transient
+    } else {
+        ErrorClass::Permanent
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aws_sdk_dynamodb::error::ConnectorError;
+    use aws_sdk_dynamodb::operation::get_item::GetItemError;
 
     #[test]
     fn a_run_call_gets_half_the_margin_within_bounds() {
@@ -74,5 +121,36 @@ mod tests {
         let t = timeouts(&sdk, Duration::from_millis(750));
         assert_eq!(t.operation_timeout(), Some(Duration::from_millis(750)));
         assert_eq!(t.connect_timeout(), Some(Duration::from_millis(300)));
+    }
+
+    #[test]
+    fn classifies_sdk_errors_once() {
+        use ErrorClass::{Permanent, Transient};
+        assert_eq!(class_of(Some("ThrottlingException"), Some(400)), Transient);
+        assert_eq!(
+            class_of(Some("ProvisionedThroughputExceededException"), None),
+            Transient
+        );
+        assert_eq!(class_of(None, Some(503)), Transient);
+        assert_eq!(class_of(None, Some(429)), Transient);
+        assert_eq!(class_of(Some("ValidationException"), Some(400)), Permanent);
+        assert_eq!(
+            class_of(Some("ResourceNotFoundException"), Some(400)),
+            Permanent
+        );
+        assert_eq!(
+            class_of(Some("AccessDeniedException"), Some(403)),
+            Permanent
+        );
+        type E = SdkError<GetItemError, HttpResponse>;
+        assert_eq!(sdk_error_class(&E::timeout_error("slow")), Transient);
+        let io = ConnectorError::io("connection reset".into());
+        assert_eq!(sdk_error_class(&E::dispatch_failure(io)), Transient);
+        let user = ConnectorError::user("bad endpoint".into());
+        assert_eq!(sdk_error_class(&E::dispatch_failure(user)), Permanent);
+        assert_eq!(
+            sdk_error_class(&E::construction_failure("no table")),
+            Permanent
+        );
     }
 }

@@ -5,7 +5,17 @@
 //! trimmed from plain values and an empty value counts as unset. Every bad value becomes a
 //! [`ConfigError`] naming the variable, the value (never for secrets) and what is accepted.
 
+//!
+//! Every default lives here, also those a client or loader applies when built without
+//! settings (the OpenAI client's timeouts, the knowledge-base refresh).
+
+mod env;
+mod error;
+
+pub use error::ConfigError;
+
 use crate::secrets::Secret;
+use env::{Env, Num};
 use reqwest::Url;
 use std::fmt;
 use std::path::PathBuf;
@@ -17,6 +27,14 @@ pub const DEFAULT_LLM_BASE_URL: &str = "https://api.openai.com/v1";
 pub const DEFAULT_LLM_MODEL: &str = "gpt-4o-mini";
 /// `STATE_DIR` when unset (relative to the working directory).
 pub const DEFAULT_STATE_DIR: &str = ".bounded-rag/runs";
+/// `LLM_TIMEOUT_MS` when unset, and the OpenAI client's own default.
+pub(crate) const DEFAULT_LLM_TIMEOUT: Duration = Duration::from_millis(30_000);
+/// The OpenAI client's connect timeout (no variable sets it).
+pub(crate) const DEFAULT_LLM_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// `SECRETS_TTL_SECONDS` when unset.
+pub(crate) const DEFAULT_SECRETS_TTL: Duration = Duration::from_secs(300);
+/// `KB_REFRESH_SECONDS` when unset, and the knowledge loader's own default.
+pub(crate) const DEFAULT_KB_REFRESH: Duration = Duration::from_secs(300);
 
 /// Host that always needs an API key.
 const OPENAI_HOST: &str = "api.openai.com";
@@ -155,119 +173,30 @@ pub struct AwsSettings {
     pub run_ttl: Duration,
 }
 
-/// A variable with a bad value. Messages name the variable and what is accepted.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    /// Not a whole number.
-    #[error("{var}={value:?} is not a whole number; expected {expected}")]
-    NotANumber {
-        /// Variable name.
-        var: &'static str,
-        /// The value as given.
-        value: String,
-        /// What is accepted.
-        expected: String,
-    },
-    /// A number outside the accepted range.
-    #[error("{var}={value} is out of range; expected {expected}")]
-    OutOfRange {
-        /// Variable name.
-        var: &'static str,
-        /// The value as given.
-        value: String,
-        /// What is accepted.
-        expected: String,
-    },
-    /// Any other malformed value.
-    #[error("{var}={value:?} is invalid; expected {expected}")]
-    Invalid {
-        /// Variable name.
-        var: &'static str,
-        /// The value as given.
-        value: String,
-        /// What is accepted.
-        expected: String,
-    },
-    /// A malformed value that must not be printed (a key, or a URL carrying credentials).
-    #[error("{var} is invalid (value not shown); expected {expected}")]
-    InvalidSecret {
-        /// Variable name.
-        var: &'static str,
-        /// What is accepted.
-        expected: String,
-    },
-    /// The process environment holds bytes that are not UTF-8 (value not shown).
-    #[error("{var} is not valid UTF-8")]
-    NotUnicode {
-        /// Variable name.
-        var: String,
-    },
-    /// `openai` against OpenAI itself without any way to get a key.
-    #[error(
-        "LLM_PROVIDER=openai with LLM_BASE_URL={base_url} needs an API key; expected LLM_API_KEY \
-         or SECRETS_ID to be set (or LLM_PROVIDER=offline, or LLM_BASE_URL of a server that \
-         needs no key)"
-    )]
-    MissingApiKey {
-        /// The OpenAI base URL in use.
-        base_url: String,
-    },
-}
-
-impl ConfigError {
-    /// The variable at fault.
-    pub fn var(&self) -> &str {
-        match self {
-            ConfigError::NotANumber { var, .. }
-            | ConfigError::OutOfRange { var, .. }
-            | ConfigError::Invalid { var, .. }
-            | ConfigError::InvalidSecret { var, .. } => var,
-            ConfigError::NotUnicode { var } => var,
-            ConfigError::MissingApiKey { .. } => "LLM_API_KEY",
-        }
-    }
-}
-
-/// Accepted range and default of a numeric variable.
-struct Num {
-    min: u64,
-    max: u64,
-    default: u64,
-    unit: &'static str,
-}
-
-impl Num {
-    const fn new(min: u64, max: u64, default: u64, unit: &'static str) -> Self {
-        Self {
-            min,
-            max,
-            default,
-            unit,
-        }
-    }
-
-    fn expected(&self) -> String {
-        match self.unit {
-            "" => format!("a whole number in {}..={}", self.min, self.max),
-            unit => format!("a whole number of {unit} in {}..={}", self.min, self.max),
-        }
-    }
-}
-
 /// Accepted ranges and defaults of the numeric variables.
-const LLM_TIMEOUT: Num = Num::new(1_000, 300_000, 30_000, "milliseconds");
+const LLM_TIMEOUT: Num = Num::new(1_000, 300_000, millis(DEFAULT_LLM_TIMEOUT), "milliseconds");
 const LLM_CACHE_TTL: Num = Num::new(0, 2_592_000, 0, "seconds");
 const DEADLINE_MARGIN: Num = Num::new(0, 60_000, 1_500, "milliseconds");
 const RUN_TIMEOUT: Num = Num::new(1_000, 900_000, 120_000, "milliseconds");
 const MAX_RETRIES: Num = Num::new(0, 10, 3, "");
 const MAX_REGENERATIONS: Num = Num::new(0, 10, 3, "");
 const RECURSION_LIMIT: Num = Num::new(1, 1000, 50, "");
-const SECRETS_TTL: Num = Num::new(0, 86_400, 300, "seconds");
+const SECRETS_TTL: Num = Num::new(0, 86_400, DEFAULT_SECRETS_TTL.as_secs(), "seconds");
 const RUN_TTL: Num = Num::new(60, 31_536_000, 604_800, "seconds");
 const MAX_BODY_BYTES: Num = Num::new(1_024, 1_048_576, 65_536, "bytes");
 const MAX_TOKENS_PER_RUN: Num = Num::new(0, 100_000_000, 0, "tokens (0 = unbounded)");
 const MAX_ACTIVE_RUNS: Num = Num::new(0, 10_000, 0, "runs (0 = unlimited)");
-const KB_REFRESH: Num = Num::new(0, 86_400, 300, "seconds (0 = never)");
+const KB_REFRESH: Num = Num::new(
+    0,
+    86_400,
+    DEFAULT_KB_REFRESH.as_secs(),
+    "seconds (0 = never)",
+);
+
+/// A default in the unit of its variable.
+const fn millis(duration: Duration) -> u64 {
+    duration.as_millis() as u64
+}
 
 impl Settings {
     /// Reads the process environment.
@@ -288,55 +217,16 @@ impl Settings {
     }
 
     /// Reads variables through `lookup` (name to value; `None` or `""` means unset).
+    ///
+    /// Variables are read, and so checked, in a fixed order: the first bad one is reported.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let env = Env(&lookup);
+        // These three decide together whether a key can be had (now or from the secret).
         let api_key = env.secret("LLM_API_KEY")?;
         let explicit_base_url = env.url("LLM_BASE_URL")?;
         let secrets_id = env.secrets_id("SECRETS_ID")?;
-        let provider = match env.text("LLM_PROVIDER") {
-            Some(value) if value.eq_ignore_ascii_case("openai") => LlmProvider::OpenAi,
-            Some(value) if value.eq_ignore_ascii_case("offline") => LlmProvider::Offline,
-            Some(value) => {
-                return Err(ConfigError::Invalid {
-                    var: "LLM_PROVIDER",
-                    value,
-                    expected: "one of: openai, offline".into(),
-                })
-            }
-            None if api_key.is_some() || explicit_base_url.is_some() || secrets_id.is_some() => {
-                LlmProvider::OpenAi
-            }
-            None => LlmProvider::Offline,
-        };
-        let base_url = match explicit_base_url {
-            Some(url) => url,
-            None => Url::parse(DEFAULT_LLM_BASE_URL).expect("the default base URL is valid"),
-        };
-        if provider == LlmProvider::OpenAi
-            && base_url.host_str() == Some(OPENAI_HOST)
-            && api_key.is_none()
-            && secrets_id.is_none()
-        {
-            return Err(ConfigError::MissingApiKey {
-                base_url: base_url.to_string(),
-            });
-        }
-        let llm = LlmSettings {
-            provider,
-            base_url,
-            model: env
-                .text("LLM_MODEL")
-                .unwrap_or_else(|| DEFAULT_LLM_MODEL.to_owned()),
-            api_key,
-            timeout: env.millis("LLM_TIMEOUT_MS", LLM_TIMEOUT)?,
-            cache_ttl: Some(env.seconds("LLM_CACHE_TTL_SECONDS", LLM_CACHE_TTL)?)
-                .filter(|ttl| !ttl.is_zero()),
-        };
-        let web_key = env.secret("WEB_SEARCH_API_KEY")?;
-        let web = env.url("WEB_SEARCH_BASE_URL")?.map(|base_url| WebSettings {
-            base_url,
-            api_key: web_key,
-        });
+        let llm = llm(&env, api_key, explicit_base_url, secrets_id.as_deref())?;
+        let web = web(&env)?;
         let limits = Limits {
             max_retries: env.count("MAX_RETRIES", MAX_RETRIES)?,
             max_regenerations: env.count("MAX_REGENERATIONS", MAX_REGENERATIONS)?,
@@ -352,39 +242,10 @@ impl Settings {
             deadline_margin: env.millis("DEADLINE_MARGIN_MS", DEADLINE_MARGIN)?,
             run_timeout: env.millis("RUN_TIMEOUT_MS", RUN_TIMEOUT)?,
         };
-        let aws = AwsSettings {
-            secrets_id,
-            secrets_ttl: env.seconds("SECRETS_TTL_SECONDS", SECRETS_TTL)?,
-            checkpoint_table: env.table_name("CHECKPOINT_TABLE")?,
-            work_queue_url: env.url("WORK_QUEUE_URL")?.map(String::from),
-            run_ttl: env.seconds("RUN_TTL_SECONDS", RUN_TTL)?,
-        };
+        let aws = aws(&env, secrets_id)?;
         let max_body_bytes = env.number("MAX_BODY_BYTES", MAX_BODY_BYTES)?;
-        let kb_uri = match env.text("KB_URI") {
-            None => None,
-            Some(value) => Some(
-                value
-                    .parse()
-                    .map_err(|reason: String| ConfigError::Invalid {
-                        var: "KB_URI",
-                        value,
-                        expected: format!("s3://BUCKET/PREFIX ({reason})"),
-                    })?,
-            ),
-        };
-        let embeddings_key = env.secret("EMBEDDINGS_API_KEY")?;
-        let embeddings = match env.url("EMBEDDINGS_BASE_URL")? {
-            None => None,
-            Some(base_url) => Some(EmbeddingsSettings {
-                base_url,
-                model: env.text("EMBEDDINGS_MODEL").ok_or(ConfigError::Invalid {
-                    var: "EMBEDDINGS_MODEL",
-                    value: String::new(),
-                    expected: "the embedding model's name when EMBEDDINGS_BASE_URL is set".into(),
-                })?,
-                api_key: embeddings_key,
-            }),
-        };
+        let kb_uri = kb_uri(&env)?;
+        let embeddings = embeddings(&env)?;
         Ok(Settings {
             llm,
             web,
@@ -405,138 +266,111 @@ impl Settings {
     }
 }
 
+/// The chat model: `LLM_PROVIDER` (defaulting on whether a key can be had), then the model,
+/// timeout and cache. OpenAI itself without any way to get a key is refused.
+fn llm(
+    env: &Env<'_>,
+    api_key: Option<Secret>,
+    explicit_base_url: Option<Url>,
+    secrets_id: Option<&str>,
+) -> Result<LlmSettings, ConfigError> {
+    let provider = match env.text("LLM_PROVIDER") {
+        Some(value) if value.eq_ignore_ascii_case("openai") => LlmProvider::OpenAi,
+        Some(value) if value.eq_ignore_ascii_case("offline") => LlmProvider::Offline,
+        Some(value) => {
+            return Err(ConfigError::Invalid {
+                var: "LLM_PROVIDER",
+                value,
+                expected: "one of: openai, offline".into(),
+            })
+        }
+        None if api_key.is_some() || explicit_base_url.is_some() || secrets_id.is_some() => {
+            LlmProvider::OpenAi
+        }
+        None => LlmProvider::Offline,
+    };
+    let base_url = match explicit_base_url {
+        Some(url) => url,
+        None => Url::parse(DEFAULT_LLM_BASE_URL).expect("the default base URL is valid"),
+    };
+    if provider == LlmProvider::OpenAi
+        && base_url.host_str() == Some(OPENAI_HOST)
+        && api_key.is_none()
+        && secrets_id.is_none()
+    {
+        return Err(ConfigError::MissingApiKey {
+            base_url: base_url.to_string(),
+        });
+    }
+    Ok(LlmSettings {
+        provider,
+        base_url,
+        model: env
+            .text("LLM_MODEL")
+            .unwrap_or_else(|| DEFAULT_LLM_MODEL.to_owned()),
+        api_key,
+        timeout: env.millis("LLM_TIMEOUT_MS", LLM_TIMEOUT)?,
+        cache_ttl: Some(env.seconds("LLM_CACHE_TTL_SECONDS", LLM_CACHE_TTL)?)
+            .filter(|ttl| !ttl.is_zero()),
+    })
+}
+
+/// Web search, when `WEB_SEARCH_BASE_URL` is set (the key is checked either way).
+fn web(env: &Env<'_>) -> Result<Option<WebSettings>, ConfigError> {
+    let web_key = env.secret("WEB_SEARCH_API_KEY")?;
+    Ok(env.url("WEB_SEARCH_BASE_URL")?.map(|base_url| WebSettings {
+        base_url,
+        api_key: web_key,
+    }))
+}
+
+/// AWS resources: the secret (its id read earlier), the checkpoint table, the work queue.
+fn aws(env: &Env<'_>, secrets_id: Option<String>) -> Result<AwsSettings, ConfigError> {
+    Ok(AwsSettings {
+        secrets_id,
+        secrets_ttl: env.seconds("SECRETS_TTL_SECONDS", SECRETS_TTL)?,
+        checkpoint_table: env.table_name("CHECKPOINT_TABLE")?,
+        work_queue_url: env.url("WORK_QUEUE_URL")?.map(String::from),
+        run_ttl: env.seconds("RUN_TTL_SECONDS", RUN_TTL)?,
+    })
+}
+
+/// `KB_URI`: a bundle published to S3.
+fn kb_uri(env: &Env<'_>) -> Result<Option<crate::retrieval::s3::S3Location>, ConfigError> {
+    let Some(value) = env.text("KB_URI") else {
+        return Ok(None);
+    };
+    value
+        .parse()
+        .map(Some)
+        .map_err(|reason: String| ConfigError::Invalid {
+            var: "KB_URI",
+            value,
+            expected: format!("s3://BUCKET/PREFIX ({reason})"),
+        })
+}
+
+/// The embeddings endpoint, when `EMBEDDINGS_BASE_URL` is set (the key is checked either way);
+/// it needs `EMBEDDINGS_MODEL`.
+fn embeddings(env: &Env<'_>) -> Result<Option<EmbeddingsSettings>, ConfigError> {
+    let embeddings_key = env.secret("EMBEDDINGS_API_KEY")?;
+    let Some(base_url) = env.url("EMBEDDINGS_BASE_URL")? else {
+        return Ok(None);
+    };
+    Ok(Some(EmbeddingsSettings {
+        base_url,
+        model: env.text("EMBEDDINGS_MODEL").ok_or(ConfigError::Invalid {
+            var: "EMBEDDINGS_MODEL",
+            value: String::new(),
+            expected: "the embedding model's name when EMBEDDINGS_BASE_URL is set".into(),
+        })?,
+        api_key: embeddings_key,
+    }))
+}
+
 impl Default for Settings {
     /// Every default: offline provider, local store, no web search.
     fn default() -> Self {
         Self::from_lookup(|_| None).expect("the defaults are valid")
-    }
-}
-
-/// Typed readers over a lookup function.
-struct Env<'a>(&'a dyn Fn(&str) -> Option<String>);
-
-impl Env<'_> {
-    /// Trimmed value; `None` when unset or blank.
-    fn text(&self, var: &str) -> Option<String> {
-        let value = (self.0)(var)?;
-        let value = value.trim();
-        (!value.is_empty()).then(|| value.to_owned())
-    }
-
-    /// A key: never trimmed and never echoed in errors.
-    fn secret(&self, var: &'static str) -> Result<Option<Secret>, ConfigError> {
-        match (self.0)(var) {
-            None => Ok(None),
-            Some(value) if value.is_empty() => Ok(None),
-            Some(value) if value.chars().any(|c| c.is_whitespace() || c.is_control()) => {
-                Err(ConfigError::InvalidSecret {
-                    var,
-                    expected: "a key without whitespace or control characters".into(),
-                })
-            }
-            Some(value) => Ok(Some(Secret::new(value))),
-        }
-    }
-
-    fn number(&self, var: &'static str, num: Num) -> Result<u64, ConfigError> {
-        let Some(value) = self.text(var) else {
-            return Ok(num.default);
-        };
-        let digits = value.strip_prefix(['+', '-']).unwrap_or(&value);
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(ConfigError::NotANumber {
-                var,
-                value,
-                expected: num.expected(),
-            });
-        }
-        // Negative and overlong numbers fail to parse: they are in no range.
-        let unsigned = value.strip_prefix('+').unwrap_or(&value);
-        match unsigned.parse::<u64>() {
-            Ok(n) if (num.min..=num.max).contains(&n) => Ok(n),
-            _ => Err(ConfigError::OutOfRange {
-                var,
-                value,
-                expected: num.expected(),
-            }),
-        }
-    }
-
-    fn count(&self, var: &'static str, num: Num) -> Result<u32, ConfigError> {
-        // Every count range is far below u32::MAX.
-        self.number(var, num)
-            .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
-    }
-
-    fn millis(&self, var: &'static str, num: Num) -> Result<Duration, ConfigError> {
-        self.number(var, num).map(Duration::from_millis)
-    }
-
-    fn seconds(&self, var: &'static str, num: Num) -> Result<Duration, ConfigError> {
-        self.number(var, num).map(Duration::from_secs)
-    }
-
-    /// An absolute http(s) URL without credentials.
-    fn url(&self, var: &'static str) -> Result<Option<Url>, ConfigError> {
-        let Some(value) = self.text(var) else {
-            return Ok(None);
-        };
-        const EXPECTED: &str = "an absolute http:// or https:// URL";
-        let url = match Url::parse(&value) {
-            Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => url,
-            _ => {
-                return Err(ConfigError::Invalid {
-                    var,
-                    value,
-                    expected: EXPECTED.into(),
-                })
-            }
-        };
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err(ConfigError::InvalidSecret {
-                var,
-                expected: format!(
-                    "{EXPECTED} without user or password (use the *_API_KEY variable)"
-                ),
-            });
-        }
-        Ok(Some(url))
-    }
-
-    /// A Secrets Manager secret name or ARN.
-    fn secrets_id(&self, var: &'static str) -> Result<Option<String>, ConfigError> {
-        self.checked(
-            var,
-            "a secret name or ARN of 1..=2048 characters without whitespace",
-            |v| v.len() <= 2048 && !v.chars().any(char::is_whitespace),
-        )
-    }
-
-    /// A DynamoDB table name or table ARN.
-    fn table_name(&self, var: &'static str) -> Result<Option<String>, ConfigError> {
-        let expected = "a DynamoDB table name (3..=255 of A-Z a-z 0-9 _ - .) or a table ARN";
-        self.checked(var, expected, |v| {
-            let name_ok = (3..=255).contains(&v.len())
-                && v.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
-            let arn_ok = v.starts_with("arn:") && v.contains(":table/") && v.len() <= 1024;
-            name_ok || arn_ok
-        })
-    }
-
-    fn checked(
-        &self,
-        var: &'static str,
-        expected: &str,
-        valid: impl Fn(&str) -> bool,
-    ) -> Result<Option<String>, ConfigError> {
-        match self.text(var) {
-            Some(value) if !valid(&value) => Err(ConfigError::Invalid {
-                var,
-                value,
-                expected: expected.into(),
-            }),
-            other => Ok(other),
-        }
     }
 }

@@ -11,15 +11,19 @@
 //! | [`store`] | versioned checkpoint stores: memory, local file, DynamoDB |
 //! | [`config`] | settings from the environment, validated |
 //! | [`queue`] | SQS work queue for asynchronous runs and continuations |
-//! | [`aws`] | per-call timeouts of the AWS clients, from the deadline margin |
+//! | [`aws`] | per-call timeouts of the AWS clients, from the deadline margin; AWS SDK errors classified |
+//! | `http` | HTTP plumbing of the remote clients: retryable statuses, `Retry-After`, transport errors, scrubbing |
+//! | `clock` | the one injected clock (re-exported by [`engine`]) |
 //! | [`entry`] | CLI, API Gateway and SQS handlers |
 #![warn(missing_docs)]
 
 pub mod aws;
+pub(crate) mod clock;
 pub mod config;
 pub mod engine;
 pub mod entry;
 pub mod error;
+pub(crate) mod http;
 pub mod llm;
 pub mod queue;
 pub mod rag;

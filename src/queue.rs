@@ -88,7 +88,7 @@ impl WorkQueue for SqsQueue {
                 // `ThrottlingException`, ...), 429, 5xx, timeouts and connection errors are
                 // transient.
                 let text = aws_sdk_sqs::error::DisplayErrorContext(&e).to_string();
-                match crate::store::sdk_error_class(&e) {
+                match crate::aws::sdk_error_class(&e) {
                     ErrorClass::Transient => QueueError::Transient(text),
                     ErrorClass::Permanent => QueueError::Permanent(text),
                 }

@@ -2,11 +2,13 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use aws_sdk_secretsmanager::error::DisplayErrorContext;
 use tokio::sync::Mutex;
 
+use crate::clock::{Clock, SystemClock};
 use crate::error::{Classify, ErrorClass};
 
 /// A secret string: `Debug` and `Display` print `[redacted]`; read it with [`Secret::expose`].
@@ -36,9 +38,6 @@ impl fmt::Display for Secret {
         f.write_str("[redacted]")
     }
 }
-
-/// How long a fetched secret is served from memory before it is read again.
-pub const DEFAULT_SECRETS_TTL: Duration = Duration::from_secs(300);
 
 /// The API keys held in the Secrets Manager secret named by `SECRETS_ID` (a JSON object).
 ///
@@ -102,8 +101,9 @@ pub struct SecretsProvider {
     client: aws_sdk_secretsmanager::Client,
     secret_id: String,
     ttl: Duration,
-    clock: Box<dyn Fn() -> Instant + Send + Sync>,
-    cache: Mutex<Option<(Instant, SecretBundle)>>,
+    clock: Arc<dyn Clock>,
+    /// The bundle last read, and when (epoch milliseconds).
+    cache: Mutex<Option<(u64, SecretBundle)>>,
     fetches: AtomicU64,
 }
 
@@ -128,29 +128,30 @@ impl SecretsProvider {
             client,
             secret_id: secret_id.into(),
             ttl,
-            clock: Box::new(Instant::now),
+            clock: Arc::new(SystemClock),
             cache: Mutex::new(None),
             fetches: AtomicU64::new(0),
         }
     }
 
     /// Replaces the clock used for the TTL (tests advance a fake one instead of sleeping).
-    pub fn with_clock(mut self, clock: impl Fn() -> Instant + Send + Sync + 'static) -> Self {
-        self.clock = Box::new(clock);
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
         self
     }
 
     /// The secret's keys: from the cache while it is younger than the TTL, else read once.
     pub async fn get_json(&self) -> Result<SecretBundle, SecretsError> {
         let mut cache = self.cache.lock().await;
-        let now = (self.clock)();
-        if let Some((fetched_at, bundle)) = cache.as_ref() {
-            if now.saturating_duration_since(*fetched_at) < self.ttl {
+        let now_ms = self.clock.now_ms();
+        if let Some((fetched_at_ms, bundle)) = cache.as_ref() {
+            let age = Duration::from_millis(now_ms.saturating_sub(*fetched_at_ms));
+            if age < self.ttl {
                 return Ok(bundle.clone());
             }
         }
         let bundle = self.fetch().await?;
-        *cache = Some((now, bundle.clone()));
+        *cache = Some((now_ms, bundle.clone()));
         Ok(bundle)
     }
 
@@ -173,7 +174,7 @@ impl SecretsProvider {
                     self.secret_id,
                     DisplayErrorContext(&err)
                 );
-                match crate::store::sdk_error_class(&err) {
+                match crate::aws::sdk_error_class(&err) {
                     ErrorClass::Transient => SecretsError::Transient(message),
                     ErrorClass::Permanent => SecretsError::Permanent(message),
                 }

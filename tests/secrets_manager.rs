@@ -3,10 +3,10 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use bounded_rag::engine::FakeClock;
 use bounded_rag::error::{Classify, ErrorClass};
 use bounded_rag::secrets::{SecretsError, SecretsProvider};
 use support::moto::moto;
@@ -59,11 +59,8 @@ async fn concurrent_cold_callers_share_one_call() {
 async fn reads_again_after_the_ttl_and_sees_a_rotated_value() {
     let moto = moto().await;
     let (provider, secret_id) = provider_for(KEYS, Duration::from_secs(60)).await;
-    let start = Instant::now();
-    let elapsed = Arc::new(AtomicU64::new(0));
-    let clock = elapsed.clone();
-    let provider =
-        provider.with_clock(move || start + Duration::from_secs(clock.load(Ordering::Relaxed)));
+    let clock = Arc::new(FakeClock::at_ms(1_700_000_000_000));
+    let provider = provider.with_clock(clock.clone());
 
     provider.get_json().await.unwrap();
     moto.secretsmanager()
@@ -75,12 +72,12 @@ async fn reads_again_after_the_ttl_and_sees_a_rotated_value() {
         .await
         .unwrap();
 
-    elapsed.store(59, Ordering::Relaxed);
+    clock.advance(Duration::from_secs(59));
     let cached = provider.get_json().await.unwrap();
     assert_eq!(cached.llm_api_key.unwrap().expose(), "sk-llm-0123456789");
     assert_eq!(provider.fetch_count(), 1);
 
-    elapsed.store(61, Ordering::Relaxed);
+    clock.advance(Duration::from_secs(2));
     let fresh = provider.get_json().await.unwrap();
     assert_eq!(fresh.llm_api_key.unwrap().expose(), "sk-rotated");
     assert_eq!(fresh.web_search_api_key, None, "a missing key is None");

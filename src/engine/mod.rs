@@ -7,7 +7,6 @@
 
 mod budget;
 mod checkpoint;
-mod clock;
 mod ctx;
 mod error;
 mod graph;
@@ -17,9 +16,9 @@ mod runner;
 mod session;
 mod usage;
 
+pub use crate::clock::{Clock, FakeClock, SystemClock};
 pub use budget::Budget;
 pub use checkpoint::{Checkpoint, Limit, NodeFailure, Phase};
-pub use clock::{Clock, FakeClock, SystemClock};
 pub use ctx::StepCtx;
 pub use error::EngineError;
 pub use graph::{Graph, NodeId, StepOutput, Transition};

@@ -187,13 +187,12 @@ fn well_formed(task: Task, content: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Meter;
+    use crate::engine::{FakeClock, Meter};
     use crate::llm::{ask_metered, Message, ScriptedModel, TaskInputs};
     use crate::store::{MemoryStore, StoreError};
     use serde_json::json;
-    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
-    use std::time::UNIX_EPOCH;
 
     const YES: &str = r#"{"binary_score":"yes"}"#;
 
@@ -423,25 +422,21 @@ mod tests {
 
     #[tokio::test]
     async fn an_expired_entry_is_a_miss() {
-        let now_ms = Arc::new(AtomicU64::new(1_700_000_000_000));
-        let clock = now_ms.clone();
-        let store =
-            Arc::new(MemoryStore::new().with_clock(move || {
-                UNIX_EPOCH + Duration::from_millis(clock.load(Ordering::SeqCst))
-            }));
+        let now_ms = Arc::new(FakeClock::at_ms(1_700_000_000_000));
+        let store = Arc::new(MemoryStore::new().with_clock(now_ms.clone()));
         let model = Arc::new(ScriptedModel::new().raw(Task::GradeDocuments, YES));
         let cache = caching(&model, &store);
         let req = request(Task::GradeDocuments, "question");
 
         cache.complete(&req).await.unwrap();
-        now_ms.fetch_add(59_999, Ordering::SeqCst);
+        now_ms.advance(Duration::from_millis(59_999));
         assert!(cache.complete(&req).await.unwrap().cached);
         assert_eq!(model.calls(Task::GradeDocuments), 1);
-        now_ms.fetch_add(1, Ordering::SeqCst);
+        now_ms.advance(Duration::from_millis(1));
         assert!(!cache.complete(&req).await.unwrap().cached);
         assert_eq!(model.calls(Task::GradeDocuments), 2);
         // The miss stored the reply again, for another full TTL.
-        now_ms.fetch_add(59_999, Ordering::SeqCst);
+        now_ms.advance(Duration::from_millis(59_999));
         assert!(cache.complete(&req).await.unwrap().cached);
         assert_eq!(model.calls(Task::GradeDocuments), 2);
     }

@@ -7,7 +7,8 @@
 //! No variant ever carries an API key: providers build messages from redacted text only.
 
 use crate::error::{Classify, ErrorClass};
-use std::time::{Duration, SystemTime};
+use crate::http::status_is_transient;
+use std::time::Duration;
 
 /// Longest body excerpt kept in an [`LlmError::Status`] or [`LlmError::Malformed`].
 pub(crate) const EXCERPT_CHARS: usize = 200;
@@ -79,7 +80,7 @@ impl Classify for LlmError {
             LlmError::Timeout { .. } | LlmError::Connect(_) | LlmError::Transport(_) => {
                 ErrorClass::Transient
             }
-            LlmError::Status { status, .. } if is_transient_status(*status) => {
+            LlmError::Status { status, .. } if status_is_transient(*status) => {
                 ErrorClass::Transient
             }
             LlmError::Status { .. }
@@ -95,26 +96,10 @@ impl Classify for LlmError {
                 status,
                 retry_after,
                 ..
-            } if is_transient_status(*status) => *retry_after,
+            } if status_is_transient(*status) => *retry_after,
             _ => None,
         }
     }
-}
-
-/// 408 (request timeout), 429 (rate limited) and every 5xx are worth retrying.
-pub(crate) fn is_transient_status(status: u16) -> bool {
-    matches!(status, 408 | 429 | 500..=599)
-}
-
-/// Parses a `Retry-After` value: delay seconds, or an HTTP-date (a date in the past means
-/// "now"). `now` is injected so tests need no clock.
-pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
-    let value = value.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 /// The first [`EXCERPT_CHARS`] characters of `text`, trimmed, on a char boundary.
@@ -183,22 +168,6 @@ mod tests {
             Some(Duration::from_secs(7))
         );
         assert_eq!(status(500, None).retry_after(), None);
-    }
-
-    #[test]
-    fn retry_after_parses_seconds_and_http_dates() {
-        let now = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
-        assert_eq!(parse_retry_after(" 2 ", now), Some(Duration::from_secs(2)));
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:50:07 GMT", now),
-            Some(Duration::from_secs(30))
-        );
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(parse_retry_after("soon", now), None);
-        assert_eq!(parse_retry_after("-1", now), None);
     }
 
     #[test]

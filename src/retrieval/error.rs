@@ -5,6 +5,7 @@
 //! failures, 408, 429 and 5xx are transient (with the server's `Retry-After` when given); any
 //! other 4xx and a malformed response are permanent.
 use crate::error::{Classify, ErrorClass};
+use crate::http::status_is_transient;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -135,11 +136,6 @@ impl RetrievalError {
             source,
         }
     }
-}
-
-/// Whether an HTTP status is worth retrying: 408, 429 and every 5xx.
-pub(crate) fn status_is_transient(status: u16) -> bool {
-    status == 408 || status == 429 || (500..600).contains(&status)
 }
 
 impl Classify for RetrievalError {

@@ -1,13 +1,13 @@
 //! The JSON-over-HTTP call the knowledge base's remote clients share (web search, embeddings):
 //! one POST with an optional bearer key within the caller's timeout, the status, `Retry-After`
-//! and the body read once, and what a failed reply says. Each client classifies transport
-//! errors and maps a failure to its own error type.
+//! and the body read once, and what a failed reply says. Each client maps a transport error
+//! ([`crate::http::Transport`]) and a failure to its own error type.
 
-use super::error::status_is_transient;
-use super::web::retry_after;
+use crate::clock::Clock;
+use crate::http::{error_chain, retry_after, status_is_transient, USER_AGENT};
 use crate::secrets::Secret;
 use serde::Serialize;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// Longest excerpt of an error body kept in an error message.
 const ERROR_BODY_CHARS: usize = 200;
@@ -45,19 +45,21 @@ pub(crate) fn client_for(
         return Err(format!("base URL `{base}` must be http or https"));
     }
     let http = reqwest::Client::builder()
-        .user_agent(concat!("bounded-rag/", env!("CARGO_PKG_VERSION")))
+        .user_agent(USER_AGENT)
         .build()
-        .map_err(|e| super::web::error_chain(&e))?;
+        .map_err(|e| error_chain(&e))?;
     Ok((endpoint, http))
 }
 
-/// POSTs `body` as JSON to `endpoint`, with `Authorization: Bearer` when a key is given.
+/// POSTs `body` as JSON to `endpoint`, with `Authorization: Bearer` when a key is given;
+/// `clock` is "now" for an HTTP-date `Retry-After`.
 pub(crate) async fn post_json(
     http: &reqwest::Client,
     endpoint: &reqwest::Url,
     body: &impl Serialize,
     key: Option<&Secret>,
     timeout: Duration,
+    clock: &dyn Clock,
 ) -> Result<Reply, reqwest::Error> {
     let mut request = http.post(endpoint.clone()).json(body).timeout(timeout);
     if let Some(key) = key {
@@ -65,7 +67,7 @@ pub(crate) async fn post_json(
     }
     let response = request.send().await?;
     let status = response.status();
-    let retry_after = retry_after(response.headers(), SystemTime::now());
+    let retry_after = retry_after(response.headers(), clock.now());
     let text = response.text().await?;
     Ok(Reply {
         status,

@@ -15,17 +15,17 @@
 //! Searches add the one-hop neighbourhood of the entities a query matches (see
 //! [`super::graph`]); the entity graph is built with the knowledge base, never per request.
 use super::bm25::{Hit, SearchIndex};
-use super::bundle::{self, content_hash, EmbeddingInfo, Manifest, MANIFEST};
+use super::bundle::{self, content_hash, EmbeddingInfo, Opened};
 use super::graph::{self, Graph, Merged};
 use super::hybrid::{bm25_clear_lead, fuse, Vectors};
+use super::layout::{MANIFEST, VECTORS_FILE};
 use super::sources::{self, SourceFile};
+use super::stats::KbStats;
 use super::{DocKind, Document, RetrievalError, RetrievalOptions, Retriever};
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use tantivy::directory::OwnedBytes;
 use tantivy::DocId;
 
 /// Candidates taken from each ranking before fusion.
@@ -60,38 +60,6 @@ const EMBEDDED: &[(&str, &str)] = &[
     ("seed-borer.md", include_str!("../../kb/seed-borer.md")),
     ("stem-borer.md", include_str!("../../kb/stem-borer.md")),
 ];
-
-/// What a knowledge base holds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KbStats {
-    /// Text documents (files with at least one passage).
-    pub documents: usize,
-    /// Passages of those documents ([`DocKind::Episode`]).
-    pub passages: usize,
-    /// Entities ([`DocKind::Node`]).
-    pub nodes: usize,
-    /// Relations ([`DocKind::Edge`]).
-    pub edges: usize,
-    /// Community summaries ([`DocKind::Community`]).
-    pub communities: usize,
-}
-
-impl KbStats {
-    /// Number of indexed, searchable items (passages, nodes, edges, communities).
-    pub fn indexed(&self) -> usize {
-        self.passages + self.nodes + self.edges + self.communities
-    }
-}
-
-impl fmt::Display for KbStats {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} documents ({} passages), {} nodes, {} edges, {} communities",
-            self.documents, self.passages, self.nodes, self.edges, self.communities
-        )
-    }
-}
 
 /// The knowledge base, indexed once at load; cheap to search from many requests at once.
 pub struct KnowledgeBase {
@@ -149,12 +117,13 @@ impl KnowledgeBase {
     }
 
     /// A knowledge base from an opened bundle, checked against its manifest.
-    pub(crate) fn assemble(
-        index: SearchIndex,
-        vectors: Option<OwnedBytes>,
-        manifest: &Manifest,
-        origin: PathBuf,
-    ) -> Result<Self, RetrievalError> {
+    pub(crate) fn assemble(opened: Opened) -> Result<Self, RetrievalError> {
+        let Opened {
+            index,
+            vectors,
+            manifest,
+            origin,
+        } = opened;
         let invalid = |message: String| RetrievalError::Invalid {
             path: origin.clone(),
             message,
@@ -173,15 +142,14 @@ impl KnowledgeBase {
                 Some(Vectors::decode(bytes, e.dimensions, rows).ok_or_else(|| {
                     invalid(format!(
                         "{} is not {rows} vectors of {} dimensions",
-                        bundle::VECTORS_FILE,
-                        e.dimensions
+                        VECTORS_FILE, e.dimensions
                     ))
                 })?)
             }
             (Some(_), None) => {
                 return Err(invalid(format!(
                     "the manifest names an embedding model but {} is missing",
-                    bundle::VECTORS_FILE
+                    VECTORS_FILE
                 )))
             }
         };
@@ -212,7 +180,7 @@ impl KnowledgeBase {
             });
         }
         if path.join(MANIFEST).is_file() {
-            return bundle::open_dir(path);
+            return bundle::open_dir(path).and_then(Self::assemble);
         }
         let corpus = sources::load_dir(path)?;
         Self::in_ram(&corpus.docs, corpus.stats, Some(path.to_path_buf()))

@@ -9,11 +9,12 @@
 //! version serving and is logged with its reason.
 use super::s3::BundleStore;
 use super::{Document, EmbeddingInfo, KnowledgeBase, RetrievalError, RetrievalOptions, Retriever};
+use crate::clock::{Clock, SystemClock};
 use async_trait::async_trait;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 /// How a bundle is loaded and kept fresh.
 #[derive(Debug, Clone)]
@@ -27,6 +28,8 @@ pub struct LoadOptions {
     pub embedding_model: Option<String>,
     /// `KB_REFRESH_SECONDS`: how often a warm instance checks the pointer; `None` = never.
     pub refresh_every: Option<Duration>,
+    /// Tells when a refresh is due.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Default for LoadOptions {
@@ -35,7 +38,8 @@ impl Default for LoadOptions {
             memory_limit: 256 * 1024 * 1024,
             cache_dir: std::env::temp_dir().join("bounded-rag-kb"),
             embedding_model: None,
-            refresh_every: Some(Duration::from_secs(300)),
+            refresh_every: Some(crate::config::DEFAULT_KB_REFRESH),
+            clock: Arc::new(SystemClock),
         }
     }
 }
@@ -64,7 +68,8 @@ struct Inner {
     store: BundleStore,
     options: LoadOptions,
     current: RwLock<Arc<KnowledgeBase>>,
-    last_check: Mutex<Instant>,
+    /// When the pointer was last checked (epoch milliseconds).
+    last_check_ms: AtomicU64,
     refreshing: AtomicBool,
 }
 
@@ -82,12 +87,13 @@ impl LiveKnowledge {
     /// start without its knowledge.
     pub async fn open(store: BundleStore, options: LoadOptions) -> Result<Self, RetrievalError> {
         let kb = load(&store, &options, None).await?;
+        let now_ms = options.clock.now_ms();
         Ok(Self {
             inner: Arc::new(Inner {
                 store,
                 options,
                 current: RwLock::new(Arc::new(kb)),
-                last_check: Mutex::new(Instant::now()),
+                last_check_ms: AtomicU64::new(now_ms),
                 refreshing: AtomicBool::new(false),
             }),
         })
@@ -104,9 +110,8 @@ impl LiveKnowledge {
     /// Checks the pointer now and swaps in the version it names if that is another one.
     /// On an error the current version keeps serving.
     pub async fn refresh(&self) -> Result<RefreshOutcome, RetrievalError> {
-        if let Ok(mut last) = self.inner.last_check.lock() {
-            *last = Instant::now();
-        }
+        let now_ms = self.inner.options.clock.now_ms();
+        self.inner.last_check_ms.store(now_ms, Ordering::Release);
         let current = self.current();
         let from = current.version().to_owned();
         let pointer = self.inner.store.pointer().await?;
@@ -142,12 +147,9 @@ impl LiveKnowledge {
         let Some(every) = self.inner.options.refresh_every else {
             return;
         };
-        let due = self
-            .inner
-            .last_check
-            .lock()
-            .map(|last| last.elapsed() >= every)
-            .unwrap_or(false);
+        let last_ms = self.inner.last_check_ms.load(Ordering::Acquire);
+        let since = self.inner.options.clock.now_ms().saturating_sub(last_ms);
+        let due = Duration::from_millis(since) >= every;
         if !due || self.inner.refreshing.swap(true, Ordering::AcqRel) {
             return;
         }

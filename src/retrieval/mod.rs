@@ -3,6 +3,8 @@
 //!
 //! | module | owns |
 //! |---|---|
+//! | `stats` | what a knowledge base holds, counted |
+//! | `layout` | the file names inside a bundle folder |
 //! | `sources` | reading a folder: Markdown, text, HTML, the entity / relation / community JSONL |
 //! | `bm25` | the tantivy index: schema, analyzer, build, open (memory-mapped or in memory) |
 //! | [`bundle`] | the versioned on-disk bundle: manifest, content hash, ingest, open |
@@ -21,9 +23,11 @@ mod graph;
 mod http;
 mod hybrid;
 mod kb;
+mod layout;
 mod live;
 pub mod s3;
 mod sources;
+mod stats;
 mod web;
 
 pub use bundle::{
@@ -31,8 +35,9 @@ pub use bundle::{
 };
 pub use embed::{EmbedError, Embedder, Embeddings, EmbeddingsClient, EmbeddingsConfig};
 pub use error::RetrievalError;
-pub use kb::{KbStats, KnowledgeBase};
+pub use kb::KnowledgeBase;
 pub use live::{check_compatible, LiveKnowledge, LoadOptions, RefreshOutcome};
+pub use stats::KbStats;
 pub use web::{TavilyClient, TavilyConfig};
 
 use async_trait::async_trait;

@@ -5,14 +5,15 @@
 //! becomes [`DocKind::Web`] documents. One attempt per call within the caller's timeout (the
 //! engine owns retries); the connection pool is shared by every call. The key never appears in
 //! errors or logs: [`Secret`] redacts itself and error bodies are scrubbed.
-use super::error::status_is_transient;
 use super::http::{client_for, post_json};
 use super::{DocKind, Document, RetrievalError, WebSearch};
+use crate::clock::{Clock, SystemClock};
+use crate::http::{status_is_transient, Transport};
 use crate::secrets::Secret;
 use async_trait::async_trait;
-use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Settings of the web search client.
 #[derive(Debug, Clone)]
@@ -34,6 +35,8 @@ pub struct TavilyClient {
     http: reqwest::Client,
     endpoint: reqwest::Url,
     api_key: Option<Secret>,
+    /// Reads "now" for an HTTP-date `Retry-After`.
+    clock: Arc<dyn Clock>,
 }
 
 #[derive(Serialize)]
@@ -67,7 +70,14 @@ impl TavilyClient {
             http,
             endpoint,
             api_key: config.api_key,
+            clock: Arc::new(SystemClock),
         })
+    }
+
+    /// The same client reading "now" from `clock` (for an HTTP-date `Retry-After`).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The URL searches are posted to.
@@ -76,25 +86,20 @@ impl TavilyClient {
     }
 
     fn transport_error(&self, err: reqwest::Error, timeout: Duration) -> RetrievalError {
-        let err = err.without_url();
-        if err.is_timeout() {
-            RetrievalError::Timeout { after: timeout }
-        } else if err.is_builder() {
-            RetrievalError::Config(self.scrub(&error_chain(&err)))
-        } else {
+        match Transport::of(err) {
+            Transport::Timeout => RetrievalError::Timeout { after: timeout },
+            Transport::Build(chain) => RetrievalError::Config(self.scrub(&chain)),
             // Connect, send and body-read failures: the network, worth another attempt.
-            let host = self.endpoint.host_str().unwrap_or("?");
-            let msg = format!("{host}: {}", error_chain(&err));
-            RetrievalError::Connect(self.scrub(&msg))
+            Transport::Connect(chain) | Transport::Broken(chain) => {
+                let host = self.endpoint.host_str().unwrap_or("?");
+                RetrievalError::Connect(self.scrub(&format!("{host}: {chain}")))
+            }
         }
     }
 
     /// Removes the key from text a server sent back, in case it echoes the header.
     fn scrub(&self, text: &str) -> String {
-        match &self.api_key {
-            Some(key) if !key.expose().is_empty() => text.replace(key.expose(), "[redacted]"),
-            _ => text.to_owned(),
-        }
+        crate::http::scrub(text, self.api_key.as_ref())
     }
 }
 
@@ -116,6 +121,7 @@ impl WebSearch for TavilyClient {
             &body,
             self.api_key.as_ref(),
             timeout,
+            self.clock.as_ref(),
         )
         .await
         .map_err(|e| self.transport_error(e, timeout))?;
@@ -152,35 +158,9 @@ impl WebSearch for TavilyClient {
     }
 }
 
-/// `Retry-After` as seconds or an HTTP date (a date in the past means "now").
-pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
-/// An error and its sources, joined: "error sending request: connection refused".
-pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
 
     fn client(base_url: &str, key: Option<&str>) -> Result<TavilyClient, RetrievalError> {
         TavilyClient::new(TavilyConfig {
@@ -208,20 +188,6 @@ mod tests {
         let c = client(TavilyConfig::DEFAULT_BASE_URL, Some("tvly-SECRET")).unwrap();
         assert!(!format!("{c:?}").contains("tvly-SECRET"));
         assert_eq!(c.scrub("bad key tvly-SECRET"), "bad key [redacted]");
-    }
-
-    #[test]
-    fn retry_after_accepts_seconds_and_dates() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        let mut headers = HeaderMap::new();
-        assert_eq!(retry_after(&headers, now), None);
-        headers.insert(RETRY_AFTER, HeaderValue::from_static("7"));
-        assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(7)));
-        let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
-        headers.insert(RETRY_AFTER, HeaderValue::from_str(&later).unwrap());
-        assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(30)));
-        headers.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
-        assert_eq!(retry_after(&headers, now), None);
     }
 
     #[tokio::test]

@@ -27,7 +27,8 @@ pub use leases::{LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::config::http::HttpResponse;
@@ -43,6 +44,8 @@ use aws_sdk_dynamodb::Client;
 use sha2::{Digest, Sha256};
 
 use super::{CheckpointStore, Lease, StoreError, Versioned};
+use crate::aws::{sdk_error_class, TRANSIENT_CODES};
+use crate::clock::{Clock, SystemClock};
 use crate::error::ErrorClass;
 
 type Item = HashMap<String, AttributeValue>;
@@ -60,18 +63,6 @@ const SPLIT_LIMIT: usize = 4 * 1024 * 1024 - 64 * 1024;
 const _: () = assert!(SPLIT_LIMIT.div_ceil(CHUNK_BYTES) < 100);
 
 const HEAD: &str = "head";
-/// Error codes and transaction cancellation reasons worth retrying: throttling, server-side
-/// trouble, concurrent transactions.
-#[rustfmt::skip]
-const TRANSIENT_CODES: &[&str] = &[
-    "ThrottlingException", "Throttling", "ThrottledException", "ThrottlingError",
-    "RequestThrottled", "RequestThrottledException", "TooManyRequestsException",
-    "ProvisionedThroughputExceededException", "ProvisionedThroughputExceeded",
-    "RequestLimitExceeded", "TransactionConflictException", "TransactionConflict",
-    "TransactionInProgressException", "InternalServerError", "InternalServiceError",
-    "InternalFailure", "ServiceUnavailable", "RequestTimeout", "RequestTimeoutException",
-];
-
 /// [`CheckpointStore`] on one DynamoDB table (see the module docs for the item layout).
 ///
 /// Build the SDK client once per process (with [`DynamoStore::client_config`]) and share it.
@@ -80,6 +71,8 @@ pub struct DynamoStore {
     client: Client,
     table: String,
     ttl: Duration,
+    /// "Now" for `expires_at` (written and checked).
+    clock: Arc<dyn Clock>,
 }
 
 /// The head fields of one put.
@@ -94,7 +87,23 @@ struct Written<'a> {
 impl DynamoStore {
     /// A store on `table`; every write sets `expires_at` to now + `ttl`.
     pub fn new(client: Client, table: String, ttl: Duration) -> Self {
-        Self { client, table, ttl }
+        Self {
+            client,
+            table,
+            ttl,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// The same store reading "now" from `clock` for its TTLs.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Epoch seconds, the unit of `expires_at`.
+    fn now_secs(&self) -> u64 {
+        self.clock.now_secs()
     }
 
     /// SDK client configuration for this store: `sdk_config` with standard-mode retries (the
@@ -326,7 +335,7 @@ impl CheckpointStore for DynamoStore {
         };
         let expires_at =
             num(&item, "expires_at").ok_or_else(|| self.corrupt(key, "no expires_at"))?;
-        if expires_at < now_secs() {
+        if expires_at < self.now_secs() {
             return Ok(None); // DynamoDB deletes expired items lazily
         }
         let version = num(&item, "version").ok_or_else(|| self.corrupt(key, "no version"))?;
@@ -362,7 +371,7 @@ impl CheckpointStore for DynamoStore {
         let version = expected
             .checked_add(1)
             .ok_or_else(|| StoreError::Permanent(format!("version overflow on {key}")))?;
-        let now = now_secs();
+        let now = self.now_secs();
         let w = Written {
             version,
             expires_at: now.saturating_add(self.ttl.as_secs()),
@@ -386,31 +395,6 @@ impl CheckpointStore for DynamoStore {
 
     fn name(&self) -> &'static str {
         "dynamodb"
-    }
-}
-
-/// Transient or permanent, for any AWS SDK error: timeouts, connection errors, 5xx, 429 and
-/// throttling codes are transient; the rest (validation, access denied, missing resource) not.
-pub(crate) fn sdk_error_class<E: ProvideErrorMetadata>(
-    err: &SdkError<E, HttpResponse>,
-) -> ErrorClass {
-    match err {
-        SdkError::TimeoutError(_) | SdkError::ResponseError(_) => ErrorClass::Transient,
-        SdkError::DispatchFailure(f) if f.is_user() => ErrorClass::Permanent,
-        SdkError::DispatchFailure(_) => ErrorClass::Transient,
-        SdkError::ServiceError(_) => {
-            class_of(err.code(), err.raw_response().map(|r| r.status().as_u16()))
-        }
-        _ => ErrorClass::Permanent,
-    }
-}
-
-fn class_of(code: Option<&str>, status: Option<u16>) -> ErrorClass {
-    let transient_status = matches!(status, Some(429 | 500..=599));
-    if transient_status || code.is_some_and(|c| TRANSIENT_CODES.contains(&c)) {
-        ErrorClass::Transient
-    } else {
-        ErrorClass::Permanent
     }
 }
 
@@ -506,17 +490,9 @@ fn take_blob(item: &mut Item, name: &str) -> Option<Vec<u8>> {
     }
 }
 
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aws_sdk_dynamodb::error::ConnectorError;
-    use aws_sdk_dynamodb::operation::get_item::GetItemError;
 
     #[test]
     fn gzip_only_when_large_and_smaller() {
@@ -543,36 +519,5 @@ mod tests {
         assert!(chunk_sk(12, 9) < chunk_sk(12, 10));
         let other = chunk_sk(123, 0);
         assert!(!(chunk_sk(12, 0)..=chunk_sk(12, 99)).contains(&other));
-    }
-
-    #[test]
-    fn classifies_sdk_errors_once() {
-        use ErrorClass::{Permanent, Transient};
-        assert_eq!(class_of(Some("ThrottlingException"), Some(400)), Transient);
-        assert_eq!(
-            class_of(Some("ProvisionedThroughputExceededException"), None),
-            Transient
-        );
-        assert_eq!(class_of(None, Some(503)), Transient);
-        assert_eq!(class_of(None, Some(429)), Transient);
-        assert_eq!(class_of(Some("ValidationException"), Some(400)), Permanent);
-        assert_eq!(
-            class_of(Some("ResourceNotFoundException"), Some(400)),
-            Permanent
-        );
-        assert_eq!(
-            class_of(Some("AccessDeniedException"), Some(403)),
-            Permanent
-        );
-        type E = SdkError<GetItemError, HttpResponse>;
-        assert_eq!(sdk_error_class(&E::timeout_error("slow")), Transient);
-        let io = ConnectorError::io("connection reset".into());
-        assert_eq!(sdk_error_class(&E::dispatch_failure(io)), Transient);
-        let user = ConnectorError::user("bad endpoint".into());
-        assert_eq!(sdk_error_class(&E::dispatch_failure(user)), Permanent);
-        assert_eq!(
-            sdk_error_class(&E::construction_failure("no table")),
-            Permanent
-        );
     }
 }

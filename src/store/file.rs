@@ -20,8 +20,9 @@
 //! power cut may lose the last step, which a local CLI run can afford.
 //! Every blocking call runs inside `tokio::task::spawn_blocking`.
 
-use super::memory::{epoch_ms, expiry_ms, is_expired, system_clock, Clock};
+use super::memory::{expiry_ms, is_expired};
 use super::{CacheStore, CheckpointStore, Lease, StoreError, Versioned};
+use crate::clock::{Clock, SystemClock};
 use async_trait::async_trait;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
@@ -32,7 +33,7 @@ use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// How long a writer waits for another writer of the same key before giving up (transient).
 const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -51,7 +52,7 @@ pub struct FileStore {
 struct Inner {
     dir: PathBuf,
     ttl: Option<Duration>,
-    clock: Clock,
+    clock: Arc<dyn Clock>,
     lock_timeout: Duration,
 }
 
@@ -75,7 +76,7 @@ impl FileStore {
             inner: Arc::new(Inner {
                 dir,
                 ttl: None,
-                clock: system_clock(),
+                clock: Arc::new(SystemClock),
                 lock_timeout: DEFAULT_LOCK_TIMEOUT,
             }),
         })
@@ -87,9 +88,9 @@ impl FileStore {
         self
     }
 
-    /// Replaces the wall clock used for expiry (tests pass a closure over a fake time).
-    pub fn with_clock(mut self, now: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
-        Arc::make_mut(&mut self.inner).clock = Arc::new(now);
+    /// Replaces the clock used for expiry (tests pass a [`crate::engine::FakeClock`]).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        Arc::make_mut(&mut self.inner).clock = clock;
         self
     }
 
@@ -157,7 +158,7 @@ impl Inner {
     }
 
     fn now_ms(&self) -> u64 {
-        epoch_ms((self.clock)())
+        self.clock.now_ms()
     }
 
     fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
@@ -285,6 +286,8 @@ fn lock_exclusive(path: &Path, timeout: Duration) -> Result<File, StoreError> {
         .write(true)
         .open(path)
         .map_err(|e| io_error("open lock", path, e))?;
+    // Not an expiry: this bounds a blocking wait for another process's file lock, which only
+    // real time can end, so it reads the monotonic clock rather than the injected one.
     let started = Instant::now();
     let mut pause = Duration::from_millis(1);
     loop {
@@ -348,8 +351,7 @@ fn corrupt(path: &Path, err: impl fmt::Display) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    use std::time::UNIX_EPOCH;
+    use crate::clock::FakeClock;
 
     #[test]
     fn stems_are_readable_and_cannot_escape_the_folder() {
@@ -428,16 +430,16 @@ mod tests {
     #[tokio::test]
     async fn expiry_follows_the_injected_clock() {
         let dir = tempfile::tempdir().unwrap();
-        let now = Arc::new(AtomicU64::new(1_000_000));
-        let clock = Arc::clone(&now);
+        let now = Arc::new(FakeClock::at_ms(1_000_000));
+        let clock: Arc<dyn Clock> = now.clone();
         let store = FileStore::open(dir.path())
             .unwrap()
             .with_ttl(Duration::from_secs(1))
-            .with_clock(move || UNIX_EPOCH + Duration::from_millis(clock.load(Ordering::SeqCst)));
+            .with_clock(clock);
         store.put("run#a", 0, b"x", None).await.unwrap();
-        now.fetch_add(999, Ordering::SeqCst);
+        now.advance(Duration::from_millis(999));
         assert!(store.get("run#a").await.unwrap().is_some());
-        now.fetch_add(1, Ordering::SeqCst);
+        now.advance(Duration::from_millis(1));
         assert_eq!(store.get("run#a").await.unwrap(), None);
         assert_eq!(store.put("run#a", 0, b"y", None).await.unwrap(), 1);
     }
@@ -445,12 +447,12 @@ mod tests {
     #[tokio::test]
     async fn cache_items_expire_after_their_own_ttl() {
         let dir = tempfile::tempdir().unwrap();
-        let now = Arc::new(AtomicU64::new(1_000_000));
-        let clock = Arc::clone(&now);
+        let now = Arc::new(FakeClock::at_ms(1_000_000));
+        let clock: Arc<dyn Clock> = now.clone();
         let store = FileStore::open(dir.path())
             .unwrap()
             .with_ttl(Duration::from_secs(3_600))
-            .with_clock(move || UNIX_EPOCH + Duration::from_millis(clock.load(Ordering::SeqCst)));
+            .with_clock(clock);
         store
             .put_cached("cache#a", b"reply", Duration::from_secs(2))
             .await
@@ -458,12 +460,12 @@ mod tests {
         let json: serde_json::Value =
             serde_json::from_slice(&fs::read(store.path_of("cache#a")).unwrap()).unwrap();
         assert_eq!(json["expires_at_ms"], 1_002_000);
-        now.fetch_add(1_999, Ordering::SeqCst);
+        now.advance(Duration::from_millis(1_999));
         assert_eq!(
             store.get_cached("cache#a").await.unwrap().unwrap(),
             b"reply"
         );
-        now.fetch_add(1, Ordering::SeqCst);
+        now.advance(Duration::from_millis(1));
         assert_eq!(store.get_cached("cache#a").await.unwrap(), None);
     }
 

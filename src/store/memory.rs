@@ -11,26 +11,12 @@
 use super::{
     CacheStore, CheckpointStore, Lapsed, LapsedLease, Lease, LeaseIndex, StoreError, Versioned,
 };
+use crate::clock::{Clock, SystemClock};
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// Source of "now", shared by the local stores so expiry is testable without sleeping.
-pub(crate) type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
-
-/// The real wall clock.
-pub(crate) fn system_clock() -> Clock {
-    Arc::new(SystemTime::now)
-}
-
-/// Milliseconds since the Unix epoch (0 for times before it).
-pub(crate) fn epoch_ms(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
-}
+use std::time::Duration;
 
 /// When an item written at `now_ms` expires under `ttl` (epoch milliseconds).
 pub(crate) fn expiry_ms(now_ms: u64, ttl: Option<Duration>) -> Option<u64> {
@@ -57,7 +43,7 @@ struct Entry {
 pub struct MemoryStore {
     items: Mutex<HashMap<String, Entry>>,
     ttl: Option<Duration>,
-    clock: Clock,
+    clock: Arc<dyn Clock>,
 }
 
 impl MemoryStore {
@@ -66,7 +52,7 @@ impl MemoryStore {
         Self {
             items: Mutex::new(HashMap::new()),
             ttl: None,
-            clock: system_clock(),
+            clock: Arc::new(SystemClock),
         }
     }
 
@@ -78,9 +64,9 @@ impl MemoryStore {
         }
     }
 
-    /// Replaces the wall clock used for expiry (tests pass a closure over a fake time).
-    pub fn with_clock(mut self, now: impl Fn() -> SystemTime + Send + Sync + 'static) -> Self {
-        self.clock = Arc::new(now);
+    /// Replaces the clock used for expiry (tests pass a [`crate::engine::FakeClock`]).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
         self
     }
 
@@ -95,7 +81,7 @@ impl MemoryStore {
     }
 
     fn now_ms(&self) -> u64 {
-        epoch_ms((self.clock)())
+        self.clock.now_ms()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
@@ -272,18 +258,16 @@ impl LeaseIndex for MemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use crate::clock::FakeClock;
 
-    /// A clock at a settable number of milliseconds after the epoch.
-    fn fake_clock() -> (
-        Arc<AtomicU64>,
-        impl Fn() -> SystemTime + Send + Sync + 'static,
-    ) {
-        let ms = Arc::new(AtomicU64::new(1_700_000_000_000));
-        let handle = Arc::clone(&ms);
-        (ms, move || {
-            UNIX_EPOCH + Duration::from_millis(handle.load(Ordering::SeqCst))
-        })
+    /// A clock to move forward, and the same clock for a store.
+    fn fake_clock() -> (Arc<FakeClock>, Arc<dyn Clock>) {
+        let clock = Arc::new(FakeClock::at_ms(1_700_000_000_000));
+        (clock.clone(), clock)
+    }
+
+    fn ms(ms: u64) -> Duration {
+        Duration::from_millis(ms)
     }
 
     #[tokio::test]
@@ -307,10 +291,10 @@ mod tests {
         store.put("run#a", 0, b"old", None).await.unwrap();
         store.put("run#a", 1, b"old2", None).await.unwrap();
 
-        now.fetch_add(59_999, Ordering::SeqCst);
+        now.advance(ms(59_999));
         assert_eq!(store.get("run#a").await.unwrap().unwrap().version, 2);
 
-        now.fetch_add(1, Ordering::SeqCst);
+        now.advance(ms(1));
         assert_eq!(store.get("run#a").await.unwrap(), None);
         // Expired means absent: the old version no longer matches, version 0 does.
         let err = store.put("run#a", 2, b"late", None).await.unwrap_err();
@@ -324,9 +308,9 @@ mod tests {
         let (now, clock) = fake_clock();
         let store = MemoryStore::with_ttl(Duration::from_secs(10)).with_clock(clock);
         store.put("run#a", 0, b"x", None).await.unwrap();
-        now.fetch_add(9_000, Ordering::SeqCst);
+        now.advance(ms(9_000));
         store.put("run#a", 1, b"y", None).await.unwrap();
-        now.fetch_add(9_000, Ordering::SeqCst);
+        now.advance(ms(9_000));
         assert_eq!(store.get("run#a").await.unwrap().unwrap().version, 2);
     }
 
@@ -335,9 +319,9 @@ mod tests {
         let (now, clock) = fake_clock();
         let store = MemoryStore::with_ttl(Duration::from_secs(10)).with_clock(clock);
         store.put("run#old", 0, b"x", None).await.unwrap();
-        now.fetch_add(5_000, Ordering::SeqCst);
+        now.advance(ms(5_000));
         store.put("run#new", 0, b"x", None).await.unwrap();
-        now.fetch_add(5_000, Ordering::SeqCst);
+        now.advance(ms(5_000));
         assert_eq!(store.purge_expired(), 1);
         assert!(store.get("run#new").await.unwrap().is_some());
         assert!(format!("{store:?}").contains("items: 1"));
@@ -348,7 +332,7 @@ mod tests {
         let (now, clock) = fake_clock();
         let store = MemoryStore::new().with_clock(clock);
         store.put("run#a", 0, b"x", None).await.unwrap();
-        now.fetch_add(100 * 365 * 24 * 3_600_000, Ordering::SeqCst);
+        now.advance(ms(100 * 365 * 24 * 3_600_000));
         assert!(store.get("run#a").await.unwrap().is_some());
         assert_eq!(store.purge_expired(), 0);
     }
@@ -362,12 +346,12 @@ mod tests {
             .put_cached("cache#a", b"reply", Duration::from_secs(10))
             .await
             .unwrap();
-        now.fetch_add(9_999, Ordering::SeqCst);
+        now.advance(ms(9_999));
         assert_eq!(
             store.get_cached("cache#a").await.unwrap().as_deref(),
             Some(&b"reply"[..])
         );
-        now.fetch_add(1, Ordering::SeqCst);
+        now.advance(ms(1));
         assert_eq!(store.get_cached("cache#a").await.unwrap(), None);
         assert_eq!(store.purge_expired(), 1);
     }

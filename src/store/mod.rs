@@ -11,7 +11,6 @@ mod leases;
 mod memory;
 
 pub use cache::{CacheStore, CACHE_KEY_PREFIX};
-pub(crate) use dynamodb::sdk_error_class;
 pub use dynamodb::{DynamoStore, LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
 pub use error::StoreError;
 pub use file::FileStore;

@@ -9,14 +9,17 @@
 mod stream;
 mod wire;
 
-use super::error::{excerpt, parse_retry_after};
+use super::error::excerpt;
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmError};
+use crate::clock::{Clock, SystemClock};
+use crate::http::{self, error_chain, Transport};
 use crate::secrets::Secret;
 use async_trait::async_trait;
-use reqwest::header::{HeaderValue, AUTHORIZATION, RETRY_AFTER};
+use reqwest::header::{HeaderValue, AUTHORIZATION};
 use reqwest::{Client, Response, Url};
 use std::fmt;
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::time::Duration;
 use wire::{WireRequest, WireResponse};
 
 /// Settings of the OpenAI-compatible client.
@@ -36,10 +39,10 @@ pub struct OpenAiConfig {
 }
 
 impl OpenAiConfig {
-    /// Default [`OpenAiConfig::request_timeout`].
-    pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+    /// Default [`OpenAiConfig::request_timeout`]: `LLM_TIMEOUT_MS`'s default.
+    pub const DEFAULT_REQUEST_TIMEOUT: Duration = crate::config::DEFAULT_LLM_TIMEOUT;
     /// Default [`OpenAiConfig::connect_timeout`].
-    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = crate::config::DEFAULT_LLM_CONNECT_TIMEOUT;
 
     /// A keyless configuration with the default timeouts.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
@@ -70,6 +73,8 @@ pub struct OpenAiModel {
     /// Kept only to scrub it from error bodies a server might echo it in.
     api_key: Option<Secret>,
     request_timeout: Duration,
+    /// Reads "now" for an HTTP-date `Retry-After`.
+    clock: Arc<dyn Clock>,
 }
 
 impl fmt::Debug for OpenAiModel {
@@ -121,10 +126,10 @@ impl OpenAiModel {
             .tcp_nodelay(true)
             // A redirected POST is a misconfigured base URL; never send the key elsewhere.
             .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("bounded-rag/", env!("CARGO_PKG_VERSION")))
+            .user_agent(http::USER_AGENT)
             .build()
             .map_err(|e| {
-                LlmError::Config(format!("cannot build the HTTP client: {}", chain(&e)))
+                LlmError::Config(format!("cannot build the HTTP client: {}", error_chain(&e)))
             })?;
         Ok(Self {
             client,
@@ -133,7 +138,14 @@ impl OpenAiModel {
             authorization,
             api_key: config.api_key,
             request_timeout: config.request_timeout,
+            clock: Arc::new(SystemClock),
         })
+    }
+
+    /// The same client reading "now" from `clock` (for an HTTP-date `Retry-After`).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The URL every call is posted to.
@@ -176,11 +188,7 @@ impl OpenAiModel {
         if status.is_success() {
             return Ok((response, timeout));
         }
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        let retry_after = http::retry_after(response.headers(), self.clock.now());
         // The body is only for diagnosis: a failure to read it must not hide the status.
         let text = response.text().await.unwrap_or_default();
         Err(LlmError::Status {
@@ -203,26 +211,21 @@ impl OpenAiModel {
 
     /// Maps a `reqwest` failure to a classified error, without the URL.
     fn transport_error(&self, error: reqwest::Error, timeout: Duration) -> LlmError {
-        let error = error.without_url();
-        if error.is_timeout() {
-            LlmError::Timeout { after: timeout }
-        } else if error.is_connect() {
-            // The origin names the server without path, query or credentials.
-            let origin = self.endpoint.origin().ascii_serialization();
-            LlmError::Connect(self.redact(format!("{origin}: {}", chain(&error))))
-        } else if error.is_builder() {
-            LlmError::Config(self.redact(chain(&error)))
-        } else {
-            LlmError::Transport(self.redact(chain(&error)))
+        match Transport::of(error) {
+            Transport::Timeout => LlmError::Timeout { after: timeout },
+            Transport::Connect(chain) => {
+                // The origin names the server without path, query or credentials.
+                let origin = self.endpoint.origin().ascii_serialization();
+                LlmError::Connect(self.redact(format!("{origin}: {chain}")))
+            }
+            Transport::Build(chain) => LlmError::Config(self.redact(chain)),
+            Transport::Broken(chain) => LlmError::Transport(self.redact(chain)),
         }
     }
 
     /// Removes the key from text that came from the server or the network stack.
     fn redact(&self, text: String) -> String {
-        match &self.api_key {
-            Some(key) if text.contains(key.expose()) => text.replace(key.expose(), "[redacted]"),
-            _ => text,
-        }
+        http::scrub(&text, self.api_key.as_ref())
     }
 }
 
@@ -267,19 +270,4 @@ fn endpoint(base_url: &str) -> Result<Url, LlmError> {
             "LLM base URL must be http or https, not {other}"
         ))),
     }
-}
-
-/// An error and its sources on one line (`error sending request: ...: Connection refused`).
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        source = cause.source();
-    }
-    text
 }

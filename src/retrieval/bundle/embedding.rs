@@ -7,7 +7,7 @@
 //! interruption is dropped. The file goes away with the staging folder once the bundle is in
 //! place.
 use super::manifest::{hex, EmbeddingInfo};
-use super::write::Plan;
+use super::plan::Plan;
 use super::IngestOptions;
 use crate::error::Classify;
 use crate::retrieval::{EmbedError, Embedder, RetrievalError};

@@ -1,13 +1,12 @@
 //! The manifest of a bundle (`kb-manifest.json`): what it is, what it holds, and every file
 //! with its size and SHA-256, so a reader can tell a complete, intact bundle from anything
 //! else before loading a byte of index.
-use crate::retrieval::{KbStats, RetrievalError};
+use crate::retrieval::stats::KbStats;
+use crate::retrieval::RetrievalError;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
-/// File name of the manifest, at the top of a bundle.
-pub const MANIFEST: &str = "kb-manifest.json";
 /// The `format` of every bundle.
 pub const FORMAT: &str = "bounded-rag-kb";
 /// The bundle layout this build reads and writes.

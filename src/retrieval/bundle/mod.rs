@@ -16,14 +16,17 @@ mod embedding;
 mod hash;
 mod manifest;
 mod open;
+mod plan;
 mod write;
 
+pub use super::layout::MANIFEST;
 pub(crate) use hash::content_hash;
 pub(crate) use manifest::hex_digest;
-pub use manifest::{BundleFile, EmbeddingInfo, Manifest, FORMAT, FORMAT_VERSION, MANIFEST};
-pub(crate) use open::{open_dir, open_in_memory, VECTORS_FILE};
+pub use manifest::{BundleFile, EmbeddingInfo, Manifest, FORMAT, FORMAT_VERSION};
+pub(crate) use open::{open_dir, open_in_memory, Opened};
 
-use super::{Embedder, KbStats, RetrievalError};
+use super::stats::KbStats;
+use super::{Embedder, RetrievalError};
 use crate::engine::RetryPolicy;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -120,7 +123,7 @@ impl std::fmt::Display for IngestSummary {
 
 /// Ingests `source` into a bundle at `target` without vectors (BM25 only).
 pub fn ingest_dir(source: &Path, target: &Path) -> Result<IngestSummary, RetrievalError> {
-    let plan = write::Plan::new(source, target)?;
+    let plan = plan::Plan::new(source, target)?;
     plan.finish(None, &NoProgress, (0, 0))
 }
 
@@ -135,7 +138,7 @@ pub async fn ingest(
     target: &Path,
     options: &IngestOptions<'_>,
 ) -> Result<IngestSummary, RetrievalError> {
-    let plan = write::Plan::new(source, target)?;
+    let plan = plan::Plan::new(source, target)?;
     let Some(embedder) = options.embedder else {
         return plan.finish(None, options.progress, (0, 0));
     };

@@ -1,22 +1,30 @@
 //! Opening a bundle: from a folder (the index memory-mapped, the vectors read) or from files
-//! already in memory (a bundle downloaded from S3). Either way the manifest is checked first
-//! and every count is checked against what was opened.
-use super::manifest::{Manifest, MANIFEST};
+//! already in memory (a bundle downloaded from S3). Either way the manifest is checked first;
+//! the knowledge base assembled from the parts checks every count against what was opened.
+use super::manifest::Manifest;
 use crate::retrieval::bm25::SearchIndex;
-use crate::retrieval::{KnowledgeBase, RetrievalError};
+use crate::retrieval::layout::{INDEX_DIR, MANIFEST, VECTORS_FILE};
+use crate::retrieval::RetrievalError;
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use tantivy::directory::OwnedBytes;
 
-/// Folder of the tantivy index inside a bundle.
-pub(crate) const INDEX_DIR: &str = "index";
-/// File of the passages' vectors inside a bundle.
-pub(crate) const VECTORS_FILE: &str = "vectors.bin";
+/// The parts of an opened bundle, from which the knowledge base is assembled.
+pub(crate) struct Opened {
+    /// The BM25 index.
+    pub index: SearchIndex,
+    /// The vectors file's bytes, when the bundle has one.
+    pub vectors: Option<OwnedBytes>,
+    /// The manifest.
+    pub manifest: Manifest,
+    /// The folder or URL the bundle came from.
+    pub origin: PathBuf,
+}
 
 /// Opens the bundle in `dir`. Files are checked by size (a copy cut short is caught); S3
 /// downloads are also checked by SHA-256 as they arrive.
-pub(crate) fn open_dir(dir: &Path) -> Result<KnowledgeBase, RetrievalError> {
+pub(crate) fn open_dir(dir: &Path) -> Result<Opened, RetrievalError> {
     let path = dir.join(MANIFEST);
     let bytes = fs::read(&path).map_err(|e| RetrievalError::io(&path, e))?;
     let manifest = Manifest::parse(&bytes, &path)?;
@@ -40,15 +48,20 @@ pub(crate) fn open_dir(dir: &Path) -> Result<KnowledgeBase, RetrievalError> {
         }
         None => None,
     };
-    KnowledgeBase::assemble(index, vectors, &manifest, dir.to_path_buf())
+    Ok(Opened {
+        index,
+        vectors,
+        manifest,
+        origin: dir.to_path_buf(),
+    })
 }
 
 /// Opens a bundle from its files held in memory (paths as in the manifest, already checked).
 pub(crate) fn open_in_memory(
-    manifest: &Manifest,
+    manifest: Manifest,
     mut files: HashMap<String, OwnedBytes>,
     origin: &str,
-) -> Result<KnowledgeBase, RetrievalError> {
+) -> Result<Opened, RetrievalError> {
     let prefix = format!("{INDEX_DIR}/");
     let vectors = files.remove(VECTORS_FILE);
     let index_files: HashMap<PathBuf, OwnedBytes> = files
@@ -56,5 +69,10 @@ pub(crate) fn open_in_memory(
         .filter_map(|(path, bytes)| Some((PathBuf::from(path.strip_prefix(&prefix)?), bytes)))
         .collect();
     let index = SearchIndex::open_in_memory(index_files, Path::new(origin))?;
-    KnowledgeBase::assemble(index, vectors, manifest, PathBuf::from(origin))
+    Ok(Opened {
+        index,
+        vectors,
+        manifest,
+        origin: PathBuf::from(origin),
+    })
 }

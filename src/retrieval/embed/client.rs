@@ -3,12 +3,14 @@
 //! the answer `{"data": [{"index", "embedding"}], "usage": {"prompt_tokens"}}` is put back in
 //! input order and checked (one vector per input, one length for all, finite numbers).
 use super::{estimate_tokens, EmbedError, Embedder, Embeddings};
+use crate::clock::{Clock, SystemClock};
 use crate::engine::Usage;
+use crate::http::Transport;
 use crate::retrieval::http::{client_for, post_json};
-use crate::retrieval::web::error_chain;
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Settings of the embeddings client.
@@ -29,6 +31,8 @@ pub struct EmbeddingsClient {
     endpoint: reqwest::Url,
     model: String,
     api_key: Option<Secret>,
+    /// Reads "now" for an HTTP-date `Retry-After`.
+    clock: Arc<dyn Clock>,
 }
 
 #[derive(Serialize)]
@@ -66,7 +70,14 @@ impl EmbeddingsClient {
             endpoint,
             model: config.model,
             api_key: config.api_key,
+            clock: Arc::new(SystemClock),
         })
+    }
+
+    /// The same client reading "now" from `clock` (for an HTTP-date `Retry-After`).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The URL embeddings are posted to.
@@ -75,22 +86,18 @@ impl EmbeddingsClient {
     }
 
     fn transport_error(&self, err: reqwest::Error, timeout: Duration) -> EmbedError {
-        let err = err.without_url();
-        if err.is_timeout() {
-            EmbedError::Timeout { after: timeout }
-        } else if err.is_builder() {
-            EmbedError::Config(self.scrub(&error_chain(&err)))
-        } else {
-            let host = self.endpoint.host_str().unwrap_or("?");
-            EmbedError::Connect(self.scrub(&format!("{host}: {}", error_chain(&err))))
+        match Transport::of(err) {
+            Transport::Timeout => EmbedError::Timeout { after: timeout },
+            Transport::Build(chain) => EmbedError::Config(self.scrub(&chain)),
+            Transport::Connect(chain) | Transport::Broken(chain) => {
+                let host = self.endpoint.host_str().unwrap_or("?");
+                EmbedError::Connect(self.scrub(&format!("{host}: {chain}")))
+            }
         }
     }
 
     fn scrub(&self, text: &str) -> String {
-        match &self.api_key {
-            Some(key) if !key.expose().is_empty() => text.replace(key.expose(), "[redacted]"),
-            _ => text.to_owned(),
-        }
+        crate::http::scrub(text, self.api_key.as_ref())
     }
 }
 
@@ -107,6 +114,7 @@ impl Embedder for EmbeddingsClient {
             &body,
             self.api_key.as_ref(),
             timeout,
+            self.clock.as_ref(),
         )
         .await
         .map_err(|e| self.transport_error(e, timeout))?;

@@ -2,7 +2,7 @@
 //! 5xx are transient (with the server's `Retry-After`); any other status, a malformed answer
 //! and a misconfiguration are permanent.
 use crate::error::{Classify, ErrorClass};
-use crate::retrieval::error::status_is_transient;
+use crate::http::status_is_transient;
 use std::time::Duration;
 
 /// A failed embeddings call.

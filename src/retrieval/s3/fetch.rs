@@ -44,7 +44,7 @@ impl BundleStore {
                 .zip(files.into_iter().map(OwnedBytes::new))
                 .collect();
             let origin = self.location.url(&self.bundle_key(version, ""));
-            let kb = bundle::open_in_memory(&manifest, files, &origin)?;
+            let kb = KnowledgeBase::assemble(bundle::open_in_memory(manifest, files, &origin)?)?;
             return Ok(Fetched {
                 kb,
                 bytes,
@@ -57,7 +57,7 @@ impl BundleStore {
                 .await?;
         }
         Ok(Fetched {
-            kb: bundle::open_dir(&dir)?,
+            kb: KnowledgeBase::assemble(bundle::open_dir(&dir)?)?,
             bytes,
             in_memory: false,
         })

@@ -9,8 +9,8 @@ mod html;
 mod jsonl;
 pub(crate) mod passages;
 
-use crate::retrieval::bundle::MANIFEST;
-use crate::retrieval::kb::KbStats;
+use crate::retrieval::layout::MANIFEST;
+use crate::retrieval::stats::KbStats;
 use crate::retrieval::{DocKind, Document, RetrievalError};
 use jsonl::JsonlFile;
 use std::fs;

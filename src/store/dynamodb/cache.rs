@@ -13,9 +13,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::{
-    decode, encode, n, now_secs, num, s, take_blob, DynamoStore, Item, HEAD, INLINE_LIMIT,
-};
+use super::{decode, encode, n, num, s, take_blob, DynamoStore, Item, HEAD, INLINE_LIMIT};
 use crate::store::{CacheStore, StoreError};
 
 #[async_trait]
@@ -37,7 +35,7 @@ impl CacheStore for DynamoStore {
         };
         let expires_at =
             num(&item, "expires_at").ok_or_else(|| self.corrupt(key, "no expires_at"))?;
-        if expires_at <= now_secs() {
+        if expires_at <= self.now_secs() {
             return Ok(None);
         }
         let enc = match item.remove("enc") {
@@ -70,7 +68,7 @@ impl CacheStore for DynamoStore {
             ),
             (
                 "expires_at".to_owned(),
-                n(now_secs().saturating_add(ttl.as_secs())),
+                n(self.now_secs().saturating_add(ttl.as_secs())),
             ),
         ]);
         self.client

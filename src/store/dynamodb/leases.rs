@@ -23,7 +23,7 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use sha2::{Digest, Sha256};
 
-use super::{n, now_secs, num, s, DynamoStore, Item, HEAD};
+use super::{n, num, s, DynamoStore, Item, HEAD};
 use crate::store::{Lapsed, LapsedLease, Lease, LeaseIndex, StoreError};
 
 /// Name of the sparse GSI listing leased items (`template.yaml`, `infra/local/provision.py`).
@@ -152,7 +152,7 @@ impl LeaseIndex for DynamoStore {
             .expression_attribute_values(":owner", s(&lapsed.lease.owner))
             .expression_attribute_values(":lease_end", n(lapsed.lease.expires_at_ms))
             .expression_attribute_values(":now", n(now_ms))
-            .expression_attribute_values(":now_s", n(now_secs()))
+            .expression_attribute_values(":now_s", n(self.now_secs()))
             .expression_attribute_values(":stale", n(stale_before_ms))
             .expression_attribute_values(":claim", s(&claim))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)

@@ -1,14 +1,17 @@
-//! Injected time: the engine never reads the system clock or sleeps directly, so tests can run
-//! deadline and backoff cases instantly with [`FakeClock`].
+//! Injected time: the one clock every deadline and expiry reads (run budgets, backoff, leases,
+//! checkpoint and cache TTLs, the secrets cache, the knowledge-base refresh, `Retry-After`
+//! dates). Nothing else reads the system clock or sleeps directly, so tests run deadline,
+//! backoff and expiry cases instantly with [`FakeClock`]. It sits below every layer (the
+//! engine re-exports it) because the stores, which lie below the engine, need it too.
 
 use async_trait::async_trait;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Wall-clock time and sleeping.
+/// Wall-clock time and sleeping. `Debug` so the clients holding one can derive it.
 #[async_trait]
-pub trait Clock: Send + Sync {
+pub trait Clock: std::fmt::Debug + Send + Sync {
     /// Microseconds since the Unix epoch.
     fn now_micros(&self) -> u64;
 
@@ -18,6 +21,16 @@ pub trait Clock: Send + Sync {
     /// Milliseconds since the Unix epoch (the unit of Lambda deadlines).
     fn now_ms(&self) -> u64 {
         self.now_micros() / 1_000
+    }
+
+    /// Whole seconds since the Unix epoch (the unit of DynamoDB TTLs).
+    fn now_secs(&self) -> u64 {
+        self.now_micros() / 1_000_000
+    }
+
+    /// The time as a [`SystemTime`] (for HTTP dates).
+    fn now(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_micros(self.now_micros())
     }
 }
 
