@@ -56,6 +56,14 @@ impl Usage {
     }
 }
 
+/// A provider-neutral token estimate of one text sent to a model (a chat message or an
+/// embedding input), for providers that report no usage and for the token budget: one token
+/// per four characters (rounded up), plus four for the message framing; the usual rule of
+/// thumb for English text with BPE tokenizers.
+pub fn estimate_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4) + 4
+}
+
 /// Collects the usage of one step; concurrent calls inside the step add to it.
 #[derive(Debug, Default)]
 pub struct Meter(Mutex<Usage>);

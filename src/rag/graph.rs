@@ -1,8 +1,8 @@
 //! The adaptive-RAG graph: its dependencies, limits and the engine hooks.
 
 use super::{nodes, prompts, BestEffortReason, Events, Outcome, RagError, RagNode, RagState};
-use crate::engine::{Graph, Limit, RetryPolicy, StepCtx, StepOutput};
-use crate::llm::{estimate_tokens, ChatModel, Task};
+use crate::engine::{estimate_tokens, Graph, Limit, RetryPolicy, StepCtx, StepOutput};
+use crate::llm::{ChatModel, Task};
 use crate::retrieval::{Document, Embedder, RetrievalMode, Retriever, WebSearch};
 use async_trait::async_trait;
 use std::sync::Arc;
