@@ -138,9 +138,7 @@ pub async fn evaluate(
     mode: Option<Mode>,
 ) -> Result<EvalReport, String> {
     let store = MemoryStore::new();
-    let mut workflow = app.workflow();
-    workflow.store = &store;
-    workflow.continue_on_deadline = false;
+    let workflow = app.workflow().with_store(&store).with_continuation(false);
     let mut results = Vec::new();
     let (mut kb_version, mut retrieval, mut grading_used) = (None, None, false);
     for (n, case) in cases.iter().enumerate() {
