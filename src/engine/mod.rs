@@ -18,7 +18,7 @@ mod session;
 mod usage;
 
 pub use budget::Budget;
-pub use checkpoint::{Checkpoint, Limit, NodeFailure, Phase};
+pub use checkpoint::{Checkpoint, FailedAt, Limit, NodeFailure, Phase};
 pub use clock::{Clock, FakeClock, SystemClock};
 pub use ctx::StepCtx;
 pub use error::EngineError;

@@ -79,7 +79,7 @@ impl App {
         let kb = build_kb(&settings, aws.as_ref()).await?;
         let web = build_web(&settings, &secrets)?;
         let limits = RagLimits {
-            max_retries: settings.limits.max_retries,
+            max_query_rewrites: settings.limits.max_query_rewrites,
             max_regenerations: settings.limits.max_regenerations,
         };
         // One store holds the checkpoints and the cached replies, as two views of one client.

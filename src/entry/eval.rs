@@ -197,7 +197,9 @@ fn score(case: &EvalCase, response: &RunResponse, k: u32) -> CaseResult {
             .route
             .map(|r| r.as_str().to_owned())
             .unwrap_or_else(|| "-".into()),
-        limits_hit: response.metadata.limits_hit.clone(),
+        limits_hit: (response.metadata.limits_hit.iter())
+            .map(|l| l.as_str().to_owned())
+            .collect(),
         model_calls: response.metadata.model_calls,
         retrieved,
         cited,

@@ -12,16 +12,17 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RagLimits {
     /// Query rewrites allowed (`MAX_RETRIES`).
-    pub max_retries: u32,
+    pub max_query_rewrites: u32,
     /// Regenerations of an ungrounded answer allowed (`MAX_REGENERATIONS`).
     pub max_regenerations: u32,
 }
 
+/// The defaults of `MAX_RETRIES` and `MAX_REGENERATIONS`.
 impl Default for RagLimits {
     fn default() -> Self {
         Self {
-            max_retries: 3,
-            max_regenerations: 3,
+            max_query_rewrites: crate::config::DEFAULT_MAX_QUERY_REWRITES,
+            max_regenerations: crate::config::DEFAULT_MAX_REGENERATIONS,
         }
     }
 }

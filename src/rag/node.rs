@@ -39,3 +39,36 @@ impl NodeId for RagNode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::FailedAt;
+
+    const ALL: [RagNode; 8] = [
+        RagNode::RouteQuestion,
+        RagNode::KgRetrieval,
+        RagNode::GradeDocuments,
+        RagNode::TransformQuery,
+        RagNode::WebSearch,
+        RagNode::Generate,
+        RagNode::GradeHallucinations,
+        RagNode::GradeAnswer,
+    ];
+
+    /// Checkpoints and responses serialise nodes with serde and show them with `name`: both
+    /// must agree, or a stored failure would not read back.
+    #[test]
+    fn serialised_names_are_the_shown_names() {
+        for node in ALL {
+            let wire = serde_json::to_value(node).unwrap();
+            assert_eq!(wire, node.name());
+            let failed: FailedAt<RagNode> = serde_json::from_value(wire.clone()).unwrap();
+            assert_eq!(failed, FailedAt::Node(node));
+            assert_eq!(serde_json::to_value(failed).unwrap(), wire);
+        }
+        let queue: FailedAt<RagNode> = serde_json::from_str("\"queue\"").unwrap();
+        assert_eq!(queue, FailedAt::Queue);
+        assert_eq!(serde_json::to_string(&queue).unwrap(), "\"queue\"");
+    }
+}

@@ -3,7 +3,8 @@
 
 use super::{Caller, Events, RagGraph, RagNode, RagState, RunEvent, RunRequest, RunResponse};
 use crate::engine::{
-    advance, run_key, Budget, Checkpoint, Clock, EngineError, NodeFailure, Persist, Phase, Session,
+    advance, run_key, Budget, Checkpoint, Clock, EngineError, FailedAt, NodeFailure, Persist,
+    Phase, Session,
 };
 use crate::error::ErrorClass;
 use crate::store::{CheckpointStore, Lease, StoreError};
@@ -205,7 +206,7 @@ impl<'a> Workflow<'a> {
         request: Option<RunRequest>,
     ) -> Result<(), EngineError> {
         let failure = NodeFailure {
-            node: "queue".to_owned(),
+            node: FailedAt::Queue,
             class: ErrorClass::Permanent,
             message: reason.to_owned(),
         };
