@@ -122,7 +122,7 @@ pub struct Checkpoint<S, N> {
     /// Limits that stopped the run, in order.
     pub limits_hit: Vec<Limit>,
     /// Executed steps.
-    pub records: Vec<StepRecord>,
+    pub records: Vec<StepRecord<N>>,
     /// Infrastructure retries made so far (silent, not steps).
     pub infra_retries: u32,
     /// Tokens and model calls so far, across every invocation (failed steps included).

@@ -5,16 +5,16 @@ use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-/// One executed step.
+/// One executed step of a node `N`, serialised with the node's name.
 ///
 /// Its model usage is kept typed in `usage` and shown in `details` (`tokens`, `model_calls`,
 /// `cache_hits`); only `details` is serialised, and `usage` is read back from it, so stored
 /// checkpoints and `workflow_steps` keep one shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(from = "StoredRecord")]
-pub struct StepRecord {
-    /// Node name.
-    pub name: String,
+#[serde(from = "StoredRecord<N>")]
+pub struct StepRecord<N> {
+    /// The node that ran.
+    pub name: N,
     /// When the step started (RFC 3339, UTC).
     pub timestamp: String,
     /// Seconds the step took, retries and backoff included.
@@ -26,12 +26,12 @@ pub struct StepRecord {
     pub usage: Usage,
 }
 
-impl StepRecord {
+impl<N> StepRecord<N> {
     /// The record of a step of `name` that started at `started_micros`, took
     /// `processing_time` seconds and used `usage`, which is added to `details` (an object)
     /// when the step used a model at all.
     pub fn new(
-        name: &str,
+        name: N,
         started_micros: u64,
         processing_time: f64,
         mut details: serde_json::Value,
@@ -43,7 +43,7 @@ impl StepRecord {
             }
         }
         Self {
-            name: name.to_owned(),
+            name,
             timestamp: rfc3339(started_micros),
             processing_time,
             details,
@@ -54,15 +54,15 @@ impl StepRecord {
 
 /// A step record as stored: its usage only inside `details`.
 #[derive(Deserialize)]
-struct StoredRecord {
-    name: String,
+struct StoredRecord<N> {
+    name: N,
     timestamp: String,
     processing_time: f64,
     details: serde_json::Value,
 }
 
-impl From<StoredRecord> for StepRecord {
-    fn from(stored: StoredRecord) -> Self {
+impl<N> From<StoredRecord<N>> for StepRecord<N> {
+    fn from(stored: StoredRecord<N>) -> Self {
         Self {
             usage: Usage::from_details(&stored.details),
             name: stored.name,
@@ -107,7 +107,13 @@ mod tests {
             model_calls: 2,
             cache_hits: 1,
         };
-        let record = StepRecord::new("generate", 0, 0.5, serde_json::json!({"a": 1}), usage);
+        let record = StepRecord::new(
+            "generate".to_owned(),
+            0,
+            0.5,
+            serde_json::json!({"a": 1}),
+            usage,
+        );
         let stored = serde_json::to_value(&record).unwrap();
         assert_eq!(
             stored["details"],
@@ -119,7 +125,7 @@ mod tests {
             })
         );
         assert!(stored.get("usage").is_none());
-        let back: StepRecord = serde_json::from_value(stored).unwrap();
+        let back: StepRecord<String> = serde_json::from_value(stored).unwrap();
         assert_eq!(back, record);
 
         let quiet = StepRecord::new(
@@ -130,7 +136,7 @@ mod tests {
             Usage::default(),
         );
         assert_eq!(quiet.details, serde_json::json!({}));
-        let back: StepRecord =
+        let back: StepRecord<String> =
             serde_json::from_value(serde_json::to_value(&quiet).unwrap()).unwrap();
         assert_eq!(back.usage, Usage::default());
     }

@@ -96,13 +96,13 @@ fn limit_before<G: Graph>(
     if cp.steps >= budget.max_steps {
         return Some(Limit::StepLimit);
     }
-    let needed = graph.estimate(node).max(longest_so_far(cp, node.name()));
+    let needed = graph.estimate(node).max(longest_so_far(cp, node));
     if budget.remaining(clock.now_ms()) < needed {
         return Some(Limit::Deadline);
     }
     if let Some(max) = budget.max_tokens {
-        let needed = largest_use_so_far(cp, node.name())
-            .unwrap_or_else(|| graph.token_estimate(node, &cp.state));
+        let needed =
+            largest_use_so_far(cp, node).unwrap_or_else(|| graph.token_estimate(node, &cp.state));
         if cp.usage.total().saturating_add(needed) > max {
             return Some(Limit::TokenBudget);
         }
@@ -123,7 +123,7 @@ fn record_step<S, N: NodeId>(
     let seconds = elapsed_micros as f64 / 1e6;
     cp.steps += 1;
     cp.records.push(StepRecord::new(
-        node.name(),
+        node,
         started_micros,
         seconds,
         out.details,
@@ -154,21 +154,21 @@ fn stop<G: Graph>(graph: &G, cp: &mut Checkpoint<G::State, G::Node>, limit: Limi
 
 /// The most tokens one step of this node has used in this run, if it ran (from the step
 /// records, so it survives resumes).
-fn largest_use_so_far<S, N>(cp: &Checkpoint<S, N>, name: &str) -> Option<u64> {
+fn largest_use_so_far<S, N: NodeId>(cp: &Checkpoint<S, N>, node: N) -> Option<u64> {
     cp.records
         .iter()
-        .filter(|r| r.name == name)
+        .filter(|r| r.name == node)
         .map(|r| r.usage.total())
         .max()
 }
 
 /// The longest this node has taken in this run, or, for a node not run yet, the longest any
 /// step has taken: measured durations are a better estimate than any constant.
-fn longest_so_far<S, N>(cp: &Checkpoint<S, N>, name: &str) -> Duration {
+fn longest_so_far<S, N: NodeId>(cp: &Checkpoint<S, N>, node: N) -> Duration {
     let longest = |same_node: bool| {
         cp.records
             .iter()
-            .filter(|r| !same_node || r.name == name)
+            .filter(|r| !same_node || r.name == node)
             .map(|r| Duration::from_secs_f64(r.processing_time))
             .max()
     };
@@ -312,7 +312,7 @@ mod tests {
         assert_eq!(g.calls.load(Ordering::SeqCst), 4);
         // one write per step, the last one releasing the lease; no extra write
         assert_eq!(saves.0, vec![(1, false), (2, false), (3, false), (4, true)]);
-        let names: Vec<_> = cp.records.iter().map(|r| r.name.as_str()).collect();
+        let names: Vec<_> = cp.records.iter().map(|r| r.name.name()).collect();
         assert_eq!(names, ["start", "loop", "loop", "loop"]);
         assert_eq!(cp.records[1].processing_time, 0.1);
     }

@@ -9,7 +9,7 @@
 
 use super::cli::{fail, ModeArg};
 use super::App;
-use crate::rag::{Mode, RunRequest, RunResponse};
+use crate::rag::{Mode, RagNode, RunRequest, RunResponse};
 use crate::store::MemoryStore;
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -167,7 +167,7 @@ fn score(case: &EvalCase, response: &RunResponse, k: u32) -> CaseResult {
     let retrieved: Vec<String> = response
         .workflow_steps
         .iter()
-        .find(|s| s.name == "kg_retrieval")
+        .find(|s| s.name == RagNode::KgRetrieval)
         .and_then(|s| s.details.get("sources"))
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default();

@@ -1,7 +1,7 @@
 //! CloudWatch embedded-metric-format (EMF) lines: one JSON line on stdout per finished
 //! invocation of a run, which CloudWatch turns into metrics without any API call.
 
-use crate::rag::{LimitHit, RunResponse};
+use crate::rag::{LimitHit, RagNode, RunResponse};
 use serde_json::{json, Map, Value};
 
 /// Metric namespace.
@@ -16,7 +16,7 @@ pub fn run_metrics(response: &RunResponse, timestamp_ms: u64) -> Value {
     let model_ms: f64 = response
         .workflow_steps
         .iter()
-        .filter(|s| s.name != "kg_retrieval" && s.name != "web_search")
+        .filter(|s| !matches!(s.name, RagNode::KgRetrieval | RagNode::WebSearch))
         .map(|s| s.processing_time * 1000.0)
         .sum();
     let mut metrics = vec![
@@ -93,8 +93,8 @@ mod tests {
 
     #[test]
     fn emf_document_declares_every_metric_it_carries() {
-        let step = |name: &str, t: f64| StepRecord {
-            name: name.into(),
+        let step = |name: RagNode, t: f64| StepRecord {
+            name,
             timestamp: String::new(),
             processing_time: t,
             details: serde_json::Value::Null,
@@ -107,9 +107,9 @@ mod tests {
             answer: "a".into(),
             question: "q".into(),
             workflow_steps: vec![
-                step("route_question", 0.25),
-                step("kg_retrieval", 1.0),
-                step("generate", 0.5),
+                step(RagNode::RouteQuestion, 0.25),
+                step(RagNode::KgRetrieval, 1.0),
+                step(RagNode::Generate, 0.5),
             ],
             citations: vec![],
             metadata: Metadata {

@@ -25,8 +25,9 @@ pub enum RagNode {
     GradeAnswer,
 }
 
-impl NodeId for RagNode {
-    fn name(self) -> &'static str {
+impl RagNode {
+    /// The node's name, as step records, events and logs show it.
+    pub fn as_str(self) -> &'static str {
         match self {
             RagNode::RouteQuestion => "route_question",
             RagNode::KgRetrieval => "kg_retrieval",
@@ -37,6 +38,32 @@ impl NodeId for RagNode {
             RagNode::GradeHallucinations => "grade_hallucinations",
             RagNode::GradeAnswer => "grade_answer",
         }
+    }
+}
+
+impl NodeId for RagNode {
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for RagNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Compares with a node's name, as callers reading a response do.
+impl PartialEq<&str> for RagNode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// Compares with a node's name, as callers reading a response do.
+impl PartialEq<str> for RagNode {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
     }
 }
 

@@ -127,7 +127,7 @@ pub struct RunResponse {
     /// The question as asked.
     pub question: String,
     /// Executed steps.
-    pub workflow_steps: Vec<StepRecord>,
+    pub workflow_steps: Vec<StepRecord<RagNode>>,
     /// Sources of the answer.
     pub citations: Vec<Citation>,
     /// Counters and limits.
