@@ -262,9 +262,9 @@ const RUN_TIMEOUT: Num = Num::new(1_000, 900_000, 120_000, "milliseconds");
 const MAX_RETRIES: Num = Num::new(0, 10, 3, "");
 const MAX_REGENERATIONS: Num = Num::new(0, 10, 3, "");
 /// Default of `MAX_RETRIES` (query rewrites), for workflows built without settings.
-pub const DEFAULT_MAX_QUERY_REWRITES: u32 = MAX_RETRIES.default as u32;
+pub(crate) const DEFAULT_MAX_QUERY_REWRITES: u32 = MAX_RETRIES.default as u32;
 /// Default of `MAX_REGENERATIONS`, for workflows built without settings.
-pub const DEFAULT_MAX_REGENERATIONS: u32 = MAX_REGENERATIONS.default as u32;
+pub(crate) const DEFAULT_MAX_REGENERATIONS: u32 = MAX_REGENERATIONS.default as u32;
 const RECURSION_LIMIT: Num = Num::new(1, 1000, 50, "");
 const SECRETS_TTL: Num = Num::new(0, 86_400, 300, "seconds");
 const RUN_TTL: Num = Num::new(60, 31_536_000, 604_800, "seconds");

@@ -27,4 +27,5 @@ pub use record::{rfc3339, utc_seconds, StepRecord};
 pub use retry::RetryPolicy;
 pub use runner::advance;
 pub use session::{run_key, Loaded, Persist, Session};
-pub use usage::{estimate_tokens, Meter, Usage};
+pub(crate) use usage::estimate_tokens;
+pub use usage::{Meter, Usage};

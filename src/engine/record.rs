@@ -30,7 +30,7 @@ impl<N> StepRecord<N> {
     /// The record of a step of `name` that started at `started_micros`, took
     /// `processing_time` seconds and used `usage`, which is added to `details` (an object)
     /// when the step used a model at all.
-    pub fn new(
+    pub(crate) fn new(
         name: N,
         started_micros: u64,
         processing_time: f64,

@@ -83,7 +83,7 @@ impl Usage {
 /// embedding input), for providers that report no usage and for the token budget: one token
 /// per four characters (rounded up), plus four for the message framing; the usual rule of
 /// thumb for English text with BPE tokenizers.
-pub fn estimate_tokens(text: &str) -> u64 {
+pub(crate) fn estimate_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4) + 4
 }
 

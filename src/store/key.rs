@@ -6,7 +6,7 @@ use std::fmt;
 
 /// A key of the checkpoint store: a kind and an id, written `kind#id`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreKey<'a> {
+pub(crate) enum StoreKey<'a> {
     /// A run's checkpoint: `run#<run id>`.
     Run(&'a str),
     /// A caller's idempotency key: `idem#<hex sha256 of the caller digest and the key>`.
@@ -39,7 +39,7 @@ impl<'a> StoreKey<'a> {
     }
 
     /// Reads a stored key back; `None` for a key of no known kind.
-    pub fn parse(key: &'a str) -> Option<Self> {
+    pub(crate) fn parse(key: &'a str) -> Option<Self> {
         let (kind, id) = key.split_once('#')?;
         Some(match kind {
             "run" => StoreKey::Run(id),

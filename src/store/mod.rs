@@ -16,7 +16,7 @@ pub(crate) use dynamodb::sdk_error_class;
 pub use dynamodb::{DynamoStore, LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
 pub use error::StoreError;
 pub use file::FileStore;
-pub use key::StoreKey;
+pub(crate) use key::StoreKey;
 pub use leases::{Lapsed, LapsedLease, LeaseIndex};
 pub use memory::MemoryStore;
 
