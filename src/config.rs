@@ -135,7 +135,7 @@ pub struct WebSettings {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// `MAX_RETRIES`: query rewrites before falling back to web search (0..=10, default 3).
-    pub max_retries: u32,
+    pub max_query_rewrites: u32,
     /// `MAX_REGENERATIONS`: regenerations of an ungrounded answer (0..=10, default 3).
     pub max_regenerations: u32,
     /// `WORKFLOW_RECURSION_LIMIT`: steps per run across resumes (1..=1000, default 50).
@@ -180,6 +180,10 @@ const DEADLINE_MARGIN: Num = Num::new(0, 60_000, 1_500, "milliseconds");
 const RUN_TIMEOUT: Num = Num::new(1_000, 900_000, 120_000, "milliseconds");
 const MAX_RETRIES: Num = Num::new(0, 10, 3, "");
 const MAX_REGENERATIONS: Num = Num::new(0, 10, 3, "");
+/// Default of `MAX_RETRIES` (query rewrites), for workflows built without settings.
+pub(crate) const DEFAULT_MAX_QUERY_REWRITES: u32 = MAX_RETRIES.default as u32;
+/// Default of `MAX_REGENERATIONS`, for workflows built without settings.
+pub(crate) const DEFAULT_MAX_REGENERATIONS: u32 = MAX_REGENERATIONS.default as u32;
 const RECURSION_LIMIT: Num = Num::new(1, 1000, 50, "");
 const SECRETS_TTL: Num = Num::new(0, 86_400, DEFAULT_SECRETS_TTL.as_secs(), "seconds");
 const RUN_TTL: Num = Num::new(60, 31_536_000, 604_800, "seconds");
@@ -228,7 +232,7 @@ impl Settings {
         let llm = llm(&env, api_key, explicit_base_url, secrets_id.as_deref())?;
         let web = web(&env)?;
         let limits = Limits {
-            max_retries: env.count("MAX_RETRIES", MAX_RETRIES)?,
+            max_query_rewrites: env.count("MAX_RETRIES", MAX_RETRIES)?,
             max_regenerations: env.count("MAX_REGENERATIONS", MAX_REGENERATIONS)?,
             recursion_limit: env.count("WORKFLOW_RECURSION_LIMIT", RECURSION_LIMIT)?,
             max_tokens_per_run: Some(env.number("MAX_TOKENS_PER_RUN", MAX_TOKENS_PER_RUN)?)

@@ -63,7 +63,7 @@ const NUMERIC: &[NumCase] = &[
         max: 10,
         default: 3,
         expected: "a whole number in 0..=10",
-        read: |s| s.limits.max_retries.into(),
+        read: |s| s.limits.max_query_rewrites.into(),
     },
     NumCase {
         var: "MAX_REGENERATIONS",

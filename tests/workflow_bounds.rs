@@ -260,10 +260,7 @@ async fn retry_after_on_429_is_honoured() {
     );
     let h = Harness::new(script).await;
     let clock = FakeClock::at_ms(SystemClock.now_ms());
-    let wf = Workflow {
-        clock: &clock,
-        ..h.workflow()
-    };
+    let wf = h.workflow().with_clock(&clock);
     let budget = Budget::new(50, clock.now_ms() + 60_000);
     let r = wf
         .run_new("r429", RunRequest::new(QUESTION), &budget)

@@ -5,7 +5,7 @@ mod support;
 
 use bounded_rag::engine::{Budget, Clock, EngineError, FakeClock, RetryPolicy, SystemClock};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
-use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunStatus, Workflow};
+use bounded_rag::rag::{LimitHit, RagGraph, RagLimits, RunRequest, RunStatus, Workflow};
 use bounded_rag::retrieval::KnowledgeBase;
 use bounded_rag::store::{MemoryStore, StoreError};
 use std::collections::BTreeMap;
@@ -160,7 +160,7 @@ async fn deadline_stops_the_run_before_it_passes_and_a_resume_finishes_it() {
     let done = wf.resume("late", &budget).await.unwrap();
     assert_eq!(done.status, RunStatus::Completed);
     assert_eq!(done.metadata.total_steps, 6);
-    assert!(done.metadata.limits_hit.contains(&"deadline".to_owned()));
+    assert!(done.metadata.limits_hit.contains(&LimitHit::Deadline));
     assert_eq!(llm.calls("route_query"), 1);
     assert_eq!(llm.calls("grade_documents"), 3);
     assert_eq!(llm.total_calls(), 7);

@@ -10,7 +10,7 @@ use std::time::Duration;
 pub(super) struct Num {
     min: u64,
     max: u64,
-    default: u64,
+    pub(super) default: u64,
     unit: &'static str,
 }
 

@@ -1,8 +1,8 @@
 //! The checkpoint: everything needed to resume a run, written after every step.
 
-use super::{Budget, StepRecord, Usage};
+use super::{Budget, NodeId, StepRecord, Usage};
 use crate::error::ErrorClass;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Which limit stopped a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -41,11 +41,67 @@ pub enum Phase {
     Failed,
 }
 
-/// Why a node failed.
+/// Where a run failed: in one of its nodes, or in its queue before any node ran (a message
+/// that could not be processed). Serialised as the node's name, or `queue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailedAt<N> {
+    /// A node's step failed.
+    Node(N),
+    /// The run's queue message could not be processed (a poison message).
+    Queue,
+}
+
+/// Wire name of [`FailedAt::Queue`].
+const QUEUE: &str = "queue";
+
+impl<N: NodeId> FailedAt<N> {
+    /// The name shown to callers: the node's, or `queue`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailedAt::Node(node) => node.name(),
+            FailedAt::Queue => QUEUE,
+        }
+    }
+}
+
+impl<N: NodeId> std::fmt::Display for FailedAt<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Compares with a wire name, as callers reading a response do.
+impl<N: NodeId> PartialEq<&str> for FailedAt<N> {
+    fn eq(&self, other: &&str) -> bool {
+        self.name() == *other
+    }
+}
+
+impl<N: Serialize> Serialize for FailedAt<N> {
+    fn serialize<Z: Serializer>(&self, serializer: Z) -> Result<Z::Ok, Z::Error> {
+        match self {
+            FailedAt::Node(node) => node.serialize(serializer),
+            FailedAt::Queue => serializer.serialize_str(QUEUE),
+        }
+    }
+}
+
+impl<'de, N: Deserialize<'de>> Deserialize<'de> for FailedAt<N> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        if name == QUEUE {
+            return Ok(FailedAt::Queue);
+        }
+        let node = serde::de::value::StrDeserializer::<D::Error>::new(&name);
+        N::deserialize(node).map(FailedAt::Node)
+    }
+}
+
+/// Why a run failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeFailure {
-    /// Node name.
-    pub node: String,
+pub struct NodeFailure<N> {
+    /// Where it failed.
+    pub node: FailedAt<N>,
     /// Transient or permanent.
     pub class: ErrorClass,
     /// The error message (never a secret).
@@ -66,14 +122,14 @@ pub struct Checkpoint<S, N> {
     /// Limits that stopped the run, in order.
     pub limits_hit: Vec<Limit>,
     /// Executed steps.
-    pub records: Vec<StepRecord>,
+    pub records: Vec<StepRecord<N>>,
     /// Infrastructure retries made so far (silent, not steps).
     pub infra_retries: u32,
     /// Tokens and model calls so far, across every invocation (failed steps included).
     #[serde(default)]
     pub usage: Usage,
     /// Set when a node failed.
-    pub failure: Option<NodeFailure>,
+    pub failure: Option<NodeFailure<N>>,
     /// Workflow state.
     pub state: S,
 }

@@ -18,7 +18,7 @@ mod usage;
 
 pub use crate::clock::{Clock, FakeClock, SystemClock};
 pub use budget::Budget;
-pub use checkpoint::{Checkpoint, Limit, NodeFailure, Phase};
+pub use checkpoint::{Checkpoint, FailedAt, Limit, NodeFailure, Phase};
 pub use ctx::StepCtx;
 pub use error::EngineError;
 pub use graph::{Graph, NodeId, StepOutput, Transition};
@@ -26,4 +26,5 @@ pub use record::{rfc3339, utc_seconds, StepRecord};
 pub use retry::RetryPolicy;
 pub use runner::advance;
 pub use session::{run_key, Loaded, Persist, Session};
+pub(crate) use usage::estimate_tokens;
 pub use usage::{Meter, Usage};

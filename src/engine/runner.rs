@@ -2,8 +2,8 @@
 //! budget and checkpointing after every step.
 
 use super::{
-    rfc3339, Budget, Checkpoint, Clock, EngineError, Graph, Limit, NodeFailure, NodeId, Persist,
-    Phase, StepCtx, StepRecord, Transition, Usage,
+    Budget, Checkpoint, Clock, EngineError, FailedAt, Graph, Limit, NodeFailure, NodeId, Persist,
+    Phase, StepCtx, StepOutput, StepRecord, Transition, Usage,
 };
 use crate::error::Classify;
 use std::time::Duration;
@@ -37,22 +37,9 @@ where
             cp.phase = Phase::Finished;
             break;
         };
-        if cp.steps >= budget.max_steps {
-            stop(graph, cp, Limit::StepLimit);
+        if let Some(limit) = limit_before(graph, cp, node, budget, clock) {
+            stop(graph, cp, limit);
             break;
-        }
-        let needed = graph.estimate(node).max(longest_so_far(cp, node.name()));
-        if budget.remaining(clock.now_ms()) < needed {
-            stop(graph, cp, Limit::Deadline);
-            break;
-        }
-        if let Some(max) = budget.max_tokens {
-            let needed = largest_use_so_far(cp, node.name())
-                .unwrap_or_else(|| graph.token_estimate(node, &cp.state));
-            if cp.usage.total().saturating_add(needed) > max {
-                stop(graph, cp, Limit::TokenBudget);
-                break;
-            }
         }
 
         let started = clock.now_micros();
@@ -70,27 +57,7 @@ where
         match result {
             Ok(out) => {
                 let elapsed = clock.now_micros().saturating_sub(started);
-                cp.steps += 1;
-                cp.records.push(StepRecord {
-                    name: node.name().to_owned(),
-                    timestamp: rfc3339(started),
-                    processing_time: elapsed as f64 / 1e6,
-                    details: with_usage(out.details, &used),
-                });
-                tracing::info!(
-                    node = node.name(),
-                    step = cp.steps,
-                    seconds = elapsed as f64 / 1e6,
-                    "step done"
-                );
-                cp.next = match out.next {
-                    Transition::Next(next) => Some(next),
-                    Transition::End => None,
-                };
-                let last = cp.next.is_none();
-                if last {
-                    cp.phase = Phase::Finished;
-                }
+                let last = record_step(cp, node, out, started, elapsed, used);
                 persist.save(cp, last).await?;
                 if last {
                     return Ok(());
@@ -105,7 +72,7 @@ where
                 tracing::error!(node = node.name(), %error, class = ?error.class(), "node failed");
                 cp.phase = Phase::Failed;
                 cp.failure = Some(NodeFailure {
-                    node: node.name().to_owned(),
+                    node: FailedAt::Node(node),
                     class: error.class(),
                     message: error.to_string(),
                 });
@@ -114,6 +81,64 @@ where
         }
     }
     persist.save(cp, true).await
+}
+
+/// The limit that forbids starting `node` now, if any: the step limit, then the deadline
+/// budget (the node's estimate or its longest run so far), then the token budget (its
+/// estimate or its largest use so far).
+fn limit_before<G: Graph>(
+    graph: &G,
+    cp: &Checkpoint<G::State, G::Node>,
+    node: G::Node,
+    budget: &Budget,
+    clock: &dyn Clock,
+) -> Option<Limit> {
+    if cp.steps >= budget.max_steps {
+        return Some(Limit::StepLimit);
+    }
+    let needed = graph.estimate(node).max(longest_so_far(cp, node));
+    if budget.remaining(clock.now_ms()) < needed {
+        return Some(Limit::Deadline);
+    }
+    if let Some(max) = budget.max_tokens {
+        let needed =
+            largest_use_so_far(cp, node).unwrap_or_else(|| graph.token_estimate(node, &cp.state));
+        if cp.usage.total().saturating_add(needed) > max {
+            return Some(Limit::TokenBudget);
+        }
+    }
+    None
+}
+
+/// Counts a successful step, records it and moves to its transition; `true` when it was the
+/// last (the run is finished).
+fn record_step<S, N: NodeId>(
+    cp: &mut Checkpoint<S, N>,
+    node: N,
+    out: StepOutput<N>,
+    started_micros: u64,
+    elapsed_micros: u64,
+    used: Usage,
+) -> bool {
+    let seconds = elapsed_micros as f64 / 1e6;
+    cp.steps += 1;
+    cp.records.push(StepRecord::new(
+        node,
+        started_micros,
+        seconds,
+        out.details,
+        used,
+    ));
+    tracing::info!(node = node.name(), step = cp.steps, seconds, "step done");
+    cp.next = match out.next {
+        Transition::Next(next) => Some(next),
+        Transition::End => None,
+    };
+    let last = cp.next.is_none();
+    if last {
+        cp.phase = Phase::Finished;
+    }
+    last
 }
 
 fn stop<G: Graph>(graph: &G, cp: &mut Checkpoint<G::State, G::Node>, limit: Limit) {
@@ -127,39 +152,23 @@ fn stop<G: Graph>(graph: &G, cp: &mut Checkpoint<G::State, G::Node>, limit: Limi
     graph.on_limit(&mut cp.state, limit);
 }
 
-/// Adds the step's `tokens`, `model_calls` and `cache_hits` to its details (an object), when
-/// it used a model at all.
-fn with_usage(mut details: serde_json::Value, used: &Usage) -> serde_json::Value {
-    if used.is_empty() {
-        return details;
-    }
-    if let Some(map) = details.as_object_mut() {
-        map.insert("tokens".into(), used.tokens_json());
-        map.insert("model_calls".into(), used.model_calls.into());
-        if used.cache_hits > 0 {
-            map.insert("cache_hits".into(), used.cache_hits.into());
-        }
-    }
-    details
-}
-
-/// The most tokens one step of this node has used in this run, if it ran (read back from the
-/// step records, so it survives resumes).
-fn largest_use_so_far<S, N>(cp: &Checkpoint<S, N>, name: &str) -> Option<u64> {
+/// The most tokens one step of this node has used in this run, if it ran (from the step
+/// records, so it survives resumes).
+fn largest_use_so_far<S, N: NodeId>(cp: &Checkpoint<S, N>, node: N) -> Option<u64> {
     cp.records
         .iter()
-        .filter(|r| r.name == name)
-        .map(|r| r.details["tokens"]["total"].as_u64().unwrap_or(0))
+        .filter(|r| r.name == node)
+        .map(|r| r.usage.total())
         .max()
 }
 
 /// The longest this node has taken in this run, or, for a node not run yet, the longest any
 /// step has taken: measured durations are a better estimate than any constant.
-fn longest_so_far<S, N>(cp: &Checkpoint<S, N>, name: &str) -> Duration {
+fn longest_so_far<S, N: NodeId>(cp: &Checkpoint<S, N>, node: N) -> Duration {
     let longest = |same_node: bool| {
         cp.records
             .iter()
-            .filter(|r| !same_node || r.name == name)
+            .filter(|r| !same_node || r.name == node)
             .map(|r| Duration::from_secs_f64(r.processing_time))
             .max()
     };
@@ -169,7 +178,7 @@ fn longest_so_far<S, N>(cp: &Checkpoint<S, N>, name: &str) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{FakeClock, RetryPolicy, StepOutput};
+    use crate::engine::{FakeClock, RetryPolicy};
     use crate::error::ErrorClass;
     use async_trait::async_trait;
     use serde::{Deserialize, Serialize};
@@ -303,7 +312,7 @@ mod tests {
         assert_eq!(g.calls.load(Ordering::SeqCst), 4);
         // one write per step, the last one releasing the lease; no extra write
         assert_eq!(saves.0, vec![(1, false), (2, false), (3, false), (4, true)]);
-        let names: Vec<_> = cp.records.iter().map(|r| r.name.as_str()).collect();
+        let names: Vec<_> = cp.records.iter().map(|r| r.name.name()).collect();
         assert_eq!(names, ["start", "loop", "loop", "loop"]);
         assert_eq!(cp.records[1].processing_time, 0.1);
     }

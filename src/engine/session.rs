@@ -6,7 +6,7 @@
 //! ([`EngineError::Lost`]) before it calls anything.
 
 use super::EngineError;
-use crate::store::{CheckpointStore, Lease, StoreError};
+use crate::store::{CheckpointStore, Lease, StoreError, StoreKey};
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -28,7 +28,7 @@ pub trait Persist<C: Sync>: Send {
 
 /// The store key of a run.
 pub fn run_key(run_id: &str) -> String {
-    format!("run#{run_id}")
+    StoreKey::Run(run_id).to_string()
 }
 
 /// A checkpoint read from the store, with what is needed to write it conditionally.

@@ -44,6 +44,29 @@ impl Usage {
         self.cache_hits += other.cache_hits;
     }
 
+    /// Adds this usage to a step's details: `tokens`, `model_calls`, and `cache_hits` when
+    /// there were any.
+    pub(crate) fn insert_into(&self, details: &mut serde_json::Map<String, serde_json::Value>) {
+        details.insert("tokens".into(), self.tokens_json());
+        details.insert("model_calls".into(), self.model_calls.into());
+        if self.cache_hits > 0 {
+            details.insert("cache_hits".into(), self.cache_hits.into());
+        }
+    }
+
+    /// The usage a step's details show ([`Usage::insert_into`]); empty when they show none.
+    pub(crate) fn from_details(details: &serde_json::Value) -> Self {
+        let tokens = &details["tokens"];
+        let count = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+        Self {
+            prompt_tokens: count(&tokens["prompt"]),
+            completion_tokens: count(&tokens["completion"]),
+            estimated: tokens["estimated"].as_bool().unwrap_or(false),
+            model_calls: u32::try_from(count(&details["model_calls"])).unwrap_or(u32::MAX),
+            cache_hits: u32::try_from(count(&details["cache_hits"])).unwrap_or(u32::MAX),
+        }
+    }
+
     /// The JSON object shown in step details and response metadata:
     /// `{"prompt", "completion", "total", "estimated"}`.
     pub fn tokens_json(&self) -> serde_json::Value {
@@ -54,6 +77,14 @@ impl Usage {
             "estimated": self.estimated,
         })
     }
+}
+
+/// A provider-neutral token estimate of one text sent to a model (a chat message or an
+/// embedding input), for providers that report no usage and for the token budget: one token
+/// per four characters (rounded up), plus four for the message framing; the usual rule of
+/// thumb for English text with BPE tokenizers.
+pub(crate) fn estimate_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4) + 4
 }
 
 /// Collects the usage of one step; concurrent calls inside the step add to it.

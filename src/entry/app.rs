@@ -79,7 +79,7 @@ impl App {
         let kb = build_kb(&settings, aws.as_ref()).await?;
         let web = build_web(&settings, &secrets)?;
         let limits = RagLimits {
-            max_retries: settings.limits.max_retries,
+            max_query_rewrites: settings.limits.max_query_rewrites,
             max_regenerations: settings.limits.max_regenerations,
         };
         // One store holds the checkpoints and the cached replies, as two views of one client.
@@ -121,13 +121,9 @@ impl App {
 
     /// The workflow service over this app's clients.
     pub fn workflow(&self) -> Workflow<'_> {
-        Workflow {
-            graph: &self.graph,
-            store: self.store.as_ref(),
-            clock: self.clock.as_ref(),
-            continue_on_deadline: self.settings.aws.work_queue_url.is_some(),
-            lease_grace: aws::lease_grace(self.settings.budgets.deadline_margin),
-        }
+        Workflow::new(&self.graph, self.store.as_ref(), self.clock.as_ref())
+            .with_continuation(self.settings.aws.work_queue_url.is_some())
+            .with_lease_grace(aws::lease_grace(self.settings.budgets.deadline_margin))
     }
 
     /// The budget of one invocation: the deadline (if any) minus the margin, capped by

@@ -281,7 +281,8 @@ pub fn render(r: &RunResponse) -> String {
     let limits = if m.limits_hit.is_empty() {
         "none".to_owned()
     } else {
-        m.limits_hit.join(",")
+        let names: Vec<&str> = m.limits_hit.iter().map(|l| l.as_str()).collect();
+        names.join(",")
     };
     let estimated = if m.tokens.estimated {
         " (estimated)"

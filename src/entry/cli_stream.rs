@@ -4,7 +4,7 @@
 
 use super::App;
 use crate::engine::{Budget, EngineError};
-use crate::rag::{Events, RunEvent, RunRequest, RunResponse, Workflow};
+use crate::rag::{Events, RunEvent, RunRequest, RunResponse};
 use std::io::Write;
 
 /// What to run: a new run, or the continuation of a stored one.
@@ -24,10 +24,7 @@ pub async fn run(
 ) -> Result<RunResponse, EngineError> {
     let (events, mut receiver) = Events::channel();
     let graph = app.graph.with_events(events);
-    let workflow = Workflow {
-        graph: &graph,
-        ..app.workflow()
-    };
+    let workflow = app.workflow().with_graph(&graph);
     let mut printer = Printer::new(json);
     let run = async {
         match job {

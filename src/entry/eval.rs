@@ -9,7 +9,7 @@
 
 use super::cli::{fail, ModeArg};
 use super::App;
-use crate::rag::{Mode, RunRequest, RunResponse};
+use crate::rag::{Mode, RagNode, RunRequest, RunResponse};
 use crate::store::MemoryStore;
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -138,9 +138,7 @@ pub async fn evaluate(
     mode: Option<Mode>,
 ) -> Result<EvalReport, String> {
     let store = MemoryStore::new();
-    let mut workflow = app.workflow();
-    workflow.store = &store;
-    workflow.continue_on_deadline = false;
+    let workflow = app.workflow().with_store(&store).with_continuation(false);
     let mut results = Vec::new();
     let (mut kb_version, mut retrieval, mut grading_used) = (None, None, false);
     for (n, case) in cases.iter().enumerate() {
@@ -169,7 +167,7 @@ fn score(case: &EvalCase, response: &RunResponse, k: u32) -> CaseResult {
     let retrieved: Vec<String> = response
         .workflow_steps
         .iter()
-        .find(|s| s.name == "kg_retrieval")
+        .find(|s| s.name == RagNode::KgRetrieval)
         .and_then(|s| s.details.get("sources"))
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default();
@@ -199,7 +197,9 @@ fn score(case: &EvalCase, response: &RunResponse, k: u32) -> CaseResult {
             .route
             .map(|r| r.as_str().to_owned())
             .unwrap_or_else(|| "-".into()),
-        limits_hit: response.metadata.limits_hit.clone(),
+        limits_hit: (response.metadata.limits_hit.iter())
+            .map(|l| l.as_str().to_owned())
+            .collect(),
         model_calls: response.metadata.model_calls,
         retrieved,
         cited,

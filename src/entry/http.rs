@@ -115,7 +115,8 @@ pub(super) async fn run_claimed(
             let response = match workflow.resume(&run_id, &budget).await {
                 Err(EngineError::NotFound { .. }) => {
                     workflow
-                        .run_new_for(caller, &run_id, run_request, &budget)
+                        .for_caller(caller)
+                        .run_new(&run_id, run_request, &budget)
                         .await
                 }
                 other => other,
@@ -127,7 +128,8 @@ pub(super) async fn run_claimed(
         }
     };
     let response = workflow
-        .run_new_for(caller, &run_id, run_request, &budget)
+        .for_caller(caller)
+        .run_new(&run_id, run_request, &budget)
         .await
         .map_err(|e| engine_error(app, e))?;
     finish(app, queue, response).await
@@ -157,7 +159,8 @@ async fn run_async(
     };
     let workflow = app.workflow();
     workflow
-        .submit_for(caller, &run_id, run_request.clone())
+        .for_caller(caller)
+        .submit(&run_id, run_request.clone())
         .await
         .map_err(|e| engine_error(app, e))?;
     let message = WorkMessage {
@@ -187,7 +190,8 @@ async fn get_run(app: &App, caller: &Caller, run_id: &str) -> Reply {
     }
     let response = app
         .workflow()
-        .status_for(caller, run_id)
+        .for_caller(caller)
+        .status(run_id)
         .await
         .map_err(|e| engine_error(app, e))?;
     Ok(json_response(StatusCode::OK, &response))
@@ -276,7 +280,7 @@ pub(super) async fn claim(
             Claim::Existing(id) => {
                 // A repeat whose first request never got its run stored (refused by the
                 // limit, or cut short) starts that run now, under the limit like a new one.
-                match app.workflow().status_for(caller, &id).await {
+                match app.workflow().for_caller(caller).status(&id).await {
                     Ok(_) => return Ok(Run::Repeat(id)),
                     Err(EngineError::NotFound { .. }) => id,
                     Err(e) => return Err(engine_error(app, e)),

@@ -1,7 +1,7 @@
 //! CloudWatch embedded-metric-format (EMF) lines: one JSON line on stdout per finished
 //! invocation of a run, which CloudWatch turns into metrics without any API call.
 
-use crate::rag::RunResponse;
+use crate::rag::{LimitHit, RagNode, RunResponse};
 use serde_json::{json, Map, Value};
 
 /// Metric namespace.
@@ -16,7 +16,7 @@ pub fn run_metrics(response: &RunResponse, timestamp_ms: u64) -> Value {
     let model_ms: f64 = response
         .workflow_steps
         .iter()
-        .filter(|s| s.name != "kg_retrieval" && s.name != "web_search")
+        .filter(|s| !matches!(s.name, RagNode::KgRetrieval | RagNode::WebSearch))
         .map(|s| s.processing_time * 1000.0)
         .sum();
     let mut metrics = vec![
@@ -41,15 +41,8 @@ pub fn run_metrics(response: &RunResponse, timestamp_ms: u64) -> Value {
         ("CompletionTokens", "Count", json!(m.tokens.completion)),
         ("Tokens", "Count", json!(m.tokens.total)),
     ];
-    for limit in [
-        "step_limit",
-        "deadline",
-        "token_budget",
-        "max_retries",
-        "max_regenerations",
-        "no_sources",
-    ] {
-        let hit = m.limits_hit.iter().any(|l| l == limit);
+    for limit in LimitHit::ALL {
+        let hit = m.limits_hit.contains(&limit);
         metrics.push((limit_metric(limit), "Count", json!(u32::from(hit))));
     }
     let mut doc = Map::new();
@@ -74,14 +67,15 @@ pub fn run_metrics(response: &RunResponse, timestamp_ms: u64) -> Value {
     Value::Object(doc)
 }
 
-fn limit_metric(limit: &str) -> &'static str {
+/// Exhaustive, so a new limit does not compile until it has a metric.
+fn limit_metric(limit: LimitHit) -> &'static str {
     match limit {
-        "step_limit" => "LimitStepLimit",
-        "deadline" => "LimitDeadline",
-        "token_budget" => "LimitTokenBudget",
-        "max_retries" => "LimitMaxRetries",
-        "max_regenerations" => "LimitMaxRegenerations",
-        _ => "LimitNoSources",
+        LimitHit::StepLimit => "LimitStepLimit",
+        LimitHit::Deadline => "LimitDeadline",
+        LimitHit::TokenBudget => "LimitTokenBudget",
+        LimitHit::MaxQueryRewrites => "LimitMaxRetries",
+        LimitHit::MaxRegenerations => "LimitMaxRegenerations",
+        LimitHit::NoSources => "LimitNoSources",
     }
 }
 
@@ -99,11 +93,12 @@ mod tests {
 
     #[test]
     fn emf_document_declares_every_metric_it_carries() {
-        let step = |name: &str, t: f64| StepRecord {
-            name: name.into(),
+        let step = |name: RagNode, t: f64| StepRecord {
+            name,
             timestamp: String::new(),
             processing_time: t,
             details: serde_json::Value::Null,
+            usage: crate::engine::Usage::default(),
         };
         let response = RunResponse {
             success: true,
@@ -112,15 +107,15 @@ mod tests {
             answer: "a".into(),
             question: "q".into(),
             workflow_steps: vec![
-                step("route_question", 0.25),
-                step("kg_retrieval", 1.0),
-                step("generate", 0.5),
+                step(RagNode::RouteQuestion, 0.25),
+                step(RagNode::KgRetrieval, 1.0),
+                step(RagNode::Generate, 0.5),
             ],
             citations: vec![],
             metadata: Metadata {
                 total_steps: 3,
                 total_processing_time: 1.75,
-                limits_hit: vec!["max_regenerations".into()],
+                limits_hit: vec![LimitHit::MaxRegenerations],
                 query_transformation_retry_count: 1,
                 hallucination_retry_count: 3,
                 route: Some(DataSource::KgRetrieval),

@@ -11,7 +11,7 @@
 use super::http::{self, claim, parse_body, run_claimed, ApiError, Run};
 use super::{caller, App};
 use crate::queue::WorkQueue;
-use crate::rag::{Caller, Events, RunEvent, RunRequest, Workflow};
+use crate::rag::{Caller, Events, RunEvent, RunRequest};
 use bytes::Bytes;
 use lambda_http::http::{HeaderValue, Method, StatusCode};
 use lambda_http::{Request, RequestExt, Response};
@@ -100,10 +100,7 @@ async fn run_reporting(
     deadline: Option<u64>,
 ) -> Response<lambda_http::Body> {
     let graph = app.graph.with_events(events);
-    let workflow = Workflow {
-        graph: &graph,
-        ..app.workflow()
-    };
+    let workflow = app.workflow().with_graph(&graph);
     run_claimed(app, queue, &workflow, caller, run, run_request, deadline)
         .await
         .unwrap_or_else(Response::from)

@@ -19,7 +19,7 @@ use super::{
     BinaryScore, ChatModel, ChatRequest, Completion, DeltaSink, Generated, LlmError, Refined, Role,
     RouteDecision, Task,
 };
-use crate::store::{CacheStore, CACHE_KEY_PREFIX};
+use crate::store::{CacheStore, StoreKey};
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -150,12 +150,11 @@ pub fn cache_key(scope: &str, request: &ChatRequest<'_>) -> String {
         field(role_name(message.role).as_bytes());
         field(message.content.as_bytes());
     }
-    let mut key = String::with_capacity(CACHE_KEY_PREFIX.len() + 64);
-    key.push_str(CACHE_KEY_PREFIX);
+    let mut digest = String::with_capacity(64);
     for byte in hash.finalize() {
-        let _ = write!(key, "{byte:02x}");
+        let _ = write!(digest, "{byte:02x}");
     }
-    key
+    StoreKey::Cache(&digest).to_string()
 }
 
 fn role_name(role: Role) -> &'static str {

@@ -18,7 +18,7 @@ pub use error::LlmError;
 pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER, NO_MATCH_ANSWER};
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use scripted::{Reply, ScriptedModel};
-pub use structured::{ask, ask_metered, estimate_tokens, MAX_REASKS};
+pub use structured::{ask, ask_metered, MAX_REASKS};
 pub use task::{Answer, BinaryScore, DataSource, Generated, Refined, RouteDecision, Task};
 
 use crate::retrieval::Document;

@@ -6,7 +6,7 @@
 
 use super::error::excerpt;
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmError, Message, Role};
-use crate::engine::{Meter, Usage};
+use crate::engine::{estimate_tokens, Meter, Usage};
 use serde::de::DeserializeOwned;
 use std::time::Instant;
 
@@ -116,12 +116,6 @@ fn usage_of(request: &ChatRequest<'_>, completion: &Completion) -> Usage {
             ..Usage::default()
         },
     }
-}
-
-/// A provider-neutral token estimate: one token per four characters (rounded up), plus four
-/// for the message framing; the usual rule of thumb for English text with BPE tokenizers.
-pub fn estimate_tokens(text: &str) -> u64 {
-    (text.chars().count() as u64).div_ceil(4) + 4
 }
 
 /// The user turn that asks the model to try again.

@@ -21,7 +21,7 @@
 
 use super::{Caller, Outcome, RagCheckpoint};
 use crate::engine::{EngineError, Phase, Session};
-use crate::store::{CheckpointStore, StoreError};
+use crate::store::{CheckpointStore, StoreError, StoreKey};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -89,7 +89,7 @@ impl<'a> ActiveRuns<'a> {
         run_id: &str,
         now_ms: u64,
     ) -> Result<Admission, EngineError> {
-        let key = format!("active#{}", caller.digest());
+        let key = StoreKey::ActiveRuns(&caller.digest()).to_string();
         for _ in 0..ATTEMPTS {
             let (version, mut slots) = self.read(&key).await?;
             if slots.runs.iter().any(|s| s.run_id == run_id) {

@@ -3,7 +3,7 @@
 //! rejected. Sending never blocks and never fails the run: a caller who went away only stops
 //! receiving.
 
-use super::{RagCheckpoint, Tokens};
+use super::{RagCheckpoint, RagNode, Tokens};
 use serde::Serialize;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
@@ -30,8 +30,8 @@ pub struct Counters {
 pub enum RunEvent {
     /// A step finished and was checkpointed.
     Step {
-        /// Node name.
-        name: String,
+        /// The node that ran (serialised as its name).
+        name: RagNode,
         /// The step record's details.
         details: serde_json::Value,
         /// Counters after the step.
@@ -75,7 +75,7 @@ impl RunEvent {
     pub fn step(cp: &RagCheckpoint) -> Option<Self> {
         let record = cp.records.last()?;
         Some(RunEvent::Step {
-            name: record.name.clone(),
+            name: record.name,
             details: record.details.clone(),
             counters: Counters {
                 steps: cp.steps,

@@ -1,8 +1,8 @@
 //! The adaptive-RAG graph: its dependencies, limits and the engine hooks.
 
 use super::{nodes, prompts, BestEffortReason, Events, Outcome, RagError, RagNode, RagState};
-use crate::engine::{Graph, Limit, RetryPolicy, StepCtx, StepOutput};
-use crate::llm::{estimate_tokens, ChatModel, Task};
+use crate::engine::{estimate_tokens, Graph, Limit, RetryPolicy, StepCtx, StepOutput};
+use crate::llm::{ChatModel, Task};
 use crate::retrieval::{Document, Embedder, RetrievalMode, Retriever, WebSearch};
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -12,16 +12,17 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RagLimits {
     /// Query rewrites allowed (`MAX_RETRIES`).
-    pub max_retries: u32,
+    pub max_query_rewrites: u32,
     /// Regenerations of an ungrounded answer allowed (`MAX_REGENERATIONS`).
     pub max_regenerations: u32,
 }
 
+/// The defaults of `MAX_RETRIES` and `MAX_REGENERATIONS`.
 impl Default for RagLimits {
     fn default() -> Self {
         Self {
-            max_retries: 3,
-            max_regenerations: 3,
+            max_query_rewrites: crate::config::DEFAULT_MAX_QUERY_REWRITES,
+            max_regenerations: crate::config::DEFAULT_MAX_REGENERATIONS,
         }
     }
 }

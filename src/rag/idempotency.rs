@@ -8,7 +8,7 @@
 
 use super::Caller;
 use crate::engine::EngineError;
-use crate::store::{CheckpointStore, StoreError};
+use crate::store::{CheckpointStore, StoreError, StoreKey};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -40,10 +40,8 @@ fn hex(bytes: &[u8]) -> String {
 /// The store key of `caller`'s idempotency key `key`. The caller's digest has a fixed length,
 /// so no (caller, key) pair can produce another pair's string.
 fn item_key(caller: &Caller, key: &str) -> String {
-    format!(
-        "idem#{}",
-        hex(format!("{}:{key}", caller.digest()).as_bytes())
-    )
+    let digest = hex(format!("{}:{key}", caller.digest()).as_bytes());
+    StoreKey::Idempotency(&digest).to_string()
 }
 
 /// Claims `caller`'s `key` for a new run `run_id` carrying `body`, or finds the run it already

@@ -25,8 +25,9 @@ pub enum RagNode {
     GradeAnswer,
 }
 
-impl NodeId for RagNode {
-    fn name(self) -> &'static str {
+impl RagNode {
+    /// The node's name, as step records, events and logs show it.
+    pub fn as_str(self) -> &'static str {
         match self {
             RagNode::RouteQuestion => "route_question",
             RagNode::KgRetrieval => "kg_retrieval",
@@ -37,5 +38,64 @@ impl NodeId for RagNode {
             RagNode::GradeHallucinations => "grade_hallucinations",
             RagNode::GradeAnswer => "grade_answer",
         }
+    }
+}
+
+impl NodeId for RagNode {
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for RagNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Compares with a node's name, as callers reading a response do.
+impl PartialEq<&str> for RagNode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// Compares with a node's name, as callers reading a response do.
+impl PartialEq<str> for RagNode {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::FailedAt;
+
+    const ALL: [RagNode; 8] = [
+        RagNode::RouteQuestion,
+        RagNode::KgRetrieval,
+        RagNode::GradeDocuments,
+        RagNode::TransformQuery,
+        RagNode::WebSearch,
+        RagNode::Generate,
+        RagNode::GradeHallucinations,
+        RagNode::GradeAnswer,
+    ];
+
+    /// Checkpoints and responses serialise nodes with serde and show them with `name`: both
+    /// must agree, or a stored failure would not read back.
+    #[test]
+    fn serialised_names_are_the_shown_names() {
+        for node in ALL {
+            let wire = serde_json::to_value(node).unwrap();
+            assert_eq!(wire, node.name());
+            let failed: FailedAt<RagNode> = serde_json::from_value(wire.clone()).unwrap();
+            assert_eq!(failed, FailedAt::Node(node));
+            assert_eq!(serde_json::to_value(failed).unwrap(), wire);
+        }
+        let queue: FailedAt<RagNode> = serde_json::from_str("\"queue\"").unwrap();
+        assert_eq!(queue, FailedAt::Queue);
+        assert_eq!(serde_json::to_string(&queue).unwrap(), "\"queue\"");
     }
 }

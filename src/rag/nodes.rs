@@ -200,13 +200,13 @@ fn decide_to_generate(
     state: &mut RagState,
     relevant: usize,
 ) -> (RagNode, &'static str) {
-    let max = graph.limits.max_retries;
+    let max = graph.limits.max_query_rewrites;
     if relevant > 0 {
         (RagNode::Generate, "generate")
     } else if state.query_transformation_retry_count < max {
         (RagNode::TransformQuery, "transform_query")
     } else {
-        tracing::warn!("max retries reached ({max}/{max}): falling back to web search");
+        tracing::warn!("max query rewrites reached ({max}/{max}): falling back to web search");
         state.web_fallback = true;
         (RagNode::WebSearch, "web_search_fallback")
     }
@@ -220,7 +220,7 @@ pub(super) async fn transform_query(
     let refined: Refined = call(graph, ctx, Task::RefineQuery, &state.query, &[], None).await?;
     state.query_transformation_retry_count += 1;
     let n = state.query_transformation_retry_count;
-    let max = graph.limits.max_retries;
+    let max = graph.limits.max_query_rewrites;
     tracing::info!("query rewrite: retry {n}/{max}");
     state.query = refined.refined_question;
     let next = match state.route {
@@ -374,7 +374,7 @@ pub(super) async fn grade_answer(
             json!({ "useful": true, "asked_with": asked_with }),
         ));
     }
-    let max = graph.limits.max_retries;
+    let max = graph.limits.max_query_rewrites;
     if state.query_transformation_retry_count < max {
         graph.events.emit(RunEvent::Discarded {
             attempt: state.generations,
@@ -384,10 +384,10 @@ pub(super) async fn grade_answer(
             json!({ "useful": false, "decision": "transform_query", "asked_with": asked_with }),
         ));
     }
-    tracing::warn!("max retries reached ({max}/{max} rewrites): ending best-effort");
+    tracing::warn!("max query rewrites reached ({max}/{max}): ending best-effort");
     Ok(end(
         state,
-        Outcome::BestEffort(BestEffortReason::MaxRetries),
+        Outcome::BestEffort(BestEffortReason::MaxQueryRewrites),
         json!({ "useful": false, "decision": "max_retries", "asked_with": asked_with }),
     ))
 }

@@ -1,7 +1,7 @@
 //! The caller-facing answer (DESIGN.md "HTTP API"), built from a checkpoint.
 
-use super::{Citation, Outcome, RagNode, RagState};
-use crate::engine::{Checkpoint, NodeFailure, Phase, StepRecord, Usage};
+use super::{Citation, LimitHit, Outcome, RagNode, RagState};
+use crate::engine::{Checkpoint, FailedAt, NodeFailure, Phase, StepRecord, Usage};
 use crate::llm::DataSource;
 use crate::retrieval::RetrievalMode;
 use serde::{Deserialize, Serialize};
@@ -29,9 +29,8 @@ pub struct Metadata {
     pub total_steps: u32,
     /// Seconds spent in steps.
     pub total_processing_time: f64,
-    /// Limits that shaped the answer: `step_limit`, `deadline`, `max_retries`,
-    /// `max_regenerations`, `no_sources`.
-    pub limits_hit: Vec<String>,
+    /// Limits that shaped the answer, in the order they were hit.
+    pub limits_hit: Vec<LimitHit>,
     /// Query rewrites.
     pub query_transformation_retry_count: u32,
     /// Regenerations of ungrounded answers.
@@ -103,8 +102,8 @@ pub fn failed_run_hint(class: crate::error::ErrorClass) -> &'static str {
 /// Why a run failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunError {
-    /// Failing node.
-    pub node: String,
+    /// Where it failed: a node, or `queue`.
+    pub node: FailedAt<RagNode>,
     /// `transient` (may succeed if resumed) or `permanent`.
     pub class: crate::error::ErrorClass,
     /// Message.
@@ -128,7 +127,7 @@ pub struct RunResponse {
     /// The question as asked.
     pub question: String,
     /// Executed steps.
-    pub workflow_steps: Vec<StepRecord>,
+    pub workflow_steps: Vec<StepRecord<RagNode>>,
     /// Sources of the answer.
     pub citations: Vec<Citation>,
     /// Counters and limits.
@@ -143,15 +142,11 @@ impl RunResponse {
     pub fn from_checkpoint(cp: &Checkpoint<RagState, RagNode>, provider: &str) -> Self {
         let state = &cp.state;
         let status = status_of(cp);
-        let mut limits_hit: Vec<String> = cp
-            .limits_hit
-            .iter()
-            .map(|l| l.as_str().to_owned())
-            .collect();
+        let mut limits_hit: Vec<LimitHit> = cp.limits_hit.iter().map(|&l| l.into()).collect();
         if let Some(Outcome::BestEffort(reason)) = state.outcome {
-            let name = reason.as_str().to_owned();
-            if !limits_hit.contains(&name) {
-                limits_hit.push(name);
+            let reason = LimitHit::from(reason);
+            if !limits_hit.contains(&reason) {
+                limits_hit.push(reason);
             }
         }
         let answered = state.answer.is_some();
@@ -185,12 +180,15 @@ impl RunResponse {
                 kb_version: state.kb_version.clone(),
                 retrieval: state.retrieval,
             },
-            error: cp.failure.as_ref().map(|f: &NodeFailure| RunError {
-                node: f.node.clone(),
-                class: f.class,
-                message: f.message.clone(),
-                hint: failed_run_hint(f.class).to_owned(),
-            }),
+            error: cp
+                .failure
+                .as_ref()
+                .map(|f: &NodeFailure<RagNode>| RunError {
+                    node: f.node,
+                    class: f.class,
+                    message: f.message.clone(),
+                    hint: failed_run_hint(f.class).to_owned(),
+                }),
         }
     }
 }

@@ -3,7 +3,8 @@
 
 use super::{Caller, Events, RagGraph, RagNode, RagState, RunEvent, RunRequest, RunResponse};
 use crate::engine::{
-    advance, run_key, Budget, Checkpoint, Clock, EngineError, NodeFailure, Persist, Phase, Session,
+    advance, run_key, Budget, Checkpoint, Clock, EngineError, FailedAt, NodeFailure, Persist,
+    Phase, Session,
 };
 use crate::error::ErrorClass;
 use crate::store::{CheckpointStore, Lease, StoreError};
@@ -24,25 +25,29 @@ const LEASE_GRACE: Duration = Duration::from_secs(10);
 /// A run checkpoint of the adaptive-RAG graph.
 pub type RagCheckpoint = Checkpoint<RagState, RagNode>;
 
-/// Runs the adaptive-RAG graph against a store.
+/// Runs the adaptive-RAG graph against a store: built once with [`Workflow::new`], adjusted
+/// with the `with_*` methods, then asked to start, continue or read runs.
+///
+/// A workflow of no particular caller (the CLI, the SQS worker) starts anonymous runs and
+/// reads any run; [`Workflow::for_caller`] scopes it to one caller, whose new runs belong to
+/// it and for whom another caller's run reads as not found.
+#[derive(Clone, Copy)]
 pub struct Workflow<'a> {
-    /// The graph and its clients.
-    pub graph: &'a RagGraph,
-    /// Where checkpoints go.
-    pub store: &'a dyn CheckpointStore,
-    /// Time source.
-    pub clock: &'a dyn Clock,
+    graph: &'a RagGraph,
+    store: &'a dyn CheckpointStore,
+    clock: &'a dyn Clock,
     /// Whether a deadline stop will be continued by another invocation (a queue exists).
-    pub continue_on_deadline: bool,
+    continue_on_deadline: bool,
     /// How long an invocation's lease outlasts its budget's deadline: the time its last
     /// checkpoint write and a continuation send may still take. Once the lease lapses, a
     /// crashed invocation's run can be taken over (by a redelivery or the sweeper).
-    pub lease_grace: Duration,
+    lease_grace: Duration,
+    /// The caller whose runs these are; `None` for the operator's view (any run).
+    caller: Option<&'a Caller>,
 }
 
 impl<'a> Workflow<'a> {
-    /// A workflow whose deadline stops are final (set `continue_on_deadline` when a queue
-    /// continues them).
+    /// A workflow of no particular caller whose deadline stops are final.
     pub fn new(graph: &'a RagGraph, store: &'a dyn CheckpointStore, clock: &'a dyn Clock) -> Self {
         Self {
             graph,
@@ -50,30 +55,63 @@ impl<'a> Workflow<'a> {
             clock,
             continue_on_deadline: false,
             lease_grace: LEASE_GRACE,
+            caller: None,
         }
     }
 
-    /// Starts a new run (of the anonymous caller) and advances it within `budget`.
+    /// The same workflow running `graph` (the same clients reporting to other events).
+    pub fn with_graph(self, graph: &'a RagGraph) -> Self {
+        Self { graph, ..self }
+    }
+
+    /// The same workflow keeping its checkpoints in `store`.
+    pub fn with_store(self, store: &'a dyn CheckpointStore) -> Self {
+        Self { store, ..self }
+    }
+
+    /// The same workflow reading time from `clock`.
+    pub fn with_clock(self, clock: &'a dyn Clock) -> Self {
+        Self { clock, ..self }
+    }
+
+    /// The same workflow, whose deadline stops are continued by another invocation when
+    /// `continued` (a queue exists) and final otherwise.
+    pub fn with_continuation(self, continued: bool) -> Self {
+        Self {
+            continue_on_deadline: continued,
+            ..self
+        }
+    }
+
+    /// The same workflow whose leases outlast the budget's deadline by `grace`.
+    pub fn with_lease_grace(self, grace: Duration) -> Self {
+        Self {
+            lease_grace: grace,
+            ..self
+        }
+    }
+
+    /// The same workflow acting for `caller`: its new runs belong to `caller`, and reading
+    /// another caller's run is [`EngineError::NotFound`].
+    pub fn for_caller(self, caller: &'a Caller) -> Self {
+        Self {
+            caller: Some(caller),
+            ..self
+        }
+    }
+
+    /// Starts a new run (of this workflow's caller, else anonymous) and advances it within
+    /// `budget`.
     pub async fn run_new(
         &self,
         run_id: &str,
         request: RunRequest,
         budget: &Budget,
     ) -> Result<RunResponse, EngineError> {
-        self.run_new_for(&Caller::Anonymous, run_id, request, budget)
-            .await
-    }
-
-    /// Starts a new run belonging to `caller` and advances it within `budget`.
-    pub async fn run_new_for(
-        &self,
-        caller: &Caller,
-        run_id: &str,
-        request: RunRequest,
-        budget: &Budget,
-    ) -> Result<RunResponse, EngineError> {
         let span = tracing::info_span!("run", run_id);
         async {
+            let anonymous = Caller::Anonymous;
+            let caller = self.caller.unwrap_or(&anonymous);
             // One knowledge-base version from the first step to the last.
             let graph = &self.graph.pinned();
             let mut cp = self.new_checkpoint(graph, caller, run_id, request);
@@ -87,8 +125,8 @@ impl<'a> Workflow<'a> {
         .await
     }
 
-    /// Stores a new run of the anonymous caller without advancing it (an asynchronous run, to
-    /// be continued by a worker).
+    /// Stores a new run (of this workflow's caller, else anonymous) without advancing it (an
+    /// asynchronous run, to be continued by a worker).
     ///
     /// The run holds a parked lease ([`QUEUED_LEASE`]) that binds no one: the worker its
     /// message reaches takes the run at once, but if the message is never sent, the sweeper
@@ -98,16 +136,8 @@ impl<'a> Workflow<'a> {
         run_id: &str,
         request: RunRequest,
     ) -> Result<RunResponse, EngineError> {
-        self.submit_for(&Caller::Anonymous, run_id, request).await
-    }
-
-    /// Stores a new run belonging to `caller` without advancing it.
-    pub async fn submit_for(
-        &self,
-        caller: &Caller,
-        run_id: &str,
-        request: RunRequest,
-    ) -> Result<RunResponse, EngineError> {
+        let anonymous = Caller::Anonymous;
+        let caller = self.caller.unwrap_or(&anonymous);
         let cp = self.new_checkpoint(self.graph, caller, run_id, request);
         let key = crate::engine::run_key(run_id);
         let body = serde_json::to_vec(&cp).map_err(|e| EngineError::Corrupt {
@@ -176,7 +206,7 @@ impl<'a> Workflow<'a> {
         request: Option<RunRequest>,
     ) -> Result<(), EngineError> {
         let failure = NodeFailure {
-            node: "queue".to_owned(),
+            node: FailedAt::Queue,
             class: ErrorClass::Permanent,
             message: reason.to_owned(),
         };
@@ -219,32 +249,21 @@ impl<'a> Workflow<'a> {
         session.save(&cp, true).await
     }
 
-    /// The stored state of a run, whoever started it (the CLI, which owns its local store).
+    /// The stored state of a run. For a workflow of one caller ([`Workflow::for_caller`]),
+    /// another caller's run is [`EngineError::NotFound`], exactly like a run that does not
+    /// exist, so its existence is not revealed; otherwise (the CLI, which owns its local
+    /// store) any run is read, whoever started it.
     pub async fn status(&self, run_id: &str) -> Result<RunResponse, EngineError> {
-        let loaded = Session::load::<RagCheckpoint>(self.store, run_id)
-            .await?
-            .ok_or_else(|| EngineError::NotFound {
-                run_id: run_id.to_owned(),
-            })?;
-        Ok(self.respond(&loaded.checkpoint))
-    }
-
-    /// The stored state of a run as `caller` may see it: another caller's run is
-    /// [`EngineError::NotFound`], exactly like a run that does not exist, so its existence is
-    /// not revealed.
-    pub async fn status_for(
-        &self,
-        caller: &Caller,
-        run_id: &str,
-    ) -> Result<RunResponse, EngineError> {
         let not_found = || EngineError::NotFound {
             run_id: run_id.to_owned(),
         };
         let loaded = Session::load::<RagCheckpoint>(self.store, run_id)
             .await?
             .ok_or_else(not_found)?;
-        if loaded.checkpoint.state.caller != *caller {
-            return Err(not_found());
+        if let Some(caller) = self.caller {
+            if loaded.checkpoint.state.caller != *caller {
+                return Err(not_found());
+            }
         }
         Ok(self.respond(&loaded.checkpoint))
     }

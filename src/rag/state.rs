@@ -22,7 +22,8 @@ pub enum BestEffortReason {
     /// The answer was still not grounded after `MAX_REGENERATIONS` regenerations.
     MaxRegenerations,
     /// The answer was still not useful after `MAX_RETRIES` query rewrites.
-    MaxRetries,
+    #[serde(rename = "max_retries")]
+    MaxQueryRewrites,
     /// No relevant documents were found and web search gave nothing to answer from.
     NoSources,
     /// An engine limit stopped the run.
@@ -30,23 +31,13 @@ pub enum BestEffortReason {
 }
 
 impl BestEffortReason {
-    /// Name in `metadata.limits_hit`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BestEffortReason::MaxRegenerations => "max_regenerations",
-            BestEffortReason::MaxRetries => "max_retries",
-            BestEffortReason::NoSources => "no_sources",
-            BestEffortReason::Limit(limit) => limit.as_str(),
-        }
-    }
-
     /// The disclaimer appended to the answer.
     pub fn disclaimer(self) -> &'static str {
         match self {
             BestEffortReason::MaxRegenerations => {
                 "Note: this answer could not be verified against the sources after the maximum number of regenerations; treat it with caution."
             }
-            BestEffortReason::MaxRetries => {
+            BestEffortReason::MaxQueryRewrites => {
                 "Note: this answer may not fully resolve the question; the query was rewritten the maximum number of times."
             }
             BestEffortReason::NoSources => {

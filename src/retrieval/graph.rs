@@ -6,7 +6,7 @@
 //! `Members: name, name, ...` (entity names, or ids when the entity is unknown), as written by
 //! the JSONL source reader. A bundle therefore needs no extra file.
 //!
-//! The rule at search time ([`Graph::expand`]):
+//! The rule at search time ([`KnowledgeGraph::expand`]):
 //! - the matched entities are the [`SEEDS`] best node documents among the query's BM25 hits:
 //!   the direct hits of a BM25 search, the BM25 candidates of a hybrid one (the vectors rank
 //!   passages only). Nothing is expanded when nodes are not searched;
@@ -39,17 +39,17 @@ struct Around {
 
 /// Entity → relations and communities, keyed by the entity's node document.
 #[derive(Debug, Default)]
-pub(crate) struct Graph {
+pub(crate) struct KnowledgeGraph {
     around: HashMap<DocId, Around>,
 }
 
 /// One merged result: a corpus position, its score, and whether the graph added it.
 pub(crate) type Merged = (DocId, f32, bool);
 
-impl Graph {
+impl KnowledgeGraph {
     /// The graph of the given documents (with their corpus positions); other kinds are ignored.
     pub(crate) fn build<'a>(docs: impl IntoIterator<Item = (DocId, &'a Document)>) -> Self {
-        let mut graph = Graph::default();
+        let mut graph = KnowledgeGraph::default();
         let mut by_id: HashMap<&str, DocId> = HashMap::new();
         let mut by_name: HashMap<&str, Vec<DocId>> = HashMap::new();
         let mut edges = Vec::new();
@@ -199,7 +199,7 @@ mod tests {
         }
     }
 
-    fn sample() -> Graph {
+    fn sample() -> KnowledgeGraph {
         let docs = [
             doc("p1", "Passage", "text", DocKind::Episode),
             doc("a", "Alpha, the first", "x", DocKind::Node),
@@ -213,7 +213,7 @@ mod tests {
                 DocKind::Community,
             ),
         ];
-        Graph::build(docs.iter().enumerate().map(|(i, d)| (i as DocId, d)))
+        KnowledgeGraph::build(docs.iter().enumerate().map(|(i, d)| (i as DocId, d)))
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //! [`super::graph`]); the entity graph is built with the knowledge base, never per request.
 use super::bm25::{Hit, SearchIndex};
 use super::bundle::{self, content_hash, EmbeddingInfo, Opened};
-use super::graph::{self, Graph, Merged};
+use super::graph::{self, KnowledgeGraph, Merged};
 use super::hybrid::{bm25_clear_lead, fuse, Vectors};
 use super::layout::{MANIFEST, VECTORS_FILE};
 use super::sources::{self, SourceFile};
@@ -64,7 +64,7 @@ const EMBEDDED: &[(&str, &str)] = &[
 /// The knowledge base, indexed once at load; cheap to search from many requests at once.
 pub struct KnowledgeBase {
     index: SearchIndex,
-    graph: Graph,
+    graph: KnowledgeGraph,
     vectors: Option<Vectors>,
     embedding: Option<EmbeddingInfo>,
     stats: KbStats,
@@ -107,7 +107,7 @@ impl KnowledgeBase {
         let positions = (0..).zip(docs);
         Ok(Self {
             index: SearchIndex::build_in_ram(docs)?,
-            graph: Graph::build(positions),
+            graph: KnowledgeGraph::build(positions),
             vectors: None,
             embedding: None,
             stats,
@@ -157,7 +157,7 @@ impl KnowledgeBase {
         let graph_docs = (manifest.counts.passages as DocId..index.num_docs() as DocId)
             .map(|id| Ok((id, index.document(id, 0.0)?)))
             .collect::<Result<Vec<_>, RetrievalError>>()?;
-        let graph = Graph::build(graph_docs.iter().map(|(id, doc)| (*id, doc)));
+        let graph = KnowledgeGraph::build(graph_docs.iter().map(|(id, doc)| (*id, doc)));
         Ok(Self {
             index,
             graph,

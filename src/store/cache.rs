@@ -1,7 +1,7 @@
 //! Expiring cache items kept next to the checkpoints: the [`CacheStore`] trait.
 //!
 //! Checkpoints are versioned and written conditionally; a cache item is neither. It is a body
-//! under a key (`cache#<hex sha256>`) with its own lifetime, and the last writer wins: two
+//! under a key ([`super::StoreKey::Cache`]) with its own lifetime, and the last writer wins: two
 //! writers of one key store the same reply, so there is nothing to protect. Every store that
 //! holds checkpoints ([`super::MemoryStore`], [`super::FileStore`], [`super::DynamoStore`])
 //! holds cache items too, in the same map, folder or table.
@@ -9,10 +9,6 @@
 use super::StoreError;
 use async_trait::async_trait;
 use std::time::Duration;
-
-/// Key prefix of cache items, so they never share a key with a run (`run#`) or an
-/// idempotency key (`idem#`).
-pub const CACHE_KEY_PREFIX: &str = "cache#";
 
 /// Unversioned items that expire: reads treat an item past its expiry as absent, even where
 /// the backend deletes expired items lazily (DynamoDB's TTL).

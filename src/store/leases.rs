@@ -9,7 +9,7 @@
 //! lease (again only if the mark is older than the caller's `stale_before_ms`, in case the
 //! claiming sweeper died before sending).
 
-use super::{Lease, StoreError};
+use super::{Lease, StoreError, StoreKey};
 use async_trait::async_trait;
 
 /// A run whose lease lapsed, as the index lists it.
@@ -24,7 +24,10 @@ pub struct LapsedLease {
 impl LapsedLease {
     /// The run id, when the key is a run's (`run#<id>`).
     pub fn run_id(&self) -> Option<&str> {
-        self.key.strip_prefix("run#")
+        match StoreKey::parse(&self.key)? {
+            StoreKey::Run(run_id) => Some(run_id),
+            StoreKey::Idempotency(_) | StoreKey::ActiveRuns(_) | StoreKey::Cache(_) => None,
+        }
     }
 }
 

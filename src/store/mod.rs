@@ -7,13 +7,15 @@ mod cache;
 mod dynamodb;
 mod error;
 mod file;
+mod key;
 mod leases;
 mod memory;
 
-pub use cache::{CacheStore, CACHE_KEY_PREFIX};
+pub use cache::CacheStore;
 pub use dynamodb::{DynamoStore, LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
 pub use error::StoreError;
 pub use file::FileStore;
+pub(crate) use key::StoreKey;
 pub use leases::{Lapsed, LapsedLease, LeaseIndex};
 pub use memory::MemoryStore;
 

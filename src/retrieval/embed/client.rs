@@ -2,9 +2,9 @@
 //! `{"model", "input": [...]}` and `Authorization: Bearer <key>` when a key is configured;
 //! the answer `{"data": [{"index", "embedding"}], "usage": {"prompt_tokens"}}` is put back in
 //! input order and checked (one vector per input, one length for all, finite numbers).
-use super::{estimate_tokens, EmbedError, Embedder, Embeddings};
+use super::{EmbedError, Embedder, Embeddings};
 use crate::clock::{Clock, SystemClock};
-use crate::engine::Usage;
+use crate::engine::{estimate_tokens, Usage};
 use crate::http::Transport;
 use crate::retrieval::http::{client_for, post_json};
 use crate::secrets::Secret;
@@ -131,7 +131,8 @@ impl Embedder for EmbeddingsClient {
         let vectors = in_input_order(parsed.data, inputs.len())?;
         let reported = parsed.usage.and_then(|u| u.prompt_tokens);
         let usage = Usage {
-            prompt_tokens: reported.unwrap_or_else(|| estimate_tokens(inputs)),
+            prompt_tokens: reported
+                .unwrap_or_else(|| inputs.iter().map(|t| estimate_tokens(t)).sum()),
             estimated: reported.is_none(),
             model_calls: 1,
             ..Usage::default()

@@ -33,8 +33,3 @@ pub trait Embedder: Send + Sync {
     /// The model name sent with each call and recorded in a bundle's manifest.
     fn model(&self) -> &str;
 }
-
-/// A rough token count for servers that report none: one token per four bytes.
-pub(crate) fn estimate_tokens(inputs: &[String]) -> u64 {
-    inputs.iter().map(|t| (t.len() as u64).div_ceil(4)).sum()
-}

@@ -1,0 +1,80 @@
+//! Every shape of key the checkpoint stores hold (DynamoDB's `pk`, the memory map's key, the
+//! file store's file name): one type builds them all and reads them back, so no two kinds of
+//! item can ever share a key. The strings are a contract with stored data: never change them.
+
+use std::fmt;
+
+/// A key of the checkpoint store: a kind and an id, written `kind#id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StoreKey<'a> {
+    /// A run's checkpoint: `run#<run id>`.
+    Run(&'a str),
+    /// A caller's idempotency key: `idem#<hex sha256 of the caller digest and the key>`.
+    Idempotency(&'a str),
+    /// A caller's active-run slots: `active#<caller digest>`.
+    ActiveRuns(&'a str),
+    /// A cached model reply: `cache#<hex sha256 of the request>`.
+    Cache(&'a str),
+}
+
+impl<'a> StoreKey<'a> {
+    /// The key's kind, up to and including the `#`.
+    fn prefix(self) -> &'static str {
+        match self {
+            StoreKey::Run(_) => "run#",
+            StoreKey::Idempotency(_) => "idem#",
+            StoreKey::ActiveRuns(_) => "active#",
+            StoreKey::Cache(_) => "cache#",
+        }
+    }
+
+    /// The id after the prefix.
+    fn id(self) -> &'a str {
+        match self {
+            StoreKey::Run(id)
+            | StoreKey::Idempotency(id)
+            | StoreKey::ActiveRuns(id)
+            | StoreKey::Cache(id) => id,
+        }
+    }
+
+    /// Reads a stored key back; `None` for a key of no known kind.
+    pub(crate) fn parse(key: &'a str) -> Option<Self> {
+        let (kind, id) = key.split_once('#')?;
+        Some(match kind {
+            "run" => StoreKey::Run(id),
+            "idem" => StoreKey::Idempotency(id),
+            "active" => StoreKey::ActiveRuns(id),
+            "cache" => StoreKey::Cache(id),
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for StoreKey<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.prefix())?;
+        f.write_str(self.id())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_keep_their_stored_shape_and_read_back() {
+        for (key, text) in [
+            (StoreKey::Run("r-1"), "run#r-1"),
+            (StoreKey::Idempotency("ab12"), "idem#ab12"),
+            (StoreKey::ActiveRuns("c0ffee"), "active#c0ffee"),
+            (StoreKey::Cache("00ff"), "cache#00ff"),
+        ] {
+            assert_eq!(key.to_string(), text);
+            assert_eq!(StoreKey::parse(text), Some(key));
+        }
+        assert_eq!(StoreKey::parse("run#a#b"), Some(StoreKey::Run("a#b")));
+        assert_eq!(StoreKey::parse("lease#x"), None);
+        assert_eq!(StoreKey::parse("run"), None);
+    }
+}
