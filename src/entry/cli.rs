@@ -207,19 +207,20 @@ async fn ask(args: AskArgs) -> ExitCode {
         Ok(app) => app,
         Err(e) => return fail(2, &e.to_string()),
     };
-    let budget = app.budget(None);
+    let runs = app.runs();
+    let budget = runs.budget(None);
     if args.stream {
         let job = match (request, args.resume) {
             (Some(request), _) => Job::New(uuid::Uuid::new_v4().to_string(), request),
             (None, Some(run_id)) => Job::Resume(run_id),
             (None, None) => return fail(2, NO_QUESTION),
         };
-        return match super::cli_stream::run(&app, job, &budget, args.json).await {
+        return match super::cli_stream::run(runs, job, &budget, args.json).await {
             Ok(response) => exit_code(&response),
             Err(e) => fail_engine(&e),
         };
     }
-    let workflow = app.workflow();
+    let workflow = runs.workflow();
     let result = match (request, &args.resume) {
         (Some(request), _) => {
             let run_id = uuid::Uuid::new_v4().to_string();

@@ -2,9 +2,9 @@
 //! when an attempt is discarded, then the sources and the summary; with `--json`, every event
 //! as one JSON line (`{"event", "data"}`), the last one `final` with the full response.
 
-use super::App;
+use super::runs::Runs;
 use crate::engine::{Budget, EngineError};
-use crate::rag::{Events, RunEvent, RunRequest, RunResponse, Workflow};
+use crate::rag::{Events, RunEvent, RunRequest, RunResponse};
 use std::io::Write;
 
 /// What to run: a new run, or the continuation of a stored one.
@@ -17,17 +17,14 @@ pub enum Job {
 
 /// Runs `job` with events, printing them as they come; returns the final response.
 pub async fn run(
-    app: &App,
+    runs: &Runs,
     job: Job,
     budget: &Budget,
     json: bool,
 ) -> Result<RunResponse, EngineError> {
     let (events, mut receiver) = Events::channel();
-    let graph = app.graph.with_events(events);
-    let workflow = Workflow {
-        graph: &graph,
-        ..app.workflow()
-    };
+    let graph = runs.graph().with_events(events);
+    let workflow = runs.workflow_on(&graph);
     let mut printer = Printer::new(json);
     let run = async {
         match job {

@@ -11,8 +11,10 @@ pub mod http;
 pub mod logging;
 pub mod messages;
 pub mod metrics;
+mod runs;
 pub mod sqs;
 pub mod stream;
 pub mod sweeper;
 
-pub use app::{App, StartupError};
+pub use app::{work_queue, App, StartupError};
+pub use runs::Runs;
