@@ -2,6 +2,7 @@
 //! when an attempt is discarded, then the sources and the summary; with `--json`, every event
 //! as one JSON line (`{"event", "data"}`), the last one `final` with the full response.
 
+use super::cli_output::render;
 use super::runs::Runs;
 use crate::engine::{Budget, EngineError};
 use crate::rag::{Events, RunEvent, RunRequest, RunResponse};
@@ -101,7 +102,7 @@ impl Printer {
         };
         let mut summary = response.clone();
         summary.answer.clear();
-        print_flush(&format!("{rest}\n{}\n", super::cli::render(&summary)));
+        print_flush(&format!("{rest}\n{}\n", render(&summary)));
     }
 }
 

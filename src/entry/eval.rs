@@ -7,7 +7,8 @@
 //! matches a retrieved document by its `kb://` path (`patch-canker.md` matches
 //! `kb://patch-canker.md#2`), its path and fragment, or its full URL.
 
-use super::cli::{fail, ModeArg};
+use super::cli_args::ModeArg;
+use super::cli_output::fail;
 use super::runs::Runs;
 use super::App;
 use crate::rag::{Mode, RunRequest, RunResponse};

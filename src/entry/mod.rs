@@ -4,7 +4,9 @@
 mod app;
 pub mod caller;
 pub mod cli;
+mod cli_args;
 mod cli_kb;
+mod cli_output;
 mod cli_stream;
 pub mod eval;
 pub mod http;
