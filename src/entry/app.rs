@@ -2,7 +2,7 @@
 //! store (which also holds the response cache when `LLM_CACHE_TTL_SECONDS` is set), work queue.
 //! The CLI and the Lambda functions share this wiring; [`App`] is what `main` builds with it.
 
-use super::http::HttpLimits;
+use super::http::limits::HttpLimits;
 use super::runs::Runs;
 use crate::aws;
 use crate::config::{LlmProvider, Settings};

@@ -2,8 +2,8 @@
 //! past it, 429 with `Retry-After`, the ids of the caller's unfinished runs, and when a slot
 //! frees up at the latest.
 
+use super::api::Api;
 use super::status::{engine_error, ApiError};
-use super::Api;
 use crate::engine::utc_seconds;
 use crate::entry::messages;
 use crate::rag::active::{ActiveRuns, Admission};

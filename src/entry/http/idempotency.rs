@@ -3,8 +3,8 @@
 //! under the caller's active-run limit first.
 
 use super::admission::admit;
+use super::api::Api;
 use super::status::{engine_error, error_field, ApiError};
-use super::Api;
 use crate::engine::EngineError;
 use crate::rag::idempotency::{self, Claim};
 use crate::rag::Caller;

@@ -3,25 +3,28 @@
 //!
 //! | file | owns |
 //! |---|---|
-//! | `mod.rs` | the routing table, and what the handler is given ([`Api`], [`HttpLimits`]) |
+//! | `mod.rs` | the routing table |
+//! | `api.rs` | what the route handlers are given ([`Api`]) |
+//! | `limits.rs` | what the API admits ([`limits::HttpLimits`]) |
 //! | `routes.rs` | one handler per route, and the shaping of a run's answer |
 //! | `idempotency.rs` | `Idempotency-Key`: a repeated request gets the same run |
 //! | `admission.rs` | the per-caller active-run limit (429) |
 //! | `status.rs` | error answers, and the mapping of engine and queue errors to status codes |
 
 mod admission;
+mod api;
 mod idempotency;
+pub(crate) mod limits;
 mod routes;
 mod status;
 
+pub(crate) use api::Api;
 pub(crate) use routes::{prepare, run_claimed, Claimed};
 pub use status::body_json;
 pub(crate) use status::ApiError;
 
+use super::app::App;
 use super::caller;
-use super::runs::Runs;
-use super::App;
-use crate::config::Settings;
 use crate::queue::WorkQueue;
 use lambda_http::http::header::{HeaderValue, ALLOW};
 use lambda_http::http::{Method, StatusCode};
@@ -30,45 +33,6 @@ use lambda_http::{Body, Request, Response};
 /// The routes, for the answer to a request that matches none.
 const ROUTES: &str =
     "POST /workflow/run, POST /workflow/runs and GET /workflow/runs/{run_id} (see openapi.yaml)";
-
-/// What the HTTP API admits.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct HttpLimits {
-    /// `MAX_BODY_BYTES`: the largest accepted request body.
-    pub(crate) max_body_bytes: usize,
-    /// `MAX_ACTIVE_RUNS_PER_CALLER`: unfinished runs one caller may have (`None`: unlimited).
-    pub(crate) max_active_runs_per_caller: Option<u32>,
-}
-
-impl HttpLimits {
-    /// The limits of `settings`.
-    pub(crate) fn new(settings: &Settings) -> Self {
-        Self {
-            max_body_bytes: settings.max_body_bytes,
-            max_active_runs_per_caller: settings.limits.max_active_runs_per_caller,
-        }
-    }
-}
-
-/// What the HTTP handlers use: the runs, what the API admits, and the work queue (continuations
-/// and asynchronous runs; `None` when `WORK_QUEUE_URL` is not set).
-#[derive(Clone, Copy)]
-pub(crate) struct Api<'a> {
-    pub(crate) runs: &'a Runs,
-    pub(crate) limits: &'a HttpLimits,
-    pub(crate) queue: Option<&'a dyn WorkQueue>,
-}
-
-impl<'a> Api<'a> {
-    /// The parts of `app` the HTTP handlers use, with `queue`.
-    pub(crate) fn new(app: &'a App, queue: Option<&'a dyn WorkQueue>) -> Self {
-        Self {
-            runs: app.runs(),
-            limits: app.http_limits(),
-            queue,
-        }
-    }
-}
 
 /// Handles one HTTP request. Never fails: every error becomes a JSON response.
 pub async fn handle(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Response<Body> {

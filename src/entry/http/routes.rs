@@ -2,12 +2,12 @@
 //! (`POST /workflow/runs`) and a run's status (`GET /workflow/runs/{run_id}`), and the shaping
 //! of a run's answer (a suspended run gets its continuation queued first).
 
+use super::api::Api;
 use super::idempotency::{claim, Run};
 use super::status::{
     accepted, engine_error, error, error_field, failed_run_status, json_response, queue_error,
     ApiError, Reply,
 };
-use super::Api;
 use crate::engine::{Budget, EngineError};
 use crate::entry::metrics;
 use crate::error::{Classify, ErrorClass};
