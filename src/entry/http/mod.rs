@@ -4,8 +4,8 @@
 //! | file | owns |
 //! |---|---|
 //! | `mod.rs` | the routing table |
-//! | `api.rs` | what the route handlers are given ([`Api`]) |
-//! | `limits.rs` | what the API admits ([`limits::HttpLimits`]) |
+//! | `api.rs` | what the route handlers are given (`Api`) |
+//! | `limits.rs` | what the API admits (`HttpLimits`) |
 //! | `routes.rs` | one handler per route, and the shaping of a run's answer |
 //! | `idempotency.rs` | `Idempotency-Key`: a repeated request gets the same run |
 //! | `admission.rs` | the per-caller active-run limit (429) |
