@@ -302,7 +302,13 @@ async fn unauthenticated_function_url_requests_are_one_anonymous_caller() {
         .submit(old, bounded_rag::rag::RunRequest::new("q"))
         .await
         .unwrap();
-    let stored = app.store.get(&format!("run#{old}")).await.unwrap().unwrap();
+    let stored = app
+        .runs()
+        .store()
+        .get(&format!("run#{old}"))
+        .await
+        .unwrap()
+        .unwrap();
     assert!(!String::from_utf8_lossy(&stored.body).contains("caller"));
     assert_eq!(call(&app, None, &get_event_anonymous(old)).await.0, 200);
     assert_eq!(call(&app, None, &get_event(old)).await.0, 404);
@@ -344,8 +350,8 @@ async fn idempotency_keys_are_scoped_per_caller() {
 #[tokio::test]
 async fn past_the_active_run_cap_a_caller_gets_429_with_retry_after_until_a_run_ends() {
     let llm = ScriptedLlm::start(Script::defaults()).await;
-    let mut app = app(&llm, Arc::new(MemoryStore::new()), true);
-    app.settings.limits.max_active_runs_per_caller = Some(1);
+    let app =
+        app(&llm, Arc::new(MemoryStore::new()), true).with_max_active_runs_per_caller(Some(1));
     let queue = MemoryQueue::default();
 
     // An asynchronous run stays active (running) until the worker finishes it.

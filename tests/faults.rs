@@ -24,7 +24,7 @@ use bounded_rag::aws;
 use bounded_rag::config::Settings;
 use bounded_rag::engine::{Clock, EngineError, FakeClock, SystemClock};
 use bounded_rag::entry::sweeper::Sweeper;
-use bounded_rag::entry::App;
+use bounded_rag::entry::{work_queue, App};
 use bounded_rag::queue::{WorkMessage, WorkQueue};
 use bounded_rag::rag::{RunRequest, RunStatus};
 use bounded_rag::store::{CheckpointStore, DynamoStore};
@@ -149,13 +149,12 @@ async fn two_hundred_runs_under_twenty_percent_wire_faults_all_finish_none_advan
         Arc::new(FakeClock::at_ms(start)),
     );
     // The API (ample budget) doubles as the worker; the suspending API runs out of budget.
-    let mut app = App::from_parts(
+    let app = App::from_parts(
         settings(Duration::from_secs(600)),
         timed_graph(&llm, clock_a.clone(), Duration::from_millis(1)),
         store.clone(),
         clock_a.clone(),
     );
-    app.aws = Some(sdk.clone());
     let tight = App::from_parts(
         settings(Duration::from_millis(700)),
         timed_graph(&llm, clock_b.clone(), Duration::from_millis(200)),
@@ -163,7 +162,7 @@ async fn two_hundred_runs_under_twenty_percent_wire_faults_all_finish_none_advan
         clock_b.clone(),
     );
     let queue = Arc::new(CountedQueue::new(
-        app.work_queue().expect("the app's SQS queue"),
+        work_queue(&settings(Duration::from_secs(600)), &sdk).expect("the app's SQS queue"),
     ));
     let sweeper = Sweeper::new(store.clone(), queue.clone(), clock_s.clone());
     // Reads and checks go around the proxy.
@@ -440,19 +439,7 @@ async fn always(fault: Fault) -> (FaultProxy, DynamoStore, bounded_rag::queue::S
     let mut settings = Settings::default();
     settings.aws.work_queue_url = Some(url);
     settings.budgets.deadline_margin = margin;
-    let mut app = App::from_parts(
-        settings,
-        bounded_rag::rag::RagGraph::new(
-            Arc::new(bounded_rag::llm::OfflineModel),
-            Arc::new(bounded_rag::retrieval::KnowledgeBase::embedded().unwrap()),
-            None,
-            bounded_rag::rag::RagLimits::default(),
-        ),
-        Arc::new(bounded_rag::store::MemoryStore::new()),
-        Arc::new(SystemClock),
-    );
-    app.aws = Some(sdk);
-    let queue = app.work_queue().expect("the app's SQS queue");
+    let queue = work_queue(&settings, &sdk).expect("the app's SQS queue");
     (proxy, store, queue)
 }
 

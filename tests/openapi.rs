@@ -380,8 +380,8 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     answers.push(call(&no_queue, None, RUNS_START).await);
 
     // The active-run cap, on both POST routes and before a stream starts.
-    let mut capped = app(&llm, Arc::new(MemoryStore::new()), true);
-    capped.settings.limits.max_active_runs_per_caller = Some(1);
+    let capped =
+        app(&llm, Arc::new(MemoryStore::new()), true).with_max_active_runs_per_caller(Some(1));
     let capped: &'static App = Box::leak(Box::new(capped));
     answers.push(call(capped, Some(&queue), RUNS_START).await);
     answers.push(call(capped, Some(&queue), RUNS_START).await);

@@ -1,7 +1,6 @@
 //! The streaming HTTP Lambda function (a function URL in `RESPONSE_STREAM` mode): builds the
 //! clients once, then answers `POST /workflow/run` with server-sent events.
 use bounded_rag::entry::{logging, stream, App};
-use bounded_rag::queue::WorkQueue;
 use lambda_http::{service_fn, Error, Request};
 
 #[tokio::main]
@@ -10,11 +9,8 @@ async fn main() -> Result<(), Error> {
     // Runs outlive the response stream (a caller may disconnect), so the app lives as long as
     // the process.
     let app: &'static App = Box::leak(Box::new(App::from_env().await?));
-    let queue = app
-        .work_queue()
-        .map(|q| &*Box::leak(Box::new(q)) as &'static dyn WorkQueue);
     lambda_http::run_with_streaming_response(service_fn(move |request: Request| async move {
-        Ok::<_, Error>(stream::handle(app, queue, request).await)
+        Ok::<_, Error>(stream::handle(app, app.work_queue(), request).await)
     }))
     .await
 }

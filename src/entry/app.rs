@@ -1,11 +1,14 @@
 //! Builds every client once from [`Settings`]: model, knowledge base, web search, checkpoint
-//! store (which also holds the response cache when `LLM_CACHE_TTL_SECONDS` is set). The CLI and
-//! both Lambda functions share this wiring.
+//! store (which also holds the response cache when `LLM_CACHE_TTL_SECONDS` is set), work queue.
+//! The CLI and the Lambda functions share this wiring; [`App`] is what `main` builds with it.
 
+use super::http::limits::HttpLimits;
+use super::runs::Runs;
 use crate::aws;
 use crate::config::{LlmProvider, Settings};
 use crate::engine::{Budget, Clock, SystemClock};
 use crate::llm::{CachingModel, ChatModel, OfflineModel, OpenAiConfig, OpenAiModel};
+use crate::queue::{SqsQueue, WorkQueue};
 use crate::rag::{RagGraph, RagLimits, Workflow};
 use crate::retrieval::s3::{self, BundleStore};
 use crate::retrieval::{
@@ -42,18 +45,13 @@ pub enum StartupError {
     Secrets(#[from] crate::secrets::SecretsError),
 }
 
-/// Everything a run needs, built once per process.
+/// The dependencies of every entry point, built once per process (in `main`): the runs (the
+/// workflow's clients and budget rules), what the HTTP API admits, and the work queue. Handlers
+/// get this by reference and read only the part they use.
 pub struct App {
-    /// Validated settings.
-    pub settings: Settings,
-    /// The graph with its clients.
-    pub graph: RagGraph,
-    /// Checkpoint store.
-    pub store: Arc<dyn CheckpointStore>,
-    /// Time source.
-    pub clock: Arc<dyn Clock>,
-    /// AWS configuration, loaded only when an AWS service is configured.
-    pub aws: Option<aws_config::SdkConfig>,
+    runs: Runs,
+    http: HttpLimits,
+    queue: Option<SqsQueue>,
 }
 
 impl App {
@@ -70,7 +68,7 @@ impl App {
             || settings.aws.secrets_id.is_some()
             || settings.kb_uri.is_some()
         {
-            Some(aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await)
+            Some(sdk_config().await)
         } else {
             None
         };
@@ -86,14 +84,7 @@ impl App {
         let (store, cache): (Arc<dyn CheckpointStore>, Arc<dyn CacheStore>) =
             match (&settings.aws.checkpoint_table, &aws) {
                 (Some(table), Some(sdk)) => {
-                    let timeout = aws::run_call_timeout(settings.budgets.deadline_margin);
-                    let config = DynamoStore::client_config(sdk, timeout);
-                    let client = aws_sdk_dynamodb::Client::from_conf(config);
-                    let store = Arc::new(DynamoStore::new(
-                        client,
-                        table.clone(),
-                        settings.aws.run_ttl,
-                    ));
+                    let store = Arc::new(dynamo_store(&settings, sdk, table));
                     (store.clone(), store)
                 }
                 _ => {
@@ -110,35 +101,82 @@ impl App {
         if let Some(embedder) = embedder {
             graph = graph.with_embedder(embedder);
         }
+        let queue = aws.as_ref().and_then(|sdk| work_queue(&settings, sdk));
         Ok(Self {
-            graph,
-            settings,
-            store,
-            clock: Arc::new(SystemClock),
-            aws,
+            queue,
+            ..Self::from_parts(settings, graph, store, Arc::new(SystemClock))
         })
     }
 
-    /// The workflow service over this app's clients.
-    pub fn workflow(&self) -> Workflow<'_> {
-        Workflow::new(&self.graph, self.store.as_ref(), self.clock.as_ref())
-            .with_continuation(self.settings.aws.work_queue_url.is_some())
-            .with_lease_grace(aws::lease_grace(self.settings.budgets.deadline_margin))
+    /// An app from ready-made parts, without a work queue (tests, benchmarks, embedding in
+    /// another binary).
+    pub fn from_parts(
+        settings: Settings,
+        graph: RagGraph,
+        store: Arc<dyn CheckpointStore>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            http: HttpLimits::new(&settings),
+            runs: Runs::new(&settings, graph, store, clock),
+            queue: None,
+        }
     }
 
-    /// The budget of one invocation: the deadline (if any) minus the margin, capped by
-    /// `RUN_TIMEOUT_MS`, with the configured step limit and `MAX_TOKENS_PER_RUN` (which a
-    /// request's `max_tokens` may lower).
-    pub fn budget(&self, deadline_ms: Option<u64>) -> Budget {
-        Budget::from_deadline(
-            self.settings.limits.recursion_limit,
-            deadline_ms,
-            self.clock.now_ms(),
-            self.settings.budgets.deadline_margin,
-            self.settings.budgets.run_timeout,
-        )
-        .with_max_tokens(self.settings.limits.max_tokens_per_run)
+    /// This app with another `MAX_ACTIVE_RUNS_PER_CALLER` (tests).
+    pub fn with_max_active_runs_per_caller(mut self, limit: Option<u32>) -> Self {
+        self.http.max_active_runs_per_caller = limit;
+        self
     }
+
+    /// The workflow's clients and budget rules.
+    pub fn runs(&self) -> &Runs {
+        &self.runs
+    }
+
+    /// What the HTTP API admits.
+    pub(crate) fn http_limits(&self) -> &HttpLimits {
+        &self.http
+    }
+
+    /// The SQS work queue, when `WORK_QUEUE_URL` is set.
+    pub fn work_queue(&self) -> Option<&dyn WorkQueue> {
+        self.queue.as_ref().map(|q| q as &dyn WorkQueue)
+    }
+
+    /// The workflow service over this app's clients ([`Runs::workflow`]).
+    pub fn workflow(&self) -> Workflow<'_> {
+        self.runs.workflow()
+    }
+
+    /// The budget of one invocation ([`Runs::budget`]).
+    pub fn budget(&self, invocation: Option<&lambda_runtime::Context>) -> Budget {
+        self.runs.budget(invocation)
+    }
+}
+
+impl AsRef<Runs> for App {
+    fn as_ref(&self) -> &Runs {
+        &self.runs
+    }
+}
+
+/// The AWS configuration of this process, as the SDK reads it from the environment.
+pub(crate) async fn sdk_config() -> aws_config::SdkConfig {
+    aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
+}
+
+/// The checkpoint table of `settings` (the run's store, the response cache and the sweeper's
+/// lease index); each call, SDK retries included, is bounded like every AWS call during a run.
+pub(crate) fn dynamo_store(
+    settings: &Settings,
+    sdk: &aws_config::SdkConfig,
+    table: &str,
+) -> DynamoStore {
+    let timeout = aws::run_call_timeout(settings.budgets.deadline_margin);
+    let config = DynamoStore::client_config(sdk, timeout);
+    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    DynamoStore::new(client, table.to_owned(), settings.aws.run_ttl)
 }
 
 fn build_model(
@@ -187,8 +225,7 @@ pub(crate) async fn load_secrets(settings: &Settings) -> Result<SecretBundle, St
     if settings.aws.secrets_id.is_none() {
         return Ok(SecretBundle::default());
     }
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    read_secrets(settings, Some(&sdk)).await
+    read_secrets(settings, Some(&sdk_config().await)).await
 }
 
 /// The knowledge base: `KB_URI` (S3, refreshed), else `KB_PATH`, else the bundled sample.
@@ -251,44 +288,16 @@ fn build_web(
     Ok(Some(Arc::new(client)))
 }
 
-impl App {
-    /// The SQS work queue, when `WORK_QUEUE_URL` is set.
-    pub fn work_queue(&self) -> Option<crate::queue::SqsQueue> {
-        sqs_queue(&self.settings, self.aws.as_ref()?)
-    }
-}
-
 /// The SQS work queue of `settings`, when `WORK_QUEUE_URL` is set; each send (SDK retries
 /// included) is bounded like every AWS call during a run.
-pub(crate) fn sqs_queue(
-    settings: &Settings,
-    sdk: &aws_config::SdkConfig,
-) -> Option<crate::queue::SqsQueue> {
+pub fn work_queue(settings: &Settings, sdk: &aws_config::SdkConfig) -> Option<SqsQueue> {
     let url = settings.aws.work_queue_url.as_ref()?;
     let timeout = aws::run_call_timeout(settings.budgets.deadline_margin);
     let config = aws_sdk_sqs::config::Builder::from(sdk)
         .timeout_config(aws::timeouts(sdk, timeout))
         .build();
-    Some(crate::queue::SqsQueue::new(
+    Some(SqsQueue::new(
         aws_sdk_sqs::Client::from_conf(config),
         url.clone(),
     ))
-}
-
-impl App {
-    /// An app from ready-made parts (tests, benchmarks, embedding in another binary).
-    pub fn from_parts(
-        settings: Settings,
-        graph: RagGraph,
-        store: Arc<dyn CheckpointStore>,
-        clock: Arc<dyn Clock>,
-    ) -> Self {
-        Self {
-            settings,
-            graph,
-            store,
-            clock,
-            aws: None,
-        }
-    }
 }

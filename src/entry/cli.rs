@@ -1,13 +1,14 @@
-//! The `bounded-rag` command line: `ask`, `ingest`, `kb`, `eval`, `status`.
+//! The `bounded-rag` command line: `ask`, `ingest`, `kb`, `eval`, `status`. This file is the
+//! top of the CLI: it parses the command and dispatches to the sub-command files, which share
+//! only what lies below them (`cli_args`, `cli_output`).
 
+pub use super::cli_args::{AskArgs, ModeArg};
 use super::cli_kb::{ingest_command, kb_command, KbCommand};
+use super::cli_output::{exit_code, fail, fail_engine, print_response};
 use super::cli_stream::Job;
 use super::eval::{eval_command, EvalArgs};
-use super::messages::{self, Surface};
 use super::App;
-use crate::engine::{Clock, EngineError, SystemClock};
-use crate::rag::{Mode, RunRequest, RunResponse, RunStatus};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -55,108 +56,6 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-}
-
-/// Checking preset.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ModeArg {
-    /// No grading.
-    Speed,
-    /// Grade documents and check grounding.
-    Balanced,
-    /// Every check.
-    Quality,
-}
-
-impl ModeArg {
-    /// The request mode.
-    pub fn mode(self) -> Mode {
-        match self {
-            ModeArg::Speed => Mode::Speed,
-            ModeArg::Balanced => Mode::Balanced,
-            ModeArg::Quality => Mode::Quality,
-        }
-    }
-}
-
-/// `ask` arguments; the flags mirror the request fields of the HTTP API.
-#[derive(Debug, Args)]
-pub struct AskArgs {
-    /// The question (1..=2000 characters).
-    #[arg(required_unless_present = "resume")]
-    pub question: Option<String>,
-    /// Continue a stopped run instead of starting one.
-    #[arg(long, value_name = "RUN_ID", conflicts_with = "question")]
-    pub resume: Option<String>,
-    /// Print the full JSON response (the HTTP API's body); with --stream, every event as a
-    /// JSON line.
-    #[arg(long)]
-    pub json: bool,
-    /// Print the answer as it is generated (steps on stderr).
-    #[arg(long)]
-    pub stream: bool,
-    /// Most tokens the run may use (capped by MAX_TOKENS_PER_RUN).
-    #[arg(long)]
-    pub max_tokens: Option<u64>,
-    /// Knowledge-base documents to retrieve (1..=10).
-    #[arg(long)]
-    pub n_retrieved_documents: Option<u32>,
-    /// Web results to fetch (1..=10).
-    #[arg(long)]
-    pub n_web_searches: Option<u32>,
-    /// Search entities (true/false).
-    #[arg(long)]
-    pub node_retrieval: Option<bool>,
-    /// Search relations (true/false).
-    #[arg(long)]
-    pub edge_retrieval: Option<bool>,
-    /// Search text passages (true/false).
-    #[arg(long)]
-    pub episode_retrieval: Option<bool>,
-    /// Search community summaries (true/false).
-    #[arg(long)]
-    pub community_retrieval: Option<bool>,
-    /// Checking preset.
-    #[arg(long, value_enum)]
-    pub mode: Option<ModeArg>,
-    /// Grade retrieved documents (true/false).
-    #[arg(long)]
-    pub enable_retrieved_documents_grading: Option<bool>,
-    /// Check the answer is grounded (true/false).
-    #[arg(long)]
-    pub enable_hallucination_checking: Option<bool>,
-    /// Check the answer resolves the question (true/false).
-    #[arg(long)]
-    pub enable_answer_quality_checking: Option<bool>,
-}
-
-impl AskArgs {
-    /// The request these flags describe, validated.
-    pub fn request(&self, question: &str) -> Result<RunRequest, String> {
-        let mut r = RunRequest::new(question);
-        if let Some(v) = self.n_retrieved_documents {
-            r.n_retrieved_documents = v;
-        }
-        if let Some(v) = self.n_web_searches {
-            r.n_web_searches = v;
-        }
-        r.node_retrieval = self.node_retrieval.unwrap_or(r.node_retrieval);
-        r.edge_retrieval = self.edge_retrieval.unwrap_or(r.edge_retrieval);
-        r.episode_retrieval = self.episode_retrieval.unwrap_or(r.episode_retrieval);
-        r.community_retrieval = self.community_retrieval.unwrap_or(r.community_retrieval);
-        if let Some(mode) = self.mode {
-            r.mode = mode.mode();
-        }
-        r.enable_retrieved_documents_grading = self.enable_retrieved_documents_grading;
-        r.enable_hallucination_checking = self.enable_hallucination_checking;
-        r.enable_answer_quality_checking = self.enable_answer_quality_checking;
-        r.max_tokens = self.max_tokens;
-        r.validate().map_err(|e| {
-            let flag = e.field.replace('_', "-");
-            format!("invalid --{flag}: {}", e.message)
-        })?;
-        Ok(r)
-    }
 }
 
 /// Runs the CLI; returns the process exit code (0 answered, 1 failed, 2 bad input).
@@ -207,19 +106,20 @@ async fn ask(args: AskArgs) -> ExitCode {
         Ok(app) => app,
         Err(e) => return fail(2, &e.to_string()),
     };
-    let budget = app.budget(None);
+    let runs = app.runs();
+    let budget = runs.budget(None);
     if args.stream {
         let job = match (request, args.resume) {
             (Some(request), _) => Job::New(uuid::Uuid::new_v4().to_string(), request),
             (None, Some(run_id)) => Job::Resume(run_id),
             (None, None) => return fail(2, NO_QUESTION),
         };
-        return match super::cli_stream::run(&app, job, &budget, args.json).await {
+        return match super::cli_stream::run(runs, job, &budget, args.json).await {
             Ok(response) => exit_code(&response),
             Err(e) => fail_engine(&e),
         };
     }
-    let workflow = app.workflow();
+    let workflow = runs.workflow();
     let result = match (request, &args.resume) {
         (Some(request), _) => {
             let run_id = uuid::Uuid::new_v4().to_string();
@@ -234,97 +134,5 @@ async fn ask(args: AskArgs) -> ExitCode {
     }
 }
 
-fn print_response(response: &RunResponse, json: bool) -> ExitCode {
-    if json {
-        match serde_json::to_string_pretty(response) {
-            Ok(text) => println!("{text}"),
-            Err(e) => return fail(1, &e.to_string()),
-        }
-    } else {
-        println!("{}", render(response));
-    }
-    exit_code(response)
-}
-
-fn exit_code(response: &RunResponse) -> ExitCode {
-    match response.status {
-        RunStatus::Failed => ExitCode::from(1),
-        _ => ExitCode::SUCCESS,
-    }
-}
-
-/// Human-readable answer, sources and a one-line summary.
-pub fn render(r: &RunResponse) -> String {
-    let mut out = String::new();
-    if let Some(error) = &r.error {
-        out.push_str(&format!(
-            "error in {}: {} ({:?})\nwhat to do: {}\n",
-            error.node, error.message, error.class, error.hint
-        ));
-    }
-    if !r.answer.is_empty() {
-        out.push_str(&r.answer);
-        out.push('\n');
-    }
-    if !r.citations.is_empty() {
-        out.push_str("\nSources:\n");
-        for (i, c) in r.citations.iter().enumerate() {
-            out.push_str(&format!("  [{}] {} <{}>\n", i + 1, c.title, c.url));
-        }
-    }
-    let m = &r.metadata;
-    let status = serde_json::to_value(r.status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
-    let route = m.route.map(|d| d.as_str()).unwrap_or("-");
-    let limits = if m.limits_hit.is_empty() {
-        "none".to_owned()
-    } else {
-        let names: Vec<&str> = m.limits_hit.iter().map(|l| l.as_str()).collect();
-        names.join(",")
-    };
-    let estimated = if m.tokens.estimated {
-        " (estimated)"
-    } else {
-        ""
-    };
-    let kb = match (&m.retrieval, &m.kb_version) {
-        (Some(mode), Some(version)) => {
-            format!(
-                " · {} on kb {}",
-                mode.as_str(),
-                &version[..version.len().min(12)]
-            )
-        }
-        _ => String::new(),
-    };
-    out.push_str(&format!(
-        "\n{status} · {} steps · route {route} · rewrites {} · regenerations {} · limits {limits} · {:.3}s · {} model calls · {} tokens{estimated}{kb} · provider {} · run {}",
-        m.total_steps,
-        m.query_transformation_retry_count,
-        m.hallucination_retry_count,
-        m.total_processing_time,
-        m.model_calls,
-        m.tokens.total,
-        m.provider,
-        r.run_id,
-    ));
-    out
-}
-
 const NO_QUESTION: &str =
     "a question or --resume RUN_ID is required, e.g. bounded-rag ask \"What causes patch canker in durian?\"";
-
-/// Exit 1 with the engine error as a person should read it (UTC times, what to do next).
-fn fail_engine(e: &EngineError) -> ExitCode {
-    fail(
-        1,
-        &messages::engine_error(e, SystemClock.now_ms(), Surface::Cli),
-    )
-}
-
-pub(crate) fn fail(code: u8, message: &str) -> ExitCode {
-    eprintln!("bounded-rag: {message}");
-    ExitCode::from(code)
-}

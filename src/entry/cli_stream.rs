@@ -2,7 +2,8 @@
 //! when an attempt is discarded, then the sources and the summary; with `--json`, every event
 //! as one JSON line (`{"event", "data"}`), the last one `final` with the full response.
 
-use super::App;
+use super::cli_output::render;
+use super::runs::Runs;
 use crate::engine::{Budget, EngineError};
 use crate::rag::{Events, RunEvent, RunRequest, RunResponse};
 use std::io::Write;
@@ -17,14 +18,14 @@ pub enum Job {
 
 /// Runs `job` with events, printing them as they come; returns the final response.
 pub async fn run(
-    app: &App,
+    runs: &Runs,
     job: Job,
     budget: &Budget,
     json: bool,
 ) -> Result<RunResponse, EngineError> {
     let (events, mut receiver) = Events::channel();
-    let graph = app.graph.with_events(events);
-    let workflow = app.workflow().with_graph(&graph);
+    let graph = runs.graph().with_events(events);
+    let workflow = runs.workflow_on(&graph);
     let mut printer = Printer::new(json);
     let run = async {
         match job {
@@ -101,7 +102,7 @@ impl Printer {
         };
         let mut summary = response.clone();
         summary.answer.clear();
-        print_flush(&format!("{rest}\n{}\n", super::cli::render(&summary)));
+        print_flush(&format!("{rest}\n{}\n", render(&summary)));
     }
 }
 

@@ -7,7 +7,9 @@
 //! matches a retrieved document by its `kb://` path (`patch-canker.md` matches
 //! `kb://patch-canker.md#2`), its path and fragment, or its full URL.
 
-use super::cli::{fail, ModeArg};
+use super::cli_args::ModeArg;
+use super::cli_output::fail;
+use super::runs::Runs;
 use super::App;
 use crate::rag::{Mode, RagNode, RunRequest, RunResponse};
 use crate::store::MemoryStore;
@@ -16,7 +18,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 /// `eval` arguments.
 #[derive(Debug, Args)]
@@ -129,16 +130,18 @@ pub fn source_matches(expected: &str, url: &str) -> bool {
     url == expected || path == expected || path.split('#').next() == Some(expected)
 }
 
-/// Runs `cases` through `app`'s workflow (runs kept in memory only).
+/// Runs `cases` through the workflow of `runs` (an [`App`] gives them); the runs are kept in
+/// memory only.
 pub async fn evaluate(
-    app: &App,
+    runs: &impl AsRef<Runs>,
     cases: &[EvalCase],
     k: u32,
     grading: Option<bool>,
     mode: Option<Mode>,
 ) -> Result<EvalReport, String> {
+    let runs = runs.as_ref();
     let store = MemoryStore::new();
-    let workflow = app.workflow().with_store(&store).with_continuation(false);
+    let workflow = runs.workflow().with_store(&store).with_continuation(false);
     let mut results = Vec::new();
     let (mut kb_version, mut retrieval, mut grading_used) = (None, None, false);
     for (n, case) in cases.iter().enumerate() {
@@ -153,7 +156,7 @@ pub async fn evaluate(
             .map_err(|e| format!("question {}: {}: {}", n + 1, e.field, e.message))?;
         grading_used = request.grade_documents();
         let response = workflow
-            .run_new(&format!("eval-{n}"), request, &app.budget(None))
+            .run_new(&format!("eval-{n}"), request, &runs.budget(None))
             .await
             .map_err(|e| format!("question {}: {e}", n + 1))?;
         kb_version = kb_version.or(response.metadata.kb_version.clone());
@@ -317,12 +320,11 @@ pub async fn eval_command(args: EvalArgs) -> ExitCode {
         Ok(cases) => cases,
         Err(e) => return fail(2, &e),
     };
-    let mut app = match App::from_env().await {
+    // Evaluation runs are not kept: `evaluate` runs them on a store of its own.
+    let app = match App::from_env().await {
         Ok(app) => app,
         Err(e) => return fail(2, &e.to_string()),
     };
-    // Evaluation runs are not kept.
-    app.store = Arc::new(MemoryStore::new());
     let mode = args.mode.map(ModeArg::mode);
     match evaluate(&app, &cases, args.k, args.grading, mode).await {
         Ok(report) if args.json => match serde_json::to_string_pretty(&report) {

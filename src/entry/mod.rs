@@ -4,15 +4,19 @@
 mod app;
 pub mod caller;
 pub mod cli;
+mod cli_args;
 mod cli_kb;
+mod cli_output;
 mod cli_stream;
 pub mod eval;
 pub mod http;
 pub mod logging;
 pub mod messages;
 pub mod metrics;
+mod runs;
 pub mod sqs;
 pub mod stream;
 pub mod sweeper;
 
-pub use app::{App, StartupError};
+pub use app::{work_queue, App, StartupError};
+pub use runs::Runs;

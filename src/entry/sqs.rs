@@ -9,12 +9,14 @@
 //! | a duplicate of a finished run | no: nothing is advanced twice |
 //! | poison (unreadable body, invalid request, unknown run) | yes, until the redrive policy moves it to the DLQ; the run is marked `failed` with the reason |
 
-use super::{metrics, App};
+use super::metrics;
+use super::runs::Runs;
 use crate::engine::EngineError;
 use crate::error::{Classify, ErrorClass};
 use crate::queue::{WorkMessage, WorkQueue};
 use crate::rag::{RunResponse, RunStatus};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use lambda_runtime::Context;
 use tracing::Instrument;
 
 /// What happened to one record.
@@ -28,17 +30,20 @@ pub enum RecordOutcome {
     Poison(String),
 }
 
-/// Processes a batch concurrently and reports the records that must come back.
+/// Processes a batch concurrently and reports the records that must come back. Each run's
+/// budget is drawn from `invocation`'s deadline ([`Runs::budget`]; `None` outside Lambda).
+/// The worker uses nothing but the runs (an [`App`](super::App) gives them).
 pub async fn handle_batch(
-    app: &App,
+    runs: &impl AsRef<Runs>,
     queue: Option<&dyn WorkQueue>,
     event: SqsEvent,
-    deadline_ms: Option<u64>,
+    invocation: Option<&Context>,
 ) -> SqsBatchResponse {
+    let runs = runs.as_ref();
     let outcomes = futures::future::join_all(event.records.iter().map(|record| {
         let id = record.message_id.clone().unwrap_or_default();
         let span = tracing::info_span!("sqs_record", message_id = %id);
-        async move { (id, handle_record(app, queue, record, deadline_ms).await) }.instrument(span)
+        async move { (id, handle_record(runs, queue, record, invocation).await) }.instrument(span)
     }))
     .await;
     let mut response = SqsBatchResponse::default();
@@ -60,42 +65,43 @@ pub async fn handle_batch(
 
 /// Processes one record.
 pub async fn handle_record(
-    app: &App,
+    runs: &impl AsRef<Runs>,
     queue: Option<&dyn WorkQueue>,
     record: &SqsMessage,
-    deadline_ms: Option<u64>,
+    invocation: Option<&Context>,
 ) -> RecordOutcome {
+    let runs = runs.as_ref();
     let body = record.body.as_deref().unwrap_or_default();
     let message: WorkMessage = match serde_json::from_str(body) {
         Ok(m) => m,
         Err(e) => {
             let reason = format!("unreadable message body: {e}");
             if let Some(run_id) = run_id_of(body) {
-                mark_failed(app, &run_id, &reason, None).await;
+                mark_failed(runs, &run_id, &reason, None).await;
             }
             return RecordOutcome::Poison(reason);
         }
     };
     let span = tracing::info_span!("run", run_id = %message.run_id);
-    process(app, queue, message, deadline_ms)
+    process(runs, queue, message, invocation)
         .instrument(span)
         .await
 }
 
 async fn process(
-    app: &App,
+    runs: &Runs,
     queue: Option<&dyn WorkQueue>,
     message: WorkMessage,
-    deadline_ms: Option<u64>,
+    invocation: Option<&Context>,
 ) -> RecordOutcome {
-    let workflow = app.workflow();
-    let budget = app.budget(deadline_ms);
+    let workflow = runs.workflow();
+    let budget = runs.budget(invocation);
     let run_id = message.run_id.as_str();
     let result = match message.request {
         Some(request) => {
             if let Err(e) = request.validate() {
                 let reason = format!("invalid request: {e}");
-                mark_failed(app, run_id, &reason, Some(request)).await;
+                mark_failed(runs, run_id, &reason, Some(request)).await;
                 return RecordOutcome::Poison(reason);
             }
             match workflow.run_new(run_id, request, &budget).await {
@@ -107,7 +113,7 @@ async fn process(
         None => workflow.resume(run_id, &budget).await,
     };
     match result {
-        Ok(response) => after_run(app, queue, response).await,
+        Ok(response) => after_run(runs, queue, response).await,
         Err(EngineError::NotFound { .. }) => RecordOutcome::Poison(format!(
             "run {run_id} does not exist (expired or never created)"
         )),
@@ -124,11 +130,11 @@ async fn process(
 }
 
 async fn after_run(
-    app: &App,
+    runs: &Runs,
     queue: Option<&dyn WorkQueue>,
     response: RunResponse,
 ) -> RecordOutcome {
-    metrics::emit_run(&response, app.clock.now_ms());
+    metrics::emit_run(&response, runs.clock().now_ms());
     match response.status {
         RunStatus::Completed | RunStatus::BestEffort => RecordOutcome::Done,
         RunStatus::Running => RecordOutcome::Retry("run is still running".into()),
@@ -166,12 +172,12 @@ fn run_id_of(body: &str) -> Option<String> {
 }
 
 async fn mark_failed(
-    app: &App,
+    runs: &Runs,
     run_id: &str,
     reason: &str,
     request: Option<crate::rag::RunRequest>,
 ) {
-    if let Err(e) = app.workflow().mark_failed(run_id, reason, request).await {
+    if let Err(e) = runs.workflow().mark_failed(run_id, reason, request).await {
         tracing::warn!(run_id, error = %e, "could not mark the run failed");
     }
 }

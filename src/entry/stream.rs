@@ -8,10 +8,11 @@
 //! disconnects only stops receiving; the run is checkpointed as usual and can be read with
 //! `GET /workflow/runs/{run_id}` (the id is in the `x-run-id` response header).
 
-use super::http::{self, claim, parse_body, run_claimed, ApiError, Run};
+use super::http::{self, prepare, run_claimed, Api, Claimed};
 use super::{caller, App};
+use crate::engine::Budget;
 use crate::queue::WorkQueue;
-use crate::rag::{Caller, Events, RunEvent, RunRequest};
+use crate::rag::{Events, RunEvent};
 use bytes::Bytes;
 use lambda_http::http::{HeaderValue, Method, StatusCode};
 use lambda_http::{Request, RequestExt, Response};
@@ -49,27 +50,20 @@ pub async fn handle(
     if !is_run {
         return buffered(http::handle(app, queue, request).await);
     }
-    let deadline = request.lambda_context_ref().map(|c| c.deadline);
-    let caller = caller::of(&request);
+    let api = Api::new(app, queue);
     // Everything that can refuse the request (body, Idempotency-Key, the active-run limit)
     // answers before the stream starts, with its own status code.
-    let prepared = async {
-        let (run_request, body) = parse_body(app, &request)?;
-        let run = claim(app, &caller, &request, &body).await?;
-        Ok::<_, ApiError>((run_request, run))
-    };
-    let (run_request, run) = match prepared.await {
-        Ok(ready) => ready,
+    let claimed = match prepare(api, caller::of(&request), &request).await {
+        Ok(claimed) => claimed,
         Err(e) => return buffered(e.into()),
     };
-    let run_id = match &run {
-        Run::New(id) | Run::Repeat(id) => id.clone(),
-    };
+    let run_id = claimed.run.id().to_owned();
+    let budget = api.runs.budget(request.lambda_context_ref());
     let (sender, body) = channel();
     tokio::spawn(async move {
         let (events, receiver) = Events::channel();
         let (answer, mut sender) = tokio::join!(
-            run_reporting(app, queue, events, &caller, run, run_request, deadline),
+            run_reporting(api, events, claimed, &budget),
             forward(receiver, sender)
         );
         let body = http::body_json(&answer);
@@ -91,17 +85,14 @@ pub async fn handle(
 
 /// Runs the request on a graph reporting to `events`; the channel closes when it returns.
 async fn run_reporting(
-    app: &App,
-    queue: Option<&dyn WorkQueue>,
+    api: Api<'_>,
     events: Events,
-    caller: &Caller,
-    run: Run,
-    run_request: RunRequest,
-    deadline: Option<u64>,
+    claimed: Claimed,
+    budget: &Budget,
 ) -> Response<lambda_http::Body> {
-    let graph = app.graph.with_events(events);
-    let workflow = app.workflow().with_graph(&graph);
-    run_claimed(app, queue, &workflow, caller, run, run_request, deadline)
+    let graph = api.runs.graph().with_events(events);
+    let workflow = api.runs.workflow_on(&graph);
+    run_claimed(api, &workflow, claimed, budget)
         .await
         .unwrap_or_else(Response::from)
 }

@@ -16,11 +16,12 @@
 //! Nothing here retries an AWS call: the SDK's standard retries are the only retry layer, and
 //! the next scheduled sweep is the next attempt.
 
+use super::app;
 use crate::config::Settings;
 use crate::engine::{Clock, SystemClock};
 use crate::error::Classify;
 use crate::queue::{WorkMessage, WorkQueue};
-use crate::store::{DynamoStore, LapsedLease, LeaseIndex, StoreError};
+use crate::store::{LapsedLease, LeaseIndex, StoreError};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -164,11 +165,9 @@ impl Sweeper {
                 clock,
             });
         };
-        let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        let timeout = crate::aws::run_call_timeout(settings.budgets.deadline_margin);
-        let client = aws_sdk_dynamodb::Client::from_conf(DynamoStore::client_config(&sdk, timeout));
-        let store = DynamoStore::new(client, table, settings.aws.run_ttl);
-        let clients = super::app::sqs_queue(&settings, &sdk).map(|queue| {
+        let sdk = app::sdk_config().await;
+        let store = app::dynamo_store(&settings, &sdk, &table);
+        let clients = app::work_queue(&settings, &sdk).map(|queue| {
             let index: Arc<dyn LeaseIndex> = Arc::new(store);
             let queue: Arc<dyn WorkQueue> = Arc::new(queue);
             (index, queue)

@@ -1,0 +1,68 @@
+//! The API Gateway HTTP API (payload v2) / function URL handler. No workflow logic here; the
+//! contract is `openapi.yaml`. One concept per file:
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | the routing table |
+//! | `api.rs` | what the route handlers are given (`Api`) |
+//! | `limits.rs` | what the API admits (`HttpLimits`) |
+//! | `routes.rs` | one handler per route, and the shaping of a run's answer |
+//! | `idempotency.rs` | `Idempotency-Key`: a repeated request gets the same run |
+//! | `admission.rs` | the per-caller active-run limit (429) |
+//! | `status.rs` | error answers, and the mapping of engine and queue errors to status codes |
+
+mod admission;
+mod api;
+mod idempotency;
+pub(crate) mod limits;
+mod routes;
+mod status;
+
+pub(crate) use api::Api;
+pub(crate) use routes::{prepare, run_claimed, Claimed};
+pub use status::body_json;
+pub(crate) use status::ApiError;
+
+use super::app::App;
+use super::caller;
+use crate::queue::WorkQueue;
+use lambda_http::http::header::{HeaderValue, ALLOW};
+use lambda_http::http::{Method, StatusCode};
+use lambda_http::{Body, Request, Response};
+
+/// The routes, for the answer to a request that matches none.
+const ROUTES: &str =
+    "POST /workflow/run, POST /workflow/runs and GET /workflow/runs/{run_id} (see openapi.yaml)";
+
+/// Handles one HTTP request. Never fails: every error becomes a JSON response.
+pub async fn handle(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Response<Body> {
+    let api = Api::new(app, queue);
+    let caller = caller::of(&request);
+    let method = request.method().clone();
+    let path = request.uri().path().trim_end_matches('/').to_owned();
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let result = match (&method, segments.as_slice()) {
+        (&Method::POST, ["workflow", "run"]) => routes::run_sync(api, caller, &request).await,
+        (&Method::POST, ["workflow", "runs"]) => routes::run_async(api, caller, &request).await,
+        (&Method::GET, ["workflow", "runs", run_id]) => routes::get_run(api, &caller, run_id).await,
+        (_, ["workflow", "run"]) | (_, ["workflow", "runs"]) => {
+            Err(method_not_allowed(&method, &path, "POST"))
+        }
+        (_, ["workflow", "runs", _]) => Err(method_not_allowed(&method, &path, "GET")),
+        _ => Err(status::error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            &format!("no route for {path}; the routes are {ROUTES}"),
+        )),
+    };
+    result.unwrap_or_else(Response::from)
+}
+
+fn method_not_allowed(method: &Method, path: &str, allowed: &'static str) -> ApiError {
+    status::error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        &format!("{method} is not accepted on {path}: use {allowed} (the routes are {ROUTES})"),
+    )
+    .with_header(ALLOW, HeaderValue::from_static(allowed))
+}

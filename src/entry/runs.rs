@@ -1,0 +1,99 @@
+//! What every entry point needs to advance a run: the graph with its clients, the checkpoint
+//! store, the clock, and the one rule that turns an invocation's Lambda deadline into the run's
+//! [`Budget`]. The API, streaming and worker handlers and the CLI all take their budget from
+//! [`Runs::budget`], so a deadline is handled the same way everywhere.
+
+use crate::aws;
+use crate::config::{Budgets, Settings};
+use crate::engine::{Budget, Clock};
+use crate::rag::{RagGraph, Workflow};
+use crate::store::CheckpointStore;
+use lambda_runtime::Context;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The workflow's clients and the budget rules of one process.
+pub struct Runs {
+    graph: RagGraph,
+    store: Arc<dyn CheckpointStore>,
+    clock: Arc<dyn Clock>,
+    /// `WORKFLOW_RECURSION_LIMIT`.
+    max_steps: u32,
+    /// `MAX_TOKENS_PER_RUN` (a request's `max_tokens` may lower it).
+    max_tokens: Option<u64>,
+    /// `DEADLINE_MARGIN_MS` and `RUN_TIMEOUT_MS`.
+    budgets: Budgets,
+    /// Whether a deadline stop is continued by another invocation (a work queue exists).
+    continue_on_deadline: bool,
+}
+
+impl Runs {
+    /// The runs of `settings` over ready-made clients.
+    pub(crate) fn new(
+        settings: &Settings,
+        graph: RagGraph,
+        store: Arc<dyn CheckpointStore>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            graph,
+            store,
+            clock,
+            max_steps: settings.limits.recursion_limit,
+            max_tokens: settings.limits.max_tokens_per_run,
+            budgets: settings.budgets,
+            continue_on_deadline: settings.aws.work_queue_url.is_some(),
+        }
+    }
+
+    /// The workflow service over these clients.
+    pub fn workflow(&self) -> Workflow<'_> {
+        self.workflow_on(&self.graph)
+    }
+
+    /// The workflow service over `graph` (this graph reporting events) and these clients.
+    pub(crate) fn workflow_on<'a>(&'a self, graph: &'a RagGraph) -> Workflow<'a> {
+        Workflow::new(graph, self.store.as_ref(), self.clock.as_ref())
+            .with_continuation(self.continue_on_deadline)
+            .with_lease_grace(self.lease_grace())
+    }
+
+    /// The budget of one invocation, drawn now: the Lambda deadline of `invocation` (none
+    /// outside Lambda) minus `DEADLINE_MARGIN_MS`, capped by `RUN_TIMEOUT_MS`, with the step
+    /// limit and `MAX_TOKENS_PER_RUN`.
+    pub fn budget(&self, invocation: Option<&Context>) -> Budget {
+        Budget::from_deadline(
+            self.max_steps,
+            invocation.map(|context| context.deadline),
+            self.clock.now_ms(),
+            self.budgets.deadline_margin,
+            self.budgets.run_timeout,
+        )
+        .with_max_tokens(self.max_tokens)
+    }
+
+    /// The graph and its clients.
+    pub(crate) fn graph(&self) -> &RagGraph {
+        &self.graph
+    }
+
+    /// The checkpoint store.
+    pub fn store(&self) -> &dyn CheckpointStore {
+        self.store.as_ref()
+    }
+
+    /// The time source.
+    pub(crate) fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
+    }
+
+    fn lease_grace(&self) -> Duration {
+        aws::lease_grace(self.budgets.deadline_margin)
+    }
+}
+
+impl AsRef<Runs> for Runs {
+    fn as_ref(&self) -> &Runs {
+        self
+    }
+}
