@@ -70,7 +70,8 @@ pub(crate) async fn run_claimed(
             let response = match workflow.resume(&run_id, budget).await {
                 Err(EngineError::NotFound { .. }) => {
                     workflow
-                        .for_caller(&caller).run_new(&run_id, request, budget)
+                        .for_caller(&caller)
+                        .run_new(&run_id, request, budget)
                         .await
                 }
                 other => other,
@@ -82,7 +83,8 @@ pub(crate) async fn run_claimed(
         }
     };
     let response = workflow
-        .for_caller(&caller).run_new(&run_id, request, budget)
+        .for_caller(&caller)
+        .run_new(&run_id, request, budget)
         .await
         .map_err(|e| engine_error(clock, e))?;
     finish(api, response).await
@@ -110,7 +112,8 @@ pub(super) async fn run_async(api: Api<'_>, caller: Caller, request: &Request) -
     };
     api.runs
         .workflow()
-        .for_caller(&caller).submit(&run_id, run_request.clone())
+        .for_caller(&caller)
+        .submit(&run_id, run_request.clone())
         .await
         .map_err(|e| engine_error(api.runs.clock(), e))?;
     let message = WorkMessage {
@@ -143,7 +146,8 @@ pub(super) async fn get_run(api: Api<'_>, caller: &Caller, run_id: &str) -> Repl
     let response = api
         .runs
         .workflow()
-        .for_caller(caller).status(run_id)
+        .for_caller(caller)
+        .status(run_id)
         .await
         .map_err(|e| engine_error(api.runs.clock(), e))?;
     Ok(json_response(StatusCode::OK, &response))
