@@ -442,6 +442,41 @@ async fn the_cli_publishes_lists_and_answers_from_kb_uri() {
 }
 
 #[tokio::test]
+async fn an_unreachable_kb_uri_is_named_with_the_key_tried_and_what_to_check() {
+    let state = tempfile::tempdir().unwrap();
+    // A port nothing listens on, and a bucket moto does not have.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| format!("http://{addr}"))
+        .unwrap();
+    let absent = format!("s3://{}/team/durian", unique_name("absent").to_lowercase());
+    let cases = [
+        (closed, "s3://unreachable-kb/team/durian".to_owned()),
+        (moto().await.endpoint().to_owned(), absent),
+    ];
+    for (endpoint, uri) in cases {
+        let out = cli(&endpoint, state.path())
+            .env("KB_URI", &uri)
+            .args(["-q", "ask", QUESTION])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("cannot load KB_URI={uri}:")),
+            "{stderr}"
+        );
+        assert!(stderr.contains(&format!("{uri}/current.json")), "{stderr}");
+        assert!(stderr.contains("credentials"), "{stderr}");
+        assert!(stderr.contains("`bounded-rag kb publish`"), "{stderr}");
+        assert!(!stderr.contains("KB_PATH"), "{stderr}");
+        for dump in ["DispatchFailure", "Error {", "aws_request_id"] {
+            assert!(!stderr.contains(dump), "the SDK's debug dump: {stderr}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_warm_instance_checks_in_the_background_and_swaps_between_runs() {
     let b = bundles();
     let (store, _) = store().await;
