@@ -112,6 +112,11 @@ impl ChatModel for Gated {
     }
 }
 
+/// The RAG graph with `model`, searching `live`, no web search, default limits.
+fn graph_on(model: Arc<dyn ChatModel>, live: &LiveKnowledge) -> RagGraph {
+    RagGraph::new(model, Arc::new(live.clone()), None, RagLimits::default())
+}
+
 async fn run(workflow: &Workflow<'_>, run_id: &str) -> RunResponse {
     let budget = Budget::new(50, SystemClock.now_ms() + 60_000);
     workflow
@@ -211,12 +216,7 @@ async fn a_swap_lands_between_runs_never_inside_one() {
         gate: Mutex::new(None),
         entered: Notify::new(),
     });
-    let graph = RagGraph::new(
-        model.clone(),
-        Arc::new(live.clone()),
-        None,
-        RagLimits::default(),
-    );
+    let graph = graph_on(model.clone(), &live);
     let checkpoints = MemoryStore::new();
     let workflow = Workflow::new(&graph, &checkpoints, &SystemClock);
 
@@ -277,12 +277,7 @@ async fn a_bad_pointer_or_bundle_keeps_the_last_good_version_serving() {
     let (store, client) = store().await;
     let v1 = store.publish(&b.v1).await.unwrap().version;
     let live = LiveKnowledge::open(store.clone(), options()).await.unwrap();
-    let graph = RagGraph::new(
-        Arc::new(OfflineModel),
-        Arc::new(live.clone()),
-        None,
-        RagLimits::default(),
-    );
+    let graph = graph_on(Arc::new(OfflineModel), &live);
     let checkpoints = MemoryStore::new();
     let workflow = Workflow::new(&graph, &checkpoints, &SystemClock);
     let bucket = store.location().bucket.clone();
@@ -491,12 +486,7 @@ async fn a_warm_instance_checks_in_the_background_and_swaps_between_runs() {
     )
     .await
     .unwrap();
-    let graph = RagGraph::new(
-        Arc::new(OfflineModel),
-        Arc::new(live.clone()),
-        None,
-        RagLimits::default(),
-    );
+    let graph = graph_on(Arc::new(OfflineModel), &live);
     let checkpoints = MemoryStore::new();
     let workflow = Workflow::new(&graph, &checkpoints, &SystemClock);
     let v2 = store.publish(&b.v2).await.unwrap().version;
