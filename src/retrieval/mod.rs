@@ -17,6 +17,8 @@ mod bm25;
 pub mod bundle;
 pub mod embed;
 mod error;
+#[cfg(test)]
+mod fixtures;
 mod graph;
 mod http;
 mod hybrid;
