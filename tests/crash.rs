@@ -16,21 +16,12 @@ use bounded_rag::rag::{RagCheckpoint, RunRequest};
 use bounded_rag::store::{CheckpointStore, DynamoStore, Versioned};
 use serde_json::{json, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use support::happy_path::{schedule, QUESTION, STEPS};
 use support::lambda_watch::{alive, LambdaWatch};
 use support::llm_server::{Reply, Script, ScriptedLlm};
 use support::moto::{drain, moto, sqs_event, Moto};
 
-const SCHEDULE: &str = include_str!("../events/eventbridge-schedule.json");
-const QUESTION: &str = "What causes patch canker in durian?";
 const RUN: &str = "killed-mid-step";
-const STEPS: [&str; 6] = [
-    "route_question",
-    "kg_retrieval",
-    "grade_documents",
-    "generate",
-    "grade_hallucinations",
-    "grade_answer",
-];
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -48,12 +39,8 @@ fn env(
     queue_url: &str,
     llm: &ScriptedLlm,
 ) -> Vec<(&'static str, String)> {
-    vec![
-        ("AWS_ENDPOINT_URL", moto.endpoint().to_owned()),
-        ("AWS_REGION", "us-east-1".to_owned()),
-        ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
-        ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
-        ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+    let mut env = moto.function_env();
+    env.extend([
         ("CHECKPOINT_TABLE", table.to_owned()),
         ("WORK_QUEUE_URL", queue_url.to_owned()),
         ("LLM_PROVIDER", "openai".to_owned()),
@@ -63,7 +50,8 @@ fn env(
         ("RUN_TIMEOUT_MS", "8000".to_owned()),
         ("DEADLINE_MARGIN_MS", "500".to_owned()),
         ("RUST_LOG", "bounded_rag=info,warn".to_owned()),
-    ]
+    ]);
+    env
 }
 
 async fn checkpoint(store: &DynamoStore) -> (Versioned, RagCheckpoint) {
@@ -147,7 +135,7 @@ async fn a_worker_killed_mid_step_is_swept_and_finished_with_only_that_step_run_
     pending.abort();
 
     // While the lease binds, nothing to sweep; once it lapsed, exactly one message.
-    let schedule: Value = serde_json::from_str(SCHEDULE).unwrap();
+    let schedule = schedule();
     let quiet = first.invoke("sweeper", &schedule).await;
     assert!(
         now_ms() < lease.expires_at_ms,

@@ -37,6 +37,7 @@ use support::app::timed_graph;
 use support::counted::{Counted, CountedQueue};
 use support::event_source::EventSource;
 use support::fault_proxy::{Fault, FaultPlan, FaultProxy, Service};
+use support::happy_path::{schedule, STEPS};
 use support::llm_server::{Script, ScriptedLlm};
 use support::moto::moto;
 
@@ -48,15 +49,6 @@ const RUNS: usize = SYNC + SUSPENDING + ASYNC;
 const MARGIN: Duration = Duration::from_secs(2);
 /// Runs started at once.
 const CONCURRENCY: usize = 16;
-const STEPS: [&str; 6] = [
-    "route_question",
-    "kg_retrieval",
-    "grade_documents",
-    "generate",
-    "grade_hallucinations",
-    "grade_answer",
-];
-const SCHEDULE: &str = include_str!("../events/eventbridge-schedule.json");
 
 fn run_id(i: usize) -> String {
     format!("fault-{i:03}")
@@ -236,7 +228,7 @@ async fn two_hundred_runs_under_twenty_percent_wire_faults_all_finish_none_advan
     // 2. Lambda's SQS event source; 3. the schedule, with time moved past every lease.
     let mut harness = EventSource::new(m.sqs().await, &url);
     harness.pump(&app, queue.as_ref(), &proxy).await;
-    let schedule: serde_json::Value = serde_json::from_str(SCHEDULE).unwrap();
+    let schedule = schedule();
     let mut sweeps = Vec::new();
     for round in 0.. {
         assert!(round < 20, "still sweeping after 20 rounds: {sweeps:?}");

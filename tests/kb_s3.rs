@@ -112,6 +112,11 @@ impl ChatModel for Gated {
     }
 }
 
+/// The RAG graph with `model`, searching `live`, no web search, default limits.
+fn graph_on(model: Arc<dyn ChatModel>, live: &LiveKnowledge) -> RagGraph {
+    RagGraph::new(model, Arc::new(live.clone()), None, RagLimits::default())
+}
+
 async fn run(workflow: &Workflow<'_>, run_id: &str) -> RunResponse {
     let budget = Budget::new(50, SystemClock.now_ms() + 60_000);
     workflow
@@ -211,12 +216,7 @@ async fn a_swap_lands_between_runs_never_inside_one() {
         gate: Mutex::new(None),
         entered: Notify::new(),
     });
-    let graph = RagGraph::new(
-        model.clone(),
-        Arc::new(live.clone()),
-        None,
-        RagLimits::default(),
-    );
+    let graph = graph_on(model.clone(), &live);
     let checkpoints = MemoryStore::new();
     let workflow = Workflow::new(&graph, &checkpoints, &SystemClock);
 
@@ -277,12 +277,7 @@ async fn a_bad_pointer_or_bundle_keeps_the_last_good_version_serving() {
     let (store, client) = store().await;
     let v1 = store.publish(&b.v1).await.unwrap().version;
     let live = LiveKnowledge::open(store.clone(), options()).await.unwrap();
-    let graph = RagGraph::new(
-        Arc::new(OfflineModel),
-        Arc::new(live.clone()),
-        None,
-        RagLimits::default(),
-    );
+    let graph = graph_on(Arc::new(OfflineModel), &live);
     let checkpoints = MemoryStore::new();
     let workflow = Workflow::new(&graph, &checkpoints, &SystemClock);
     let bucket = store.location().bucket.clone();
@@ -442,6 +437,41 @@ async fn the_cli_publishes_lists_and_answers_from_kb_uri() {
 }
 
 #[tokio::test]
+async fn an_unreachable_kb_uri_is_named_with_the_key_tried_and_what_to_check() {
+    let state = tempfile::tempdir().unwrap();
+    // A port nothing listens on, and a bucket moto does not have.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| format!("http://{addr}"))
+        .unwrap();
+    let absent = format!("s3://{}/team/durian", unique_name("absent").to_lowercase());
+    let cases = [
+        (closed, "s3://unreachable-kb/team/durian".to_owned()),
+        (moto().await.endpoint().to_owned(), absent),
+    ];
+    for (endpoint, uri) in cases {
+        let out = cli(&endpoint, state.path())
+            .env("KB_URI", &uri)
+            .args(["-q", "ask", QUESTION])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("cannot load KB_URI={uri}:")),
+            "{stderr}"
+        );
+        assert!(stderr.contains(&format!("{uri}/current.json")), "{stderr}");
+        assert!(stderr.contains("credentials"), "{stderr}");
+        assert!(stderr.contains("`bounded-rag kb publish`"), "{stderr}");
+        assert!(!stderr.contains("KB_PATH"), "{stderr}");
+        for dump in ["DispatchFailure", "Error {", "aws_request_id"] {
+            assert!(!stderr.contains(dump), "the SDK's debug dump: {stderr}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_warm_instance_checks_in_the_background_and_swaps_between_runs() {
     let b = bundles();
     let (store, _) = store().await;
@@ -456,12 +486,7 @@ async fn a_warm_instance_checks_in_the_background_and_swaps_between_runs() {
     )
     .await
     .unwrap();
-    let graph = RagGraph::new(
-        Arc::new(OfflineModel),
-        Arc::new(live.clone()),
-        None,
-        RagLimits::default(),
-    );
+    let graph = graph_on(Arc::new(OfflineModel), &live);
     let checkpoints = MemoryStore::new();
     let workflow = Workflow::new(&graph, &checkpoints, &SystemClock);
     let v2 = store.publish(&b.v2).await.unwrap().version;

@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Value};
 use support::lambda_watch::{processes_for, HttpResponse, LambdaWatch, Launch};
 use support::llm_server::{Script, ScriptedLlm};
-use support::moto::{moto, unique_name, Moto};
+use support::moto::{moto, Moto};
 
 const RUN: &str = include_str!("../events/apigw-run.json");
 const RUN_BAD: &str = include_str!("../events/apigw-run-bad.json");
@@ -203,15 +203,8 @@ async fn llm_key_comes_from_secrets_manager_and_is_never_logged() {
 async fn async_run_goes_through_sqs_and_the_worker() {
     let moto = moto().await;
     let table = moto.create_table().await;
-    let sqs = aws_sdk_sqs::Client::new(&moto.sdk_config().await);
-    let queue_url = sqs
-        .create_queue()
-        .queue_name(unique_name("work"))
-        .send()
-        .await
-        .expect("CreateQueue on moto")
-        .queue_url
-        .expect("queue url");
+    let sqs = moto.sqs().await;
+    let queue_url = moto.create_queue().await;
     let mut env = base_env(moto, &table);
     env.push(("WORK_QUEUE_URL", queue_url.clone()));
     let watch = LambdaWatch::start(&env).await;

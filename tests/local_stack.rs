@@ -1,10 +1,14 @@
 //! The local stack's scripts (`infra/local/`), black-box: what `provision.py` gives the
-//! functions and how long `sqs_pump.py` lets an invocation run.
+//! functions, how long `sqs_pump.py` lets an invocation run, and what it says when a function
+//! stops answering.
 
 mod support;
 
+use aws_sdk_sqs::types::QueueAttributeName;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 use support::moto::{moto, unique_name};
 
 const README: &str = include_str!("../README.md");
@@ -182,4 +186,115 @@ fn the_pump_waits_as_long_as_lambda_lets_each_function_run() {
         Some(template_timeout("SweeperFunction") as f64)
     );
     assert_eq!(config["sweep_every"].as_f64(), Some(60.0));
+    assert_eq!(config["dead_after"].as_u64(), Some(2));
+}
+
+/// Runs the pump against `invoke` until it says what to do about a function that stopped
+/// answering; returns its stderr up to that line (the pump is killed then).
+fn pump_until_it_gives_up(endpoint: &str, queue_url: &str, invoke: &str) -> Vec<String> {
+    let mut pump = Command::new(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("infra/local/sqs_pump.py"))
+        .args([
+            "--endpoint",
+            endpoint,
+            "--queue-url",
+            queue_url,
+            "--invoke",
+            invoke,
+        ])
+        .args(["--timeout", "0.5", "--sweep-every", "0"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    let stderr = BufReader::new(pump.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut lines = Vec::new();
+    let gave_up = loop {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) => {
+                let done = line.contains("in a row");
+                lines.push(line);
+                if done {
+                    break true;
+                }
+            }
+            Err(_) => break false,
+        }
+    };
+    let _ = pump.kill();
+    let _ = pump.wait();
+    assert!(
+        gave_up,
+        "the pump never said what to do:\n{}",
+        lines.join("\n")
+    );
+    lines
+}
+
+#[tokio::test]
+async fn the_pump_says_to_restart_the_stack_once_a_function_stops_answering() {
+    let moto = moto().await;
+    let sqs = moto.sqs().await;
+    // Visible again at once: every receive hands the pump the same undeleted message.
+    let queue_url = sqs
+        .create_queue()
+        .queue_name(unique_name("pump"))
+        .attributes(QueueAttributeName::VisibilityTimeout, "0")
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    sqs.send_message()
+        .queue_url(&queue_url)
+        .message_body(r#"{"run_id":"stuck"}"#)
+        .send()
+        .await
+        .unwrap();
+
+    // An emulator whose worker process died: it takes every invocation and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let invoke = format!("http://{}", silent.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for connection in silent.incoming() {
+            held.push(connection);
+        }
+    });
+    let lines = pump_until_it_gives_up(moto.endpoint(), &queue_url, &invoke);
+    let failed = lines.iter().filter(|l| l.contains("invoke failed")).count();
+    assert_eq!(failed, 2, "{lines:#?}");
+    let advice = lines.last().unwrap();
+    for expected in [
+        "worker has not answered 2 invocations in a row",
+        "timed out",
+        "never starts it again",
+        "Restart the local stack",
+        "scripts/local-stack.sh",
+    ] {
+        assert!(advice.contains(expected), "{expected:?} in {advice}");
+    }
+
+    // No emulator at all: the same count, and it says nothing listens.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| format!("http://{addr}"))
+        .unwrap();
+    let lines = pump_until_it_gives_up(moto.endpoint(), &queue_url, &closed);
+    let failed = lines.iter().filter(|l| l.contains("invoke failed")).count();
+    assert_eq!(failed, 2, "{lines:#?}");
+    let advice = lines.last().unwrap();
+    assert!(
+        advice.contains(&format!("nothing answers at {closed}")),
+        "{advice}"
+    );
+    assert!(advice.contains("Restart the local stack"), "{advice}");
 }

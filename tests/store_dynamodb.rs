@@ -56,6 +56,19 @@ fn random_bytes(len: usize) -> Vec<u8> {
     bytes
 }
 
+/// Writes `item` as is, behind the store's back (an expired item DynamoDB has not deleted yet).
+async fn put_raw<const N: usize>(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    item: [(&str, AttributeValue); N],
+) {
+    let mut put = client.put_item().table_name(table);
+    for (name, value) in item {
+        put = put.item(name, value);
+    }
+    put.send().await.expect("raw PutItem");
+}
+
 fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -113,11 +126,7 @@ async fn cache_items_carry_their_own_ttl_and_read_as_absent_once_expired() {
             AttributeValue::N((now_secs() - 60).to_string()),
         ),
     ];
-    let mut put = client.put_item().table_name(&table);
-    for (name, value) in expired {
-        put = put.item(name, value);
-    }
-    put.send().await.expect("raw PutItem");
+    put_raw(&client, &table, expired).await;
     assert_eq!(store.get_cached("cache#old").await.unwrap(), None);
     store.put_cached("cache#old", b"new", ttl).await.unwrap();
     assert_eq!(
@@ -219,11 +228,7 @@ async fn an_expired_item_is_absent_for_readers_and_writers() {
             AttributeValue::N((now_secs() - 60).to_string()),
         ),
     ];
-    let mut put = client.put_item().table_name(&table);
-    for (name, value) in expired {
-        put = put.item(name, value);
-    }
-    put.send().await.expect("raw PutItem");
+    put_raw(&client, &table, expired).await;
 
     assert_eq!(store.get("run#old").await.unwrap(), None);
     assert_conflict(store.put("run#old", 7, b"resurrect", None).await);

@@ -12,30 +12,14 @@ use bounded_rag::entry::sweeper::{SweepReport, Sweeper};
 use bounded_rag::queue::{QueueError, SqsQueue, WorkMessage, WorkQueue};
 use bounded_rag::rag::{RunRequest, RunStatus};
 use bounded_rag::store::{CheckpointStore, DynamoStore, Lease};
-use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use support::app::timed_app_on;
+use support::happy_path::{schedule, QUESTION, STEPS};
 use support::llm_server::{Script, ScriptedLlm};
 use support::moto::{drain, moto, sqs_event};
 use support::tap::Tap;
-
-const SCHEDULE: &str = include_str!("../events/eventbridge-schedule.json");
-const QUESTION: &str = "What causes patch canker in durian?";
-/// The six steps of the happy path, in order.
-const STEPS: [&str; 6] = [
-    "route_question",
-    "kg_retrieval",
-    "grade_documents",
-    "generate",
-    "grade_hallucinations",
-    "grade_answer",
-];
-
-fn schedule() -> Value {
-    serde_json::from_str(SCHEDULE).expect("event JSON")
-}
 
 /// A fresh table and queue on moto.
 async fn stack() -> (String, String) {

@@ -8,6 +8,10 @@
 
 mod corpus;
 mod lambda;
+// Shared with the suite bench, which also reads the response times.
+#[allow(dead_code)]
+#[path = "../common/runtime_server.rs"]
+mod runtime_server;
 
 use axum::extract::State;
 use axum::routing::post;

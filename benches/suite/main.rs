@@ -26,6 +26,8 @@ mod measure;
 mod process;
 mod render;
 mod runtime_api;
+#[path = "../common/runtime_server.rs"]
+mod runtime_server;
 
 #[allow(dead_code, unused_imports)]
 #[path = "../../tests/support/moto.rs"]

@@ -10,6 +10,11 @@ too: every `--sweep-every` seconds it invokes the `sweeper` function with a sche
 Each invocation waits as long as Lambda would let the function run: the function's `Timeout`
 in template.yaml (WorkerFunction, SweeperFunction), read from the template, not repeated here.
 
+`cargo lambda watch` never starts a function again once its process died (killed, crashed):
+every later invocation of it waits until it times out. After `--dead-after` invocations of one
+function in a row got no answer (timed out, or the emulator could not be reached), the pump
+says so and what to do: restart the local stack.
+
     sqs_pump.py --endpoint http://127.0.0.1:5000 --queue-url URL --invoke http://127.0.0.1:9000
     sqs_pump.py --show-config      # the timeouts and schedule it would use, as JSON
 
@@ -88,6 +93,53 @@ def sqs_event(messages, queue_arn):
     return {"Records": records}
 
 
+class Health:
+    """Counts one function's invocations in a row that got no answer, and says when to act."""
+
+    def __init__(self, function, invoke, dead_after):
+        self.function = function
+        self.invoke = invoke
+        self.dead_after = dead_after
+        self.missed = 0
+
+    def answered(self):
+        self.missed = 0
+
+    def missed_one(self, error):
+        """The message to print once `dead_after` invocations in a row went unanswered."""
+        self.missed += 1
+        if self.dead_after <= 0 or self.missed < self.dead_after:
+            return None
+        if self.missed > self.dead_after:
+            return (
+                f"sqs-pump: {self.function} still does not answer ({self.missed} invocations "
+                f"in a row); restart the local stack"
+            )
+        if refused(error):
+            what = (
+                f"nothing answers at {self.invoke}: `cargo lambda watch` is not running "
+                f"(or listens elsewhere)"
+            )
+        else:
+            what = (
+                f"`cargo lambda watch` no longer runs {self.function}: once a function's process "
+                f"died (killed, crashed, out of memory) the emulator never starts it again, and "
+                f"every invocation of it times out"
+            )
+        return (
+            f"sqs-pump: {self.function} has not answered {self.missed} invocations in a row "
+            f"(last: {error}); {what}. Restart the local stack (Ctrl-C, then "
+            f"scripts/local-stack.sh); interrupted runs are checkpointed and the sweeper "
+            f"re-queues them once their lease lapses."
+        )
+
+
+def refused(error):
+    """True when the emulator could not be reached at all (nothing listens)."""
+    reason = getattr(error, "reason", error)
+    return isinstance(reason, ConnectionRefusedError)
+
+
 def invoke(url, event, timeout):
     request = urllib.request.Request(
         url, data=json.dumps(event).encode(), headers={"content-type": "application/json"}
@@ -121,6 +173,12 @@ def main():
         default=function_timeout("SweeperFunction"),
         help="seconds per sweeper invocation (default: SweeperFunction's Timeout in template.yaml)",
     )
+    parser.add_argument(
+        "--dead-after",
+        type=int,
+        default=2,
+        help="unanswered invocations of one function in a row before saying to restart; 0 = never",
+    )
     parser.add_argument("--show-config", action="store_true", help="print the settings as JSON and exit")
     args = parser.parse_args()
     if args.show_config:
@@ -130,6 +188,7 @@ def main():
             "sweeper": args.sweeper,
             "sweep_every": args.sweep_every,
             "sweep_timeout": args.sweep_timeout,
+            "dead_after": args.dead_after,
         }))
         return
     missing = [name for name in ("endpoint", "queue_url", "invoke") if not getattr(args, name)]
@@ -156,15 +215,19 @@ def main():
         f"{args.sweeper} every {args.sweep_every:g} s",
         flush=True,
     )
+    worker = Health(args.function, args.invoke, args.dead_after)
+    sweeper = Health(args.sweeper, args.invoke, args.dead_after)
     next_sweep = time.monotonic() + args.sweep_every
     while True:
         if args.sweep_every > 0 and time.monotonic() >= next_sweep:
             next_sweep = time.monotonic() + args.sweep_every
             try:
                 report = invoke(sweeper_url, scheduled_event(), args.sweep_timeout)
+                sweeper.answered()
                 print(f"sqs-pump: sweep {json.dumps(report)}", flush=True)
             except (urllib.error.URLError, OSError, ValueError) as error:
                 print(f"sqs-pump: sweep failed: {error}", file=sys.stderr, flush=True)
+                say(sweeper, error)
         try:
             messages = sqs.receive_message(
                 QueueUrl=args.queue_url,
@@ -180,9 +243,11 @@ def main():
             continue
         try:
             answer = invoke(url, sqs_event(messages, queue_arn), args.timeout)
+            worker.answered()
         except (urllib.error.URLError, OSError, ValueError) as error:
             # Nothing deleted: the messages come back after the visibility timeout.
             print(f"sqs-pump: invoke failed: {error}", file=sys.stderr, flush=True)
+            say(worker, error)
             time.sleep(2)
             continue
         failed = {
@@ -199,6 +264,16 @@ def main():
                 ],
             )
         print(f"sqs-pump: {len(messages)} delivered, {len(failed)} failed", flush=True)
+
+
+def say(health, error):
+    """Counts an unanswered invocation; prints what to do once there are enough in a row."""
+    if isinstance(error, (ValueError, urllib.error.HTTPError)):
+        health.answered()  # an answer, just not a good one: the function is there
+        return
+    message = health.missed_one(error)
+    if message:
+        print(message, file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

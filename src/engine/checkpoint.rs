@@ -171,8 +171,24 @@ impl<S, N> Checkpoint<S, N> {
         }
     }
 
-    /// Total seconds spent in steps.
+    /// Total seconds spent in steps; `0.0` before the first step.
     pub fn total_processing_time(&self) -> f64 {
-        self.records.iter().map(|r| r.processing_time).sum()
+        // Folded from +0.0: `sum` of no f64 is -0.0, which prints as "-0.000s".
+        self.records
+            .iter()
+            .fold(0.0, |total, r| total + r.processing_time)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_without_steps_spent_zero_seconds_not_minus_zero() {
+        let cp = Checkpoint::new("no-steps", (), ());
+        let total = cp.total_processing_time();
+        assert!(total == 0.0 && total.is_sign_positive(), "{total:?}");
+        assert_eq!(format!("{total:.3}s"), "0.000s");
     }
 }

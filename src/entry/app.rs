@@ -31,6 +31,18 @@ pub enum StartupError {
          `bounded-rag ingest`), or unset it for the bundled sample"
     )]
     Kb(#[from] crate::retrieval::RetrievalError),
+    /// The knowledge base published at `KB_URI` could not be loaded.
+    #[error(
+        "knowledge base: cannot load KB_URI={uri}: {source}; check the AWS credentials, the region and \
+         endpoint (AWS_REGION, AWS_ENDPOINT_URL), and that a bundle was published there with \
+         `bounded-rag kb publish`"
+    )]
+    KbUri {
+        /// `KB_URI` as set.
+        uri: String,
+        /// What failed, naming the `s3://bucket/key` tried.
+        source: crate::retrieval::RetrievalError,
+    },
     /// A model client could not be built.
     #[error("model client: {0}; check LLM_PROVIDER, LLM_BASE_URL and LLM_MODEL")]
     Llm(#[from] crate::llm::LlmError),
@@ -241,7 +253,11 @@ async fn build_kb(
             refresh_every: settings.kb_refresh,
             ..LoadOptions::default()
         };
-        return Ok(Arc::new(LiveKnowledge::open(store, options).await?));
+        let live = LiveKnowledge::open(store, options).await;
+        return Ok(Arc::new(live.map_err(|source| StartupError::KbUri {
+            uri: location.to_string(),
+            source,
+        })?));
     }
     let kb = match &settings.kb_path {
         Some(path) => KnowledgeBase::load(path)?,

@@ -175,29 +175,7 @@ fn members<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn doc(id: &str, title: &str, content: &str, kind: DocKind) -> Document {
-        Document {
-            id: id.into(),
-            title: title.into(),
-            url: format!("kb://{id}"),
-            content: content.into(),
-            score: 0.0,
-            kind,
-            clear_match: false,
-            from_graph: false,
-        }
-    }
-
-    fn all(limit: usize) -> RetrievalOptions {
-        RetrievalOptions {
-            limit,
-            nodes: true,
-            edges: true,
-            episodes: true,
-            communities: true,
-        }
-    }
+    use crate::retrieval::fixtures::{all, doc};
 
     fn sample() -> KnowledgeGraph {
         let docs = [

@@ -19,6 +19,8 @@ mod bm25;
 pub mod bundle;
 pub mod embed;
 mod error;
+#[cfg(test)]
+mod fixtures;
 mod graph;
 mod http;
 mod hybrid;

@@ -20,6 +20,7 @@
 //! the sweeper queries ([`super::LeaseIndex`], in `leases`).
 
 mod cache;
+mod head;
 mod leases;
 
 pub use leases::{LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
@@ -320,17 +321,7 @@ impl DynamoStore {
 #[async_trait]
 impl CheckpointStore for DynamoStore {
     async fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", s(key))
-            .key("sk", s(HEAD))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| self.sdk_error("GetItem", key, &e))?;
-        let Some(mut item) = out.item else {
+        let Some(mut item) = self.head(key, true).await? else {
             return Ok(None);
         };
         let expires_at =
@@ -339,10 +330,7 @@ impl CheckpointStore for DynamoStore {
             return Ok(None); // DynamoDB deletes expired items lazily
         }
         let version = num(&item, "version").ok_or_else(|| self.corrupt(key, "no version"))?;
-        let enc = match item.remove("enc") {
-            Some(AttributeValue::S(enc)) => enc,
-            _ => return Err(self.corrupt(key, "no enc")),
-        };
+        let enc = self.take_enc(key, &mut item)?;
         let lease = lease_of(&item);
         let stored = match num(&item, "chunks") {
             Some(count) if count > 0 => {
@@ -351,9 +339,7 @@ impl CheckpointStore for DynamoStore {
             }
             _ => take_blob(&mut item, "body").ok_or_else(|| self.corrupt(key, "no body"))?,
         };
-        let body = decode(&enc, stored)
-            .ok_or_else(|| self.corrupt(key, &format!("unknown enc {enc:?}")))?
-            .map_err(|e| self.corrupt(key, &format!("bad gzip body: {e}")))?;
+        let body = self.decoded(key, &enc, stored)?;
         Ok(Some(Versioned {
             version,
             body,

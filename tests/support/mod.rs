@@ -6,6 +6,7 @@ pub mod counted;
 pub mod embeddings_server;
 pub mod event_source;
 pub mod fault_proxy;
+pub mod happy_path;
 pub mod lambda_watch;
 pub mod llm_server;
 pub mod moto;

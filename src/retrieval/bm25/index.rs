@@ -277,19 +277,7 @@ impl SearchIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn doc(id: &str, title: &str, content: &str, kind: DocKind) -> Document {
-        Document {
-            id: id.into(),
-            title: title.into(),
-            url: format!("kb://{id}"),
-            content: content.into(),
-            score: 0.0,
-            kind,
-            clear_match: false,
-            from_graph: false,
-        }
-    }
+    use crate::retrieval::fixtures::{all, doc};
 
     fn sample() -> SearchIndex {
         SearchIndex::build_in_ram(&[
@@ -313,16 +301,6 @@ mod tests {
             ),
         ])
         .unwrap()
-    }
-
-    fn all(limit: usize) -> RetrievalOptions {
-        RetrievalOptions {
-            limit,
-            nodes: true,
-            edges: true,
-            episodes: true,
-            communities: true,
-        }
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub use location::S3Location;
 
 use super::bundle::{self, Manifest, MANIFEST};
 use super::RetrievalError;
+use aws_sdk_s3::error::ProvideErrorMetadata;
 use aws_sdk_s3::primitives::ByteStream;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -239,9 +240,14 @@ impl BundleStore {
 
     fn sdk_error<E>(&self, key: &str, e: aws_sdk_s3::error::SdkError<E>) -> RetrievalError
     where
-        E: std::error::Error + Send + Sync + 'static,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
-        let message = aws_sdk_s3::error::DisplayErrorContext(&e).to_string();
+        // S3's own code and message, else the error and its causes: never the SDK's debug dump.
+        let message = match (e.code(), e.message()) {
+            (Some(code), Some(message)) => format!("S3 answered {code}: {message}"),
+            (Some(code), None) => format!("S3 answered {code}"),
+            _ => crate::http::error_chain(&e),
+        };
         self.error(key, message)
     }
 }

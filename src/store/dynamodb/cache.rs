@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::{decode, encode, n, num, s, take_blob, DynamoStore, Item, HEAD, INLINE_LIMIT};
+use super::{encode, n, num, s, take_blob, DynamoStore, Item, HEAD, INLINE_LIMIT};
 use crate::store::{CacheStore, StoreError};
 
 #[async_trait]
@@ -21,16 +21,7 @@ impl CacheStore for DynamoStore {
     async fn get_cached(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         // Eventually consistent: half the read cost, and a reply cached a moment ago that a
         // reader misses only costs one model call.
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", s(key))
-            .key("sk", s(HEAD))
-            .send()
-            .await
-            .map_err(|e| self.sdk_error("GetItem", key, &e))?;
-        let Some(mut item) = out.item else {
+        let Some(mut item) = self.head(key, false).await? else {
             return Ok(None);
         };
         let expires_at =
@@ -38,15 +29,9 @@ impl CacheStore for DynamoStore {
         if expires_at <= self.now_secs() {
             return Ok(None);
         }
-        let enc = match item.remove("enc") {
-            Some(AttributeValue::S(enc)) => enc,
-            _ => return Err(self.corrupt(key, "no enc")),
-        };
+        let enc = self.take_enc(key, &mut item)?;
         let stored = take_blob(&mut item, "body").ok_or_else(|| self.corrupt(key, "no body"))?;
-        let body = decode(&enc, stored)
-            .ok_or_else(|| self.corrupt(key, &format!("unknown enc {enc:?}")))?
-            .map_err(|e| self.corrupt(key, &format!("bad gzip body: {e}")))?;
-        Ok(Some(body))
+        Ok(Some(self.decoded(key, &enc, stored)?))
     }
 
     async fn put_cached(&self, key: &str, body: &[u8], ttl: Duration) -> Result<(), StoreError> {
