@@ -30,11 +30,11 @@ pub(crate) const TRANSIENT_CODES: &[&str] = &[
 ];
 
 /// Shortest per-call timeout, whatever the margin: below it a healthy call could time out.
-pub const MIN_RUN_CALL: Duration = Duration::from_millis(250);
+pub(crate) const MIN_RUN_CALL: Duration = Duration::from_millis(250);
 /// Longest per-call timeout, whatever the margin.
-pub const MAX_RUN_CALL: Duration = Duration::from_secs(5);
+pub(crate) const MAX_RUN_CALL: Duration = Duration::from_secs(5);
 /// Per-call timeout of the start-up Secrets Manager read.
-pub const STARTUP_CALL: Duration = Duration::from_secs(5);
+pub(crate) const STARTUP_CALL: Duration = Duration::from_secs(5);
 
 /// The timeout of one DynamoDB or SQS call made during a run: half of `deadline_margin`,
 /// within [`MIN_RUN_CALL`]..=[`MAX_RUN_CALL`].
@@ -45,7 +45,7 @@ pub fn run_call_timeout(deadline_margin: Duration) -> Duration {
 /// How long a run's lease outlasts the usable deadline: the last checkpoint write and the
 /// continuation send, one [`run_call_timeout`] each. With the default margin this is the
 /// margin itself, so a lease lapses when the Lambda invocation has certainly ended.
-pub fn lease_grace(deadline_margin: Duration) -> Duration {
+pub(crate) fn lease_grace(deadline_margin: Duration) -> Duration {
     2 * run_call_timeout(deadline_margin)
 }
 

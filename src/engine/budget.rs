@@ -29,7 +29,7 @@ impl Budget {
     }
 
     /// The same budget with a token limit for the whole run.
-    pub const fn with_max_tokens(mut self, max_tokens: Option<u64>) -> Self {
+    pub(crate) const fn with_max_tokens(mut self, max_tokens: Option<u64>) -> Self {
         self.max_tokens = max_tokens;
         self
     }
@@ -38,7 +38,7 @@ impl Budget {
     ///
     /// The usable deadline is `deadline - margin`, capped at `now + cap`. A deadline that is
     /// missing, already past, or absurdly far away means "use the configured cap".
-    pub fn from_deadline(
+    pub(crate) fn from_deadline(
         max_steps: u32,
         deadline_ms: Option<u64>,
         now_ms: u64,

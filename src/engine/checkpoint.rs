@@ -114,7 +114,7 @@ pub struct Checkpoint<S, N> {
     /// Run id.
     pub run_id: String,
     /// Engine phase.
-    pub phase: Phase,
+    pub(crate) phase: Phase,
     /// The node to run next (`None` once finished).
     pub next: Option<N>,
     /// Steps taken so far, across every invocation.
@@ -124,7 +124,7 @@ pub struct Checkpoint<S, N> {
     /// Executed steps.
     pub records: Vec<StepRecord<N>>,
     /// Infrastructure retries made so far (silent, not steps).
-    pub infra_retries: u32,
+    pub(crate) infra_retries: u32,
     /// Tokens and model calls so far, across every invocation (failed steps included).
     #[serde(default)]
     pub usage: Usage,
@@ -153,7 +153,7 @@ impl<S, N> Checkpoint<S, N> {
 
     /// True when an invocation with `budget` could make progress: not finished, not failed
     /// for good, not stopped by a step limit it would hit again, nor by its token budget.
-    pub fn can_advance(&self, budget: &Budget) -> bool {
+    pub(crate) fn can_advance(&self, budget: &Budget) -> bool {
         match self.phase {
             Phase::Running => true,
             Phase::Stopped => match self.limits_hit.last() {
@@ -172,7 +172,7 @@ impl<S, N> Checkpoint<S, N> {
     }
 
     /// Total seconds spent in steps; `0.0` before the first step.
-    pub fn total_processing_time(&self) -> f64 {
+    pub(crate) fn total_processing_time(&self) -> f64 {
         // Folded from +0.0: `sum` of no f64 is -0.0, which prints as "-0.000s".
         self.records
             .iter()

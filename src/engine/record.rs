@@ -74,7 +74,7 @@ impl<N> From<StoredRecord<N>> for StepRecord<N> {
 }
 
 /// RFC 3339 text for a time in microseconds since the epoch.
-pub fn rfc3339(micros: u64) -> String {
+pub(crate) fn rfc3339(micros: u64) -> String {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(micros) * 1_000)
         .ok()
         .and_then(|t| t.format(&Rfc3339).ok())

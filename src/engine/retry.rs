@@ -27,7 +27,7 @@ impl RetryPolicy {
     };
 
     /// The policy for calls to remote services: 3 retries, 200 ms doubling up to 5 s.
-    pub const REMOTE: RetryPolicy = RetryPolicy {
+    pub(crate) const REMOTE: RetryPolicy = RetryPolicy {
         max_retries: 3,
         base_delay: Duration::from_millis(200),
         max_delay: Duration::from_secs(5),

@@ -69,7 +69,7 @@ impl Usage {
 
     /// The JSON object shown in step details and response metadata:
     /// `{"prompt", "completion", "total", "estimated"}`.
-    pub fn tokens_json(&self) -> serde_json::Value {
+    pub(crate) fn tokens_json(&self) -> serde_json::Value {
         serde_json::json!({
             "prompt": self.prompt_tokens,
             "completion": self.completion_tokens,
@@ -93,7 +93,7 @@ pub struct Meter(Mutex<Usage>);
 
 impl Meter {
     /// Adds one call's usage.
-    pub fn charge(&self, usage: &Usage) {
+    pub(crate) fn charge(&self, usage: &Usage) {
         if let Ok(mut total) = self.0.lock() {
             total.add(usage);
         }

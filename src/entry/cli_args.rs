@@ -53,28 +53,28 @@ pub struct AskArgs {
     pub n_web_searches: Option<u32>,
     /// Search entities (true/false).
     #[arg(long)]
-    pub node_retrieval: Option<bool>,
+    pub(crate) node_retrieval: Option<bool>,
     /// Search relations (true/false).
     #[arg(long)]
-    pub edge_retrieval: Option<bool>,
+    pub(crate) edge_retrieval: Option<bool>,
     /// Search text passages (true/false).
     #[arg(long)]
-    pub episode_retrieval: Option<bool>,
+    pub(crate) episode_retrieval: Option<bool>,
     /// Search community summaries (true/false).
     #[arg(long)]
-    pub community_retrieval: Option<bool>,
+    pub(crate) community_retrieval: Option<bool>,
     /// Checking preset.
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
     /// Grade retrieved documents (true/false).
     #[arg(long)]
-    pub enable_retrieved_documents_grading: Option<bool>,
+    pub(crate) enable_retrieved_documents_grading: Option<bool>,
     /// Check the answer is grounded (true/false).
     #[arg(long)]
-    pub enable_hallucination_checking: Option<bool>,
+    pub(crate) enable_hallucination_checking: Option<bool>,
     /// Check the answer resolves the question (true/false).
     #[arg(long)]
-    pub enable_answer_quality_checking: Option<bool>,
+    pub(crate) enable_answer_quality_checking: Option<bool>,
 }
 
 impl AskArgs {

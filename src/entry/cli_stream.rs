@@ -9,7 +9,7 @@ use crate::rag::{Events, RunEvent, RunRequest, RunResponse};
 use std::io::Write;
 
 /// What to run: a new run, or the continuation of a stored one.
-pub enum Job {
+pub(crate) enum Job {
     /// A new run with this id.
     New(String, RunRequest),
     /// Continue this run.

@@ -24,7 +24,7 @@ impl Surface {
 }
 
 /// Whole seconds from `now_ms` until `until_ms`, rounded up, at least 1.
-pub fn wait_secs(until_ms: u64, now_ms: u64) -> u64 {
+pub(crate) fn wait_secs(until_ms: u64, now_ms: u64) -> u64 {
     until_ms.saturating_sub(now_ms).div_ceil(1_000).max(1)
 }
 
@@ -51,7 +51,7 @@ pub fn busy(run_id: &str, until_ms: u64, now_ms: u64, surface: Surface) -> Strin
 ///
 /// Store failures are described without their internal detail on the HTTP surface (table
 /// names, SDK messages): the handler logs that detail, the caller gets what to do.
-pub fn engine_error(e: &EngineError, now_ms: u64, surface: Surface) -> String {
+pub(crate) fn engine_error(e: &EngineError, now_ms: u64, surface: Surface) -> String {
     match e {
         EngineError::NotFound { run_id } => match surface {
             Surface::Http => format!(

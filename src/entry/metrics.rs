@@ -5,12 +5,12 @@ use crate::rag::{LimitHit, RagNode, RunResponse};
 use serde_json::{json, Map, Value};
 
 /// Metric namespace.
-pub const NAMESPACE: &str = "BoundedRag";
+pub(crate) const NAMESPACE: &str = "BoundedRag";
 
 /// The EMF document for one run invocation: steps, retries, rewrites, regenerations,
 /// fallbacks, limits hit, model latency, model calls, cache hits and tokens, with the route as
 /// dimension.
-pub fn run_metrics(response: &RunResponse, timestamp_ms: u64) -> Value {
+pub(crate) fn run_metrics(response: &RunResponse, timestamp_ms: u64) -> Value {
     let m = &response.metadata;
     let route = m.route.map(|r| r.as_str()).unwrap_or("none");
     let model_ms: f64 = response
@@ -80,7 +80,7 @@ fn limit_metric(limit: LimitHit) -> &'static str {
 }
 
 /// Prints the EMF line of a run on stdout.
-pub fn emit_run(response: &RunResponse, timestamp_ms: u64) {
+pub(crate) fn emit_run(response: &RunResponse, timestamp_ms: u64) {
     println!("{}", run_metrics(response, timestamp_ms));
 }
 

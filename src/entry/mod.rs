@@ -12,7 +12,7 @@ pub mod eval;
 pub mod http;
 pub mod logging;
 pub mod messages;
-pub mod metrics;
+pub(crate) mod metrics;
 mod runs;
 pub mod sqs;
 pub mod stream;

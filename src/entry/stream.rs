@@ -20,21 +20,21 @@ use lambda_runtime::streaming::{channel, Body, Sender};
 use serde_json::Value;
 
 /// Response header naming the run being streamed.
-pub const RUN_ID_HEADER: &str = "x-run-id";
+pub(crate) const RUN_ID_HEADER: &str = "x-run-id";
 
 /// One server-sent event: `event: NAME` and one `data:` line of compact JSON.
-pub fn sse(name: &str, data: &Value) -> String {
+pub(crate) fn sse(name: &str, data: &Value) -> String {
     format!("event: {name}\ndata: {data}\n\n")
 }
 
 /// The SSE frame of a run event.
-pub fn sse_event(event: &RunEvent) -> String {
+pub(crate) fn sse_event(event: &RunEvent) -> String {
     sse(event.name(), &event.data())
 }
 
 /// The last event of a streamed run, from the buffered answer's status and body: `suspended`
 /// for a run that will be continued, `final` for everything else.
-pub fn last_event(status: StatusCode, body: &Value) -> String {
+pub(crate) fn last_event(status: StatusCode, body: &Value) -> String {
     let suspended = status == StatusCode::ACCEPTED && body["status"] == "suspended";
     sse(if suspended { "suspended" } else { "final" }, body)
 }

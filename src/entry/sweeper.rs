@@ -28,12 +28,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Most runs re-queued by one sweep; the next sweep takes the rest, oldest lapse first.
-pub const SWEEP_LIMIT: usize = 500;
+pub(crate) const SWEEP_LIMIT: usize = 500;
 /// A re-queue claim older than this whose run still holds the same lapsed lease is claimed
 /// again (its sweeper died between the claim and the send, or the message was lost). Longer
 /// than the work queue's visibility timeout, so a re-queued message that a worker received
 /// and crashed on comes back on its own first.
-pub const REQUEUE_AGAIN_AFTER: Duration = Duration::from_secs(15 * 60);
+pub(crate) const REQUEUE_AGAIN_AFTER: Duration = Duration::from_secs(15 * 60);
 /// Claims and sends in flight at once.
 const IN_FLIGHT: usize = 10;
 

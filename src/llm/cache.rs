@@ -36,7 +36,7 @@ const KEY_FORMAT: &str = "bounded-rag llm-cache v1";
 /// A hit returns the stored content as a [`Completion`] with `cached: true` and no tokens
 /// (metered as a cache hit: no model call, no tokens); a miss calls the inner model and stores
 /// a well-formed reply for `ttl`.
-pub struct CachingModel {
+pub(crate) struct CachingModel {
     inner: Arc<dyn ChatModel>,
     store: Arc<dyn CacheStore>,
     ttl: Duration,
@@ -136,7 +136,7 @@ impl ChatModel for CachingModel {
 
 /// The cache key of `request` to a model whose [`ChatModel::cache_scope`] is `scope`:
 /// `cache#` and 64 lower-case hex digits.
-pub fn cache_key(scope: &str, request: &ChatRequest<'_>) -> String {
+pub(crate) fn cache_key(scope: &str, request: &ChatRequest<'_>) -> String {
     let mut hash = Sha256::new();
     let mut field = |bytes: &[u8]| {
         hash.update((bytes.len() as u64).to_be_bytes());

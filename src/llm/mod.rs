@@ -13,12 +13,12 @@ mod structured;
 mod task;
 
 pub use answer_stream::AnswerDeltas;
-pub use cache::{cache_key, CachingModel};
+pub(crate) use cache::CachingModel;
 pub use error::LlmError;
-pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER, NO_MATCH_ANSWER};
+pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER};
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use scripted::{Reply, ScriptedModel};
-pub use structured::{ask, ask_metered, MAX_REASKS};
+pub use structured::{ask, ask_metered};
 pub use task::{Answer, BinaryScore, DataSource, Generated, Refined, RouteDecision, Task};
 
 use crate::retrieval::Document;
@@ -109,16 +109,10 @@ impl Completion {
             cached: false,
         }
     }
-
-    /// The same reply with the provider's token counts.
-    pub fn with_tokens(mut self, prompt: u64, completion: u64) -> Self {
-        self.tokens = Some(TokenCount { prompt, completion });
-        self
-    }
 }
 
 /// Receives the raw content of a streamed reply, piece by piece, as it arrives.
-pub type DeltaSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
+pub(crate) type DeltaSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
 /// A chat model that answers with JSON matching `request.task`'s schema.
 ///

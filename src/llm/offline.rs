@@ -30,7 +30,7 @@ pub const NO_KNOWLEDGE_ANSWER: &str =
     "The offline provider has no knowledge source for this question, so it cannot answer it.";
 
 /// The answer when the documents share no words with the question.
-pub const NO_MATCH_ANSWER: &str =
+pub(crate) const NO_MATCH_ANSWER: &str =
     "None of the retrieved passages address this question, so the offline provider cannot answer it.";
 
 /// Most sentences in an extractive answer.

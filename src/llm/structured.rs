@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use std::time::Instant;
 
 /// How many times a malformed reply is re-asked before giving up (permanent error).
-pub const MAX_REASKS: u32 = 1;
+pub(crate) const MAX_REASKS: u32 = 1;
 
 /// Calls the model and parses its reply as `T`, re-asking at most [`MAX_REASKS`] times;
 /// the calls' usage is discarded (see [`ask_metered`]).

@@ -33,7 +33,7 @@ impl Task {
     ];
 
     /// The `response_format.json_schema.name` sent on the wire.
-    pub fn schema_name(self) -> &'static str {
+    pub(crate) fn schema_name(self) -> &'static str {
         match self {
             Task::RouteQuery => "route_query",
             Task::GradeDocuments => "grade_documents",
@@ -45,7 +45,7 @@ impl Task {
     }
 
     /// A generous estimate of the reply's tokens, for token budgets before a call is made.
-    pub fn expected_completion_tokens(self) -> u64 {
+    pub(crate) fn expected_completion_tokens(self) -> u64 {
         match self {
             Task::RouteQuery => 16,
             Task::GradeDocuments | Task::GradeHallucinations | Task::GradeAnswer => 12,

@@ -27,12 +27,12 @@ use std::time::Duration;
 
 /// How long a slot counts after admission unless its run is seen being advanced: the longest
 /// a Lambda invocation can last, so a crashed run's slot is back within that time.
-pub const SLOT_TTL: Duration = Duration::from_secs(15 * 60);
+pub(crate) const SLOT_TTL: Duration = Duration::from_secs(15 * 60);
 /// An admitted run whose checkpoint is not there yet keeps its slot this long.
-pub const CREATE_GRACE: Duration = Duration::from_secs(60);
+pub(crate) const CREATE_GRACE: Duration = Duration::from_secs(60);
 /// Longest `Retry-After` suggested: a caller polls at least this often, since most runs finish
 /// well before their slot would expire.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// Admissions retried after losing a write race to another request of the same caller.
 const ATTEMPTS: usize = 8;
 
@@ -52,7 +52,7 @@ struct Slots {
 
 /// The answer to "may this caller start another run?".
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Admission {
+pub(crate) enum Admission {
     /// Yes; the run holds a slot.
     Admitted,
     /// No: `active` runs already count against `limit`.
@@ -70,7 +70,7 @@ pub enum Admission {
 }
 
 /// The per-caller active-run limit over a checkpoint store.
-pub struct ActiveRuns<'a> {
+pub(crate) struct ActiveRuns<'a> {
     store: &'a dyn CheckpointStore,
     limit: u32,
 }
@@ -83,7 +83,7 @@ impl<'a> ActiveRuns<'a> {
 
     /// Admits `run_id` for `caller` at `now_ms` if the caller is under the limit. Admitting
     /// a run that already holds a slot is a no-op.
-    pub async fn admit(
+    pub(crate) async fn admit(
         &self,
         caller: &Caller,
         run_id: &str,

@@ -23,7 +23,7 @@ pub enum Caller {
 
 impl Caller {
     /// True for [`Caller::Anonymous`].
-    pub fn is_anonymous(&self) -> bool {
+    pub(crate) fn is_anonymous(&self) -> bool {
         matches!(self, Caller::Anonymous)
     }
 
@@ -39,7 +39,7 @@ impl Caller {
 
     /// Hex SHA-256 of [`Caller::key`]: fixed length, so it can prefix other strings in a store
     /// key without two callers' keys ever running together.
-    pub fn digest(&self) -> String {
+    pub(crate) fn digest(&self) -> String {
         Sha256::digest(self.key().as_bytes())
             .iter()
             .map(|b| format!("{b:02x}"))

@@ -101,12 +101,12 @@ impl Events {
     }
 
     /// True when someone may be listening (answers are then streamed from the model).
-    pub fn is_on(&self) -> bool {
+    pub(crate) fn is_on(&self) -> bool {
         self.0.as_ref().is_some_and(|tx| !tx.is_closed())
     }
 
     /// Sends an event; a receiver that went away is ignored (the run goes on).
-    pub fn emit(&self, event: RunEvent) {
+    pub(crate) fn emit(&self, event: RunEvent) {
         if let Some(tx) = &self.0 {
             let _ = tx.send(event);
         }

@@ -28,7 +28,7 @@ pub struct Metadata {
     /// Steps taken across every invocation.
     pub total_steps: u32,
     /// Seconds spent in steps.
-    pub total_processing_time: f64,
+    pub(crate) total_processing_time: f64,
     /// Limits that shaped the answer, in the order they were hit.
     pub limits_hit: Vec<LimitHit>,
     /// Query rewrites.
@@ -84,7 +84,7 @@ impl From<&Usage> for Tokens {
 }
 
 /// What to do about a run that ended `failed`, by the failure's class.
-pub fn failed_run_hint(class: crate::error::ErrorClass) -> &'static str {
+pub(crate) fn failed_run_hint(class: crate::error::ErrorClass) -> &'static str {
     match class {
         crate::error::ErrorClass::Transient => {
             "a service the run depends on was unavailable; the run kept its progress. Send it \
@@ -139,7 +139,7 @@ pub struct RunResponse {
 
 impl RunResponse {
     /// Builds the response of a checkpoint.
-    pub fn from_checkpoint(cp: &Checkpoint<RagState, RagNode>, provider: &str) -> Self {
+    pub(crate) fn from_checkpoint(cp: &Checkpoint<RagState, RagNode>, provider: &str) -> Self {
         let state = &cp.state;
         let status = status_of(cp);
         let mut limits_hit: Vec<LimitHit> = cp.limits_hit.iter().map(|&l| l.into()).collect();

@@ -59,13 +59,8 @@ impl<'a> Workflow<'a> {
         }
     }
 
-    /// The same workflow running `graph` (the same clients reporting to other events).
-    pub fn with_graph(self, graph: &'a RagGraph) -> Self {
-        Self { graph, ..self }
-    }
-
     /// The same workflow keeping its checkpoints in `store`.
-    pub fn with_store(self, store: &'a dyn CheckpointStore) -> Self {
+    pub(crate) fn with_store(self, store: &'a dyn CheckpointStore) -> Self {
         Self { store, ..self }
     }
 
@@ -76,7 +71,7 @@ impl<'a> Workflow<'a> {
 
     /// The same workflow, whose deadline stops are continued by another invocation when
     /// `continued` (a queue exists) and final otherwise.
-    pub fn with_continuation(self, continued: bool) -> Self {
+    pub(crate) fn with_continuation(self, continued: bool) -> Self {
         Self {
             continue_on_deadline: continued,
             ..self
@@ -84,7 +79,7 @@ impl<'a> Workflow<'a> {
     }
 
     /// The same workflow whose leases outlast the budget's deadline by `grace`.
-    pub fn with_lease_grace(self, grace: Duration) -> Self {
+    pub(crate) fn with_lease_grace(self, grace: Duration) -> Self {
         Self {
             lease_grace: grace,
             ..self
@@ -93,7 +88,7 @@ impl<'a> Workflow<'a> {
 
     /// The same workflow acting for `caller`: its new runs belong to `caller`, and reading
     /// another caller's run is [`EngineError::NotFound`].
-    pub fn for_caller(self, caller: &'a Caller) -> Self {
+    pub(crate) fn for_caller(self, caller: &'a Caller) -> Self {
         Self {
             caller: Some(caller),
             ..self
@@ -199,7 +194,7 @@ impl<'a> Workflow<'a> {
     /// Marks a run `failed` with `reason` (a poison message), unless it already ended or
     /// another invocation holds it. A run that does not exist yet is stored as failed when its
     /// request is known, so its status tells the caller why.
-    pub async fn mark_failed(
+    pub(crate) async fn mark_failed(
         &self,
         run_id: &str,
         reason: &str,

@@ -87,17 +87,17 @@ pub struct RagState {
     pub hallucination_retry_count: u32,
     /// Generation attempts so far (numbers the `token` and `discarded` stream events).
     #[serde(default)]
-    pub generations: u32,
+    pub(crate) generations: u32,
     /// The answer check's verdict, asked together with the groundedness check and used by
     /// `grade_answer` only when the answer was grounded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answer_check: Option<bool>,
+    pub(crate) answer_check: Option<bool>,
     /// Whether the web-search fallback ran after the rewrites were exhausted.
     pub web_fallback: bool,
     /// Set when web search was wanted but is not configured.
     pub web_search_unavailable: bool,
     /// Whether a deadline stop is continued by another invocation (a queue is configured).
-    pub continue_on_deadline: bool,
+    pub(crate) continue_on_deadline: bool,
     /// How it ended.
     pub outcome: Option<Outcome>,
     /// The answer shown to the caller (disclaimer included).

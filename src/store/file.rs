@@ -96,7 +96,8 @@ impl FileStore {
 
     /// How long a write waits for a concurrent writer of the same key (default 10 s) before
     /// failing with [`StoreError::Transient`].
-    pub fn with_lock_timeout(mut self, timeout: Duration) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_lock_timeout(mut self, timeout: Duration) -> Self {
         Arc::make_mut(&mut self.inner).lock_timeout = timeout;
         self
     }
@@ -107,7 +108,8 @@ impl FileStore {
     }
 
     /// The file that holds `key` (whether or not it exists yet).
-    pub fn path_of(&self, key: &str) -> PathBuf {
+    #[cfg(test)]
+    pub(crate) fn path_of(&self, key: &str) -> PathBuf {
         self.inner.dir.join(format!("{}.json", file_stem(key)))
     }
 }

@@ -72,7 +72,8 @@ impl MemoryStore {
 
     /// Drops every expired item and returns how many were removed (expired items are already
     /// invisible; this only frees their memory in long-lived processes).
-    pub fn purge_expired(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn purge_expired(&self) -> usize {
         let now_ms = self.now_ms();
         let mut items = self.lock();
         let before = items.len();

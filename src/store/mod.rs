@@ -46,7 +46,7 @@ impl Lease {
     }
 
     /// This lease, parked: same expiry, no longer held by its invocation.
-    pub fn to_parked(&self) -> Self {
+    pub(crate) fn to_parked(&self) -> Self {
         Self {
             owner: format!("{PARKED}{}", self.owner.trim_start_matches(PARKED)),
             expires_at_ms: self.expires_at_ms,

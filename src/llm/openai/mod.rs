@@ -40,9 +40,9 @@ pub struct OpenAiConfig {
 
 impl OpenAiConfig {
     /// Default [`OpenAiConfig::request_timeout`]: `LLM_TIMEOUT_MS`'s default.
-    pub const DEFAULT_REQUEST_TIMEOUT: Duration = crate::config::DEFAULT_LLM_TIMEOUT;
+    pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = crate::config::DEFAULT_LLM_TIMEOUT;
     /// Default [`OpenAiConfig::connect_timeout`].
-    pub const DEFAULT_CONNECT_TIMEOUT: Duration = crate::config::DEFAULT_LLM_CONNECT_TIMEOUT;
+    pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = crate::config::DEFAULT_LLM_CONNECT_TIMEOUT;
 
     /// A keyless configuration with the default timeouts.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
