@@ -77,6 +77,7 @@ impl App {
         let secrets = read_secrets(&settings, aws.as_ref()).await?;
         let embedder = build_embedder(&settings, &secrets)?;
         let kb = build_kb(&settings, aws.as_ref()).await?;
+        warn_on_prefix_mismatch(kb.as_ref(), &settings);
         let web = build_web(&settings, &secrets)?;
         let limits = RagLimits {
             max_retries: settings.limits.max_retries,
@@ -216,6 +217,22 @@ async fn build_kb(
     };
     crate::retrieval::check_compatible(&kb, model.as_deref())?;
     Ok(Arc::new(kb))
+}
+
+/// A bundle's vectors were made with the prefixes its manifest records, so queries use its
+/// query prefix whatever `EMBEDDINGS_QUERY_PREFIX` says now; a different setting is reported.
+fn warn_on_prefix_mismatch(kb: &dyn Retriever, settings: &Settings) {
+    let configured = &settings.embeddings_tuning.query_prefix;
+    if let Some(info) = kb.embedding() {
+        if !configured.is_empty() && *configured != info.query_prefix {
+            tracing::warn!(
+                configured = %configured,
+                recorded = %info.query_prefix,
+                "EMBEDDINGS_QUERY_PREFIX differs from the prefix recorded in the bundle; \
+                 queries use the bundle's (re-run ingest to change it)"
+            );
+        }
+    }
 }
 
 /// The embeddings client, when `EMBEDDINGS_BASE_URL` is set.

@@ -37,9 +37,9 @@ pub enum Command {
         /// Where to write the bundle (use it with KB_PATH, or publish it).
         #[arg(long, default_value = ".bounded-rag/kb")]
         out: PathBuf,
-        /// Passages per embeddings call.
-        #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=2048))]
-        batch_size: u16,
+        /// Passages per embeddings call (default: EMBEDDINGS_BATCH_SIZE, else 64).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..=2048))]
+        batch_size: Option<u16>,
     },
     /// Publish, list and roll back bundles on S3.
     #[command(subcommand)]
@@ -166,7 +166,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             source,
             out,
             batch_size,
-        } => match ingest_command(&source, &out, usize::from(batch_size)).await {
+        } => match ingest_command(&source, &out, batch_size.map(usize::from)).await {
             Ok(text) => {
                 println!("{text}");
                 ExitCode::SUCCESS

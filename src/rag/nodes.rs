@@ -130,7 +130,14 @@ pub(super) async fn kg_retrieval(
         (Some(embedder), RetrievalMode::Hybrid) => {
             // One embeddings call per retrieval, metered like any model call and retried by
             // the node's policy inside the budget.
-            let input = [query.to_owned()];
+            // The bundle's recorded query prefix (`query: ` for E5): the one its passages
+            // were embedded to match.
+            let prefix = graph
+                .kb
+                .embedding()
+                .map(|e| e.query_prefix)
+                .unwrap_or_default();
+            let input = [format!("{prefix}{query}")];
             let embedded = ctx
                 .retry("embed_query", || async {
                     let out = embedder.embed(&input, ctx.remaining()).await?;

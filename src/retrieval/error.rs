@@ -94,8 +94,9 @@ pub enum RetrievalError {
     Embedding(#[from] super::EmbedError),
     /// An ingest stopped because a batch could not be embedded; running it again resumes.
     #[error(
-        "embedding stopped after {done} of {total} passages: {source}; the vectors received \
+        "embedding stopped after {done} of {total} passages: {source}{}; the vectors received \
          are kept in {} and the next ingest of this folder resumes from there",
+        raise_hint(source),
         staging.display()
     )]
     Interrupted {
@@ -117,6 +118,16 @@ pub enum RetrievalError {
         /// What went wrong.
         message: String,
     },
+}
+
+/// What to change when an ingest's embeddings call timed out: the setting, not the sources.
+fn raise_hint(source: &super::EmbedError) -> &'static str {
+    match source {
+        super::EmbedError::Timeout { .. } => {
+            " (raise EMBEDDINGS_TIMEOUT_MS, or lower EMBEDDINGS_BATCH_SIZE, for a slow server)"
+        }
+        _ => "",
+    }
 }
 
 impl RetrievalError {

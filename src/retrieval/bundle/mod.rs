@@ -55,6 +55,12 @@ pub struct IngestOptions<'a> {
     pub retry: RetryPolicy,
     /// Timeout of one embeddings call.
     pub call_timeout: Duration,
+    /// Batches in flight at once (at least 1).
+    pub concurrency: usize,
+    /// Put before every passage embedded; recorded in the manifest.
+    pub passage_prefix: String,
+    /// Put before every query at search time; recorded in the manifest.
+    pub query_prefix: String,
     /// Where progress goes.
     pub progress: &'a dyn Progress,
 }
@@ -70,6 +76,9 @@ impl Default for IngestOptions<'_> {
                 max_delay: Duration::from_secs(10),
             },
             call_timeout: Duration::from_secs(60),
+            concurrency: 1,
+            passage_prefix: String::new(),
+            query_prefix: String::new(),
             progress: &NoProgress,
         }
     }
