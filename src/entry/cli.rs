@@ -7,6 +7,7 @@ use super::messages::{self, Surface};
 use super::App;
 use crate::engine::{Clock, EngineError, SystemClock};
 use crate::rag::{Mode, RunRequest, RunResponse, RunStatus};
+use crate::retrieval::Filter;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -128,6 +129,21 @@ pub struct AskArgs {
     /// Check the answer resolves the question (true/false).
     #[arg(long)]
     pub enable_answer_quality_checking: Option<bool>,
+    /// Only knowledge-base documents whose metadata KEY equals VALUE; repeat to require all.
+    #[arg(long = "filter", value_name = "KEY=VALUE", value_parser = parse_filter)]
+    pub filters: Vec<(String, String)>,
+}
+
+/// `KEY=VALUE` of `--filter`.
+fn parse_filter(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => {
+            Ok((key.trim().to_owned(), value.trim().to_owned()))
+        }
+        _ => Err(format!(
+            "`{text}` is not KEY=VALUE (e.g. --filter product=durian)"
+        )),
+    }
 }
 
 impl AskArgs {
@@ -151,6 +167,12 @@ impl AskArgs {
         r.enable_hallucination_checking = self.enable_hallucination_checking;
         r.enable_answer_quality_checking = self.enable_answer_quality_checking;
         r.max_tokens = self.max_tokens;
+        r.filters = self
+            .filters
+            .iter()
+            .map(|(key, value)| Filter::equals(key, value))
+            .reduce(Filter::and)
+            .map(Box::new);
         r.validate().map_err(|e| {
             let flag = e.field.replace('_', "-");
             format!("invalid --{flag}: {}", e.message)

@@ -34,6 +34,7 @@ pub struct RagGraph {
     pub(crate) web: Option<Arc<dyn WebSearch>>,
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
     pub(crate) limits: RagLimits,
+    pub(crate) tenant_key: Option<String>,
     pub(crate) remote_policy: RetryPolicy,
     pub(crate) events: Events,
 }
@@ -52,6 +53,7 @@ impl RagGraph {
             web,
             embedder: None,
             limits,
+            tenant_key: None,
             remote_policy: RetryPolicy::REMOTE,
             events: Events::default(),
         }
@@ -69,6 +71,13 @@ impl RagGraph {
     /// searched hybrid (BM25 fused with vector similarity).
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
         self.embedder = Some(embedder);
+        self
+    }
+
+    /// Pins every caller to the knowledge-base documents whose metadata under `key` equals
+    /// its caller id (`KB_TENANT_KEY`), whatever filter a request sends.
+    pub fn with_tenant_key(mut self, key: Option<String>) -> Self {
+        self.tenant_key = key;
         self
     }
 

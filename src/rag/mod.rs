@@ -25,6 +25,7 @@ mod request;
 mod response;
 mod service;
 mod state;
+mod tenant;
 
 pub use caller::Caller;
 pub use error::RagError;

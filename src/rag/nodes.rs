@@ -123,7 +123,9 @@ pub(super) async fn kg_retrieval(
     state: &mut RagState,
     ctx: &StepCtx<'_>,
 ) -> Step {
-    let options = state.request.retrieval_options();
+    let mut options = state.request.retrieval_options();
+    let key = graph.tenant_key.as_deref();
+    options.filter = super::tenant::pinned(options.filter.take(), key, &state.caller);
     let query = state.query.as_str();
     let mode = graph.retrieval_mode();
     let documents = match (&graph.embedder, mode) {

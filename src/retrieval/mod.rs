@@ -17,11 +17,13 @@ mod bm25;
 pub mod bundle;
 pub mod embed;
 mod error;
+mod filter;
 mod graph;
 mod http;
 mod hybrid;
 mod kb;
 mod live;
+mod metadata;
 pub mod s3;
 mod sources;
 mod web;
@@ -31,6 +33,7 @@ pub use bundle::{
 };
 pub use embed::{EmbedError, Embedder, Embeddings, EmbeddingsClient, EmbeddingsConfig};
 pub use error::RetrievalError;
+pub use filter::{Filter, FilterError};
 pub use kb::{KbStats, KnowledgeBase};
 pub use live::{check_compatible, LiveKnowledge, LoadOptions, RefreshOutcome};
 pub use web::{TavilyClient, TavilyConfig};
@@ -102,7 +105,7 @@ impl RetrievalMode {
 }
 
 /// Which parts of the knowledge base a request searches, and how many results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RetrievalOptions {
     /// Maximum documents returned (1..=10).
     pub limit: usize,
@@ -114,6 +117,9 @@ pub struct RetrievalOptions {
     pub episodes: bool,
     /// Search community summaries.
     pub communities: bool,
+    /// Only documents whose metadata passes (applied before the top `limit` is taken).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<Filter>,
 }
 
 impl Default for RetrievalOptions {
@@ -124,6 +130,7 @@ impl Default for RetrievalOptions {
             edges: true,
             episodes: true,
             communities: false,
+            filter: None,
         }
     }
 }

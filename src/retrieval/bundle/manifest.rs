@@ -60,6 +60,9 @@ pub struct Manifest {
     pub embedding: Option<EmbeddingInfo>,
     /// Every file but the manifest.
     pub files: Vec<BundleFile>,
+    /// The metadata keys documents carry (filterable); empty in bundles without metadata.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metadata_keys: Vec<String>,
 }
 
 impl Manifest {

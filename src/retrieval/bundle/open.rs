@@ -3,6 +3,7 @@
 //! and every count is checked against what was opened.
 use super::manifest::{Manifest, MANIFEST};
 use crate::retrieval::bm25::SearchIndex;
+use crate::retrieval::metadata::{MetaTable, METADATA_FILE};
 use crate::retrieval::{KnowledgeBase, RetrievalError};
 use std::collections::HashMap;
 use std::fs;
@@ -40,7 +41,16 @@ pub(crate) fn open_dir(dir: &Path) -> Result<KnowledgeBase, RetrievalError> {
         }
         None => None,
     };
-    KnowledgeBase::assemble(index, vectors, &manifest, dir.to_path_buf())
+    let meta = match manifest.file(METADATA_FILE) {
+        Some(_) => {
+            let path = dir.join(METADATA_FILE);
+            let bytes = fs::read(&path).map_err(|e| RetrievalError::io(&path, e))?;
+            Some(OwnedBytes::new(bytes))
+        }
+        None => None,
+    };
+    let meta = read_meta(meta, dir)?;
+    KnowledgeBase::assemble(index, vectors, meta, &manifest, dir.to_path_buf())
 }
 
 /// Opens a bundle from its files held in memory (paths as in the manifest, already checked).
@@ -51,10 +61,24 @@ pub(crate) fn open_in_memory(
 ) -> Result<KnowledgeBase, RetrievalError> {
     let prefix = format!("{INDEX_DIR}/");
     let vectors = files.remove(VECTORS_FILE);
+    let meta = read_meta(files.remove(METADATA_FILE), Path::new(origin))?;
     let index_files: HashMap<PathBuf, OwnedBytes> = files
         .into_iter()
         .filter_map(|(path, bytes)| Some((PathBuf::from(path.strip_prefix(&prefix)?), bytes)))
         .collect();
     let index = SearchIndex::open_in_memory(index_files, Path::new(origin))?;
-    KnowledgeBase::assemble(index, vectors, manifest, PathBuf::from(origin))
+    KnowledgeBase::assemble(index, vectors, meta, manifest, PathBuf::from(origin))
+}
+
+/// The bundle's metadata; none in bundles without `metadata.json` (older ones included).
+fn read_meta(bytes: Option<OwnedBytes>, origin: &Path) -> Result<MetaTable, RetrievalError> {
+    match bytes {
+        None => Ok(MetaTable::default()),
+        Some(bytes) => {
+            MetaTable::from_json(bytes.as_slice()).map_err(|message| RetrievalError::Invalid {
+                path: origin.join(METADATA_FILE),
+                message,
+            })
+        }
+    }
 }

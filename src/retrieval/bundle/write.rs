@@ -6,6 +6,7 @@ use super::open::{INDEX_DIR, VECTORS_FILE};
 use super::{content_hash, IngestSummary, Progress};
 use crate::retrieval::bm25::SearchIndex;
 use crate::retrieval::hybrid::Vectors;
+use crate::retrieval::metadata::METADATA_FILE;
 use crate::retrieval::sources::{self, Corpus};
 use crate::retrieval::{DocKind, Document, RetrievalError};
 use serde::Deserialize;
@@ -80,14 +81,20 @@ impl Plan {
             let bytes = Vectors::encode(&embedded.vectors, embedded.info.dimensions);
             write(&build.join(VECTORS_FILE), &bytes)?;
         }
+        let meta = &self.corpus.meta;
+        if !meta.is_empty() {
+            let json = serde_json::to_vec(meta).expect("metadata serializes");
+            write(&build.join(METADATA_FILE), &json)?;
+        }
         let manifest = Manifest {
             format: FORMAT.into(),
             format_version: FORMAT_VERSION,
-            content_hash: content_hash(docs, embedding.as_ref()),
+            content_hash: meta.hashed_with(content_hash(docs, embedding.as_ref())),
             created_at: now_rfc3339(),
             counts: self.corpus.stats,
             embedding,
             files: describe_files(&build)?,
+            metadata_keys: meta.keys(),
         };
         let json = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
         write(&build.join(MANIFEST), &json)?;
