@@ -100,13 +100,44 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn read(vars: &[(&str, &str)]) -> Result<EmbeddingsTuning, ConfigError> {
+    fn with<T>(vars: &[(&str, &str)], read: impl Fn(&Env) -> T) -> T {
         let map: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
         let lookup = move |name: &str| map.get(name).cloned();
-        embeddings_tuning(&Env(&lookup))
+        read(&Env(&lookup))
+    }
+
+    fn read(vars: &[(&str, &str)]) -> Result<EmbeddingsTuning, ConfigError> {
+        with(vars, embeddings_tuning)
+    }
+
+    #[test]
+    fn rerank_and_tenant_settings_are_checked() {
+        assert_eq!(with(&[], rerank).unwrap(), None);
+        let r = with(
+            &[
+                ("RERANK_BASE_URL", "http://127.0.0.1:8080"),
+                ("RERANK_API_KEY", "rk-1"),
+            ],
+            rerank,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (r.base_url.as_str(), r.model),
+            ("http://127.0.0.1:8080/", None)
+        );
+        assert!(r.api_key.is_some());
+        let err = with(&[("RERANK_BASE_URL", "ftp://x")], rerank).unwrap_err();
+        assert_eq!(err.var(), "RERANK_BASE_URL");
+        assert_eq!(
+            with(&[("KB_TENANT_KEY", "tenant")], tenant_key).unwrap(),
+            Some("tenant".into())
+        );
+        let err = with(&[("KB_TENANT_KEY", "a b")], tenant_key).unwrap_err();
+        assert_eq!(err.var(), "KB_TENANT_KEY");
     }
 
     #[test]

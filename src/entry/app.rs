@@ -10,7 +10,7 @@ use crate::rag::{RagGraph, RagLimits, Workflow};
 use crate::retrieval::s3::{self, BundleStore};
 use crate::retrieval::{
     Embedder, EmbeddingsClient, EmbeddingsConfig, KnowledgeBase, LiveKnowledge, LoadOptions,
-    Retriever, TavilyClient, TavilyConfig, WebSearch,
+    RerankClient, RerankConfig, Reranker, Retriever, TavilyClient, TavilyConfig, WebSearch,
 };
 use crate::secrets::{SecretBundle, SecretsProvider};
 use crate::store::{CacheStore, CheckpointStore, DynamoStore, FileStore};
@@ -111,6 +111,9 @@ impl App {
             RagGraph::new(model, kb, web, limits).with_tenant_key(settings.kb_tenant_key.clone());
         if let Some(embedder) = embedder {
             graph = graph.with_embedder(embedder);
+        }
+        if let Some(reranker) = build_reranker(&settings, &secrets)? {
+            graph = graph.with_reranker(reranker);
         }
         Ok(Self {
             graph,
@@ -251,6 +254,23 @@ pub(crate) fn build_embedder(
             .api_key
             .clone()
             .or_else(|| secrets.embeddings_api_key.clone()),
+    })
+    .map_err(crate::retrieval::RetrievalError::from)?;
+    Ok(Some(Arc::new(client)))
+}
+
+/// The rerank client, when `RERANK_BASE_URL` is set.
+fn build_reranker(
+    settings: &Settings,
+    secrets: &SecretBundle,
+) -> Result<Option<Arc<dyn Reranker>>, StartupError> {
+    let Some(r) = &settings.rerank else {
+        return Ok(None);
+    };
+    let client = RerankClient::new(RerankConfig {
+        base_url: r.base_url.as_str().trim_end_matches('/').to_owned(),
+        model: r.model.clone(),
+        api_key: r.api_key.clone().or_else(|| secrets.rerank_api_key.clone()),
     })
     .map_err(crate::retrieval::RetrievalError::from)?;
     Ok(Some(Arc::new(client)))

@@ -3,7 +3,7 @@
 use super::{nodes, prompts, BestEffortReason, Events, Outcome, RagError, RagNode, RagState};
 use crate::engine::{Graph, Limit, RetryPolicy, StepCtx, StepOutput};
 use crate::llm::{estimate_tokens, ChatModel, Task};
-use crate::retrieval::{Document, Embedder, RetrievalMode, Retriever, WebSearch};
+use crate::retrieval::{Document, Embedder, Reranker, RetrievalMode, Retriever, WebSearch};
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +33,7 @@ pub struct RagGraph {
     pub(crate) kb: Arc<dyn Retriever>,
     pub(crate) web: Option<Arc<dyn WebSearch>>,
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
+    pub(crate) reranker: Option<Arc<dyn Reranker>>,
     pub(crate) limits: RagLimits,
     pub(crate) tenant_key: Option<String>,
     pub(crate) remote_policy: RetryPolicy,
@@ -52,6 +53,7 @@ impl RagGraph {
             kb,
             web,
             embedder: None,
+            reranker: None,
             limits,
             tenant_key: None,
             remote_policy: RetryPolicy::REMOTE,
@@ -71,6 +73,13 @@ impl RagGraph {
     /// searched hybrid (BM25 fused with vector similarity).
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
         self.embedder = Some(embedder);
+        self
+    }
+
+    /// Reorders every knowledge-base retrieval with `reranker` (`RERANK_BASE_URL`): more
+    /// candidates are retrieved, the reranker keeps the best `n_retrieved_documents`.
+    pub fn with_reranker(mut self, reranker: Arc<dyn Reranker>) -> Self {
+        self.reranker = Some(reranker);
         self
     }
 
@@ -128,8 +137,11 @@ impl Graph for RagGraph {
 
     fn retry_policy(&self, node: RagNode) -> RetryPolicy {
         match node {
-            // Only the query's embedding call is remote; a local search error is permanent.
-            RagNode::KgRetrieval if self.embedder.is_none() => RetryPolicy::NONE,
+            // Only the query's embedding and rerank calls are remote; a local search error is
+            // permanent.
+            RagNode::KgRetrieval if self.embedder.is_none() && self.reranker.is_none() => {
+                RetryPolicy::NONE
+            }
             _ => self.remote_policy,
         }
     }
@@ -153,7 +165,7 @@ impl Graph for RagGraph {
         };
         match node {
             RagNode::KgRetrieval => match state.retrieval {
-                Some(RetrievalMode::Hybrid) => estimate_tokens(&state.query),
+                Some(mode) if mode.is_hybrid() => estimate_tokens(&state.query),
                 _ => 0,
             },
             RagNode::WebSearch => 0,

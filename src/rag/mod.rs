@@ -22,6 +22,7 @@ mod node;
 mod nodes;
 mod prompts;
 mod request;
+mod rerank;
 mod response;
 mod service;
 mod state;

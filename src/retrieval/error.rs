@@ -92,6 +92,9 @@ pub enum RetrievalError {
     /// An embeddings call failed (the query's, during a run).
     #[error(transparent)]
     Embedding(#[from] super::EmbedError),
+    /// A rerank call failed.
+    #[error(transparent)]
+    Rerank(#[from] super::RerankError),
     /// An ingest stopped because a batch could not be embedded; running it again resumes.
     #[error(
         "embedding stopped after {done} of {total} passages: {source}{}; the vectors received \
@@ -170,6 +173,7 @@ impl Classify for RetrievalError {
             | Self::Interrupted { .. }
             | Self::S3 { .. } => ErrorClass::Permanent,
             Self::Embedding(e) => e.class(),
+            Self::Rerank(e) => e.class(),
         }
     }
 
@@ -177,6 +181,7 @@ impl Classify for RetrievalError {
         match self {
             Self::Http { retry_after, .. } => *retry_after,
             Self::Embedding(e) => e.retry_after(),
+            Self::Rerank(e) => e.retry_after(),
             _ => None,
         }
     }

@@ -7,6 +7,8 @@
 //! | `bm25` | the tantivy index: schema, analyzer, build, open (memory-mapped or in memory) |
 //! | [`bundle`] | the versioned on-disk bundle: manifest, content hash, ingest, open |
 //! | [`embed`] | the OpenAI-compatible embeddings client |
+//! | [`rerank`] | the Cohere/Jina/TEI-compatible rerank client |
+//! | `filter`, `metadata` | metadata filters and the allowed set they make of a corpus |
 //! | `graph` | the entity graph: one-hop relations and communities of matched entities |
 //! | `hybrid` | quantized passage vectors, their flat scan, reciprocal rank fusion |
 //! | [`s3`] | publishing bundles to S3 behind a pointer, listing and fetching them |
@@ -24,6 +26,7 @@ mod hybrid;
 mod kb;
 mod live;
 mod metadata;
+pub mod rerank;
 pub mod s3;
 mod sources;
 mod web;
@@ -36,6 +39,7 @@ pub use error::RetrievalError;
 pub use filter::{Filter, FilterError};
 pub use kb::{KbStats, KnowledgeBase};
 pub use live::{check_compatible, LiveKnowledge, LoadOptions, RefreshOutcome};
+pub use rerank::{Ranked, RerankClient, RerankConfig, RerankError, Reranker};
 pub use web::{TavilyClient, TavilyConfig};
 
 use async_trait::async_trait;
@@ -92,15 +96,36 @@ pub enum RetrievalMode {
     Bm25,
     /// Reciprocal rank fusion of BM25 and vector similarity.
     Hybrid,
+    /// BM25, then reordered by the rerank model.
+    #[serde(rename = "bm25+rerank")]
+    Bm25Rerank,
+    /// Hybrid, then reordered by the rerank model.
+    #[serde(rename = "hybrid+rerank")]
+    HybridRerank,
 }
 
 impl RetrievalMode {
-    /// The name in response metadata (`bm25`, `hybrid`).
+    /// The name in response metadata (`bm25`, `hybrid`, `bm25+rerank`, `hybrid+rerank`).
     pub fn as_str(self) -> &'static str {
         match self {
             RetrievalMode::Bm25 => "bm25",
             RetrievalMode::Hybrid => "hybrid",
+            RetrievalMode::Bm25Rerank => "bm25+rerank",
+            RetrievalMode::HybridRerank => "hybrid+rerank",
         }
+    }
+
+    /// The same ranking followed by the rerank stage.
+    pub fn reranked(self) -> Self {
+        match self {
+            RetrievalMode::Bm25 | RetrievalMode::Bm25Rerank => RetrievalMode::Bm25Rerank,
+            RetrievalMode::Hybrid | RetrievalMode::HybridRerank => RetrievalMode::HybridRerank,
+        }
+    }
+
+    /// Whether the query is embedded (hybrid, reranked or not).
+    pub fn is_hybrid(self) -> bool {
+        matches!(self, RetrievalMode::Hybrid | RetrievalMode::HybridRerank)
     }
 }
 

@@ -9,6 +9,7 @@ pub mod fault_proxy;
 pub mod lambda_watch;
 pub mod llm_server;
 pub mod moto;
+pub mod rerank_server;
 pub mod scripted_http;
 pub mod store_conformance;
 pub mod tap;
