@@ -349,3 +349,37 @@ pub(crate) fn fail(code: u8, message: &str) -> ExitCode {
     eprintln!("bounded-rag: {message}");
     ExitCode::from(code)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(args: &[&str]) -> Result<RunRequest, String> {
+        let cli = Cli::try_parse_from(["bounded-rag", "ask", "q"].iter().chain(args))
+            .map_err(|e| e.to_string())?;
+        match cli.command {
+            Command::Ask(a) => a.request("q"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn repeated_filters_must_all_hold() {
+        assert_eq!(ask(&[]).unwrap().filters, None);
+        let one = ask(&["--filter", "product=durian"]).unwrap();
+        assert_eq!(
+            one.filters.as_deref(),
+            Some(&Filter::equals("product", "durian"))
+        );
+        let two = ask(&["--filter", "product=durian", "--filter", "year = 2024"]).unwrap();
+        assert_eq!(
+            two.filters.as_deref(),
+            Some(&Filter::And(vec![
+                Filter::equals("product", "durian"),
+                Filter::equals("year", "2024"),
+            ]))
+        );
+        let err = ask(&["--filter", "durian"]).unwrap_err();
+        assert!(err.contains("KEY=VALUE"), "{err}");
+    }
+}

@@ -62,6 +62,16 @@ impl Progress for Bar {
         }
     }
 
+    fn resumed(&self, n: u64) {
+        if let Ok(slot) = self.0.lock() {
+            if let Some(bar) = slot.as_ref() {
+                bar.inc(n);
+                // The rate and ETA count this run's work only.
+                bar.reset_eta();
+            }
+        }
+    }
+
     fn finish(&self) {
         if let Ok(mut slot) = self.0.lock() {
             if let Some(bar) = slot.take() {

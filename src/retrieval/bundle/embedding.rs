@@ -68,7 +68,7 @@ pub(crate) async fn embed_passages(
     }
     let total = texts.len();
     options.progress.stage("embedding", total as u64);
-    options.progress.advance((total - todo.len()) as u64);
+    options.progress.resumed((total - todo.len()) as u64);
     let batch_size = options.batch_size.max(1);
     let (mut embedded, mut calls) = (0, 0);
     // Up to `concurrency` batches in flight; each one's vectors are kept as soon as it

@@ -35,6 +35,11 @@ pub trait Progress: Send + Sync {
     fn stage(&self, _name: &'static str, _total: u64) {}
     /// `n` more units of the current stage are done.
     fn advance(&self, _n: u64) {}
+    /// `n` units of the current stage were done by an earlier, interrupted run: done, but not
+    /// part of this run's rate.
+    fn resumed(&self, n: u64) {
+        self.advance(n);
+    }
     /// The current stage is over.
     fn finish(&self) {}
 }
