@@ -159,7 +159,10 @@ pub(super) async fn kg_retrieval(
     };
     let (documents, mode, rerank_failed) =
         match super::rerank::rerank(graph, ctx, query, documents, limit).await {
-            Reranked::Done(docs) if graph.reranker.is_some() => (docs, mode.reranked(), None),
+            // Nothing found, nothing reranked: the mode says what ran.
+            Reranked::Done(docs) if graph.reranker.is_some() && !docs.is_empty() => {
+                (docs, mode.reranked(), None)
+            }
             Reranked::Done(docs) => (docs, mode, None),
             Reranked::FellBack(docs, error) => (docs, mode, Some(error)),
         };
