@@ -13,6 +13,9 @@ mod env;
 mod error;
 
 pub use error::ConfigError;
+mod retrieval;
+
+pub use retrieval::{EmbeddingsTuning, RerankSettings};
 
 use crate::secrets::Secret;
 use env::{Env, Num};
@@ -86,6 +89,13 @@ pub struct Settings {
     pub kb_refresh: Option<Duration>,
     /// Embeddings endpoint; `None` when `EMBEDDINGS_BASE_URL` is unset.
     pub embeddings: Option<EmbeddingsSettings>,
+    /// `EMBEDDINGS_BATCH_SIZE`, `EMBEDDINGS_TIMEOUT_MS`, `EMBEDDINGS_CONCURRENCY` and the
+    /// `EMBEDDINGS_*_PREFIX` instructions.
+    pub embeddings_tuning: EmbeddingsTuning,
+    /// The rerank stage; `None` when `RERANK_BASE_URL` is unset.
+    pub rerank: Option<RerankSettings>,
+    /// `KB_TENANT_KEY`: the metadata key whose value must equal the caller's id.
+    pub kb_tenant_key: Option<String>,
     /// `STATE_DIR`: folder of the local file store (default `.bounded-rag/runs`).
     pub state_dir: PathBuf,
     /// `MAX_BODY_BYTES`: largest accepted request body (1024..=1048576, default 65536).
@@ -261,6 +271,9 @@ impl Settings {
             kb_refresh: Some(env.seconds("KB_REFRESH_SECONDS", KB_REFRESH)?)
                 .filter(|d| !d.is_zero()),
             embeddings,
+            embeddings_tuning: retrieval::embeddings_tuning(&env)?,
+            rerank: retrieval::rerank(&env)?,
+            kb_tenant_key: retrieval::tenant_key(&env)?,
             state_dir: PathBuf::from(
                 env.text("STATE_DIR")
                     .unwrap_or_else(|| DEFAULT_STATE_DIR.to_owned()),

@@ -50,6 +50,8 @@ pub struct SecretBundle {
     pub web_search_api_key: Option<Secret>,
     /// `EMBEDDINGS_API_KEY`.
     pub embeddings_api_key: Option<Secret>,
+    /// `RERANK_API_KEY`.
+    pub rerank_api_key: Option<Secret>,
 }
 
 impl fmt::Display for SecretBundle {
@@ -213,6 +215,7 @@ fn parse_bundle(secret_id: &str, text: &str) -> Result<SecretBundle, SecretsErro
         llm_api_key: field("LLM_API_KEY")?,
         web_search_api_key: field("WEB_SEARCH_API_KEY")?,
         embeddings_api_key: field("EMBEDDINGS_API_KEY")?,
+        rerank_api_key: field("RERANK_API_KEY")?,
     })
 }
 
@@ -267,6 +270,7 @@ mod tests {
             llm_api_key: Some(Secret::new("sk-very-secret")),
             web_search_api_key: None,
             embeddings_api_key: None,
+            rerank_api_key: None,
         };
         assert_eq!(
             bundle.to_string(),

@@ -23,6 +23,7 @@ fn options(limit: usize, communities: bool) -> RetrievalOptions {
         edges: true,
         episodes: true,
         communities,
+        filter: None,
     }
 }
 

@@ -308,6 +308,7 @@ async fn a_hybrid_search_adds_the_matched_entity_neighbourhood_too() {
             edges: true,
             episodes: true,
             communities,
+            filter: None,
         };
         let docs = kb
             .search_hybrid(question, &concept_vector(question), &options)

@@ -16,6 +16,7 @@ fn options(limit: usize, kinds: &[DocKind]) -> RetrievalOptions {
         edges: kinds.contains(&DocKind::Edge),
         episodes: kinds.contains(&DocKind::Episode),
         communities: kinds.contains(&DocKind::Community),
+        filter: None,
     }
 }
 

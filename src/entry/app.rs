@@ -13,7 +13,7 @@ use crate::rag::{RagGraph, RagLimits, Workflow};
 use crate::retrieval::s3::{self, BundleStore};
 use crate::retrieval::{
     Embedder, EmbeddingsClient, EmbeddingsConfig, KnowledgeBase, LiveKnowledge, LoadOptions,
-    Retriever, TavilyClient, TavilyConfig, WebSearch,
+    RerankClient, RerankConfig, Reranker, Retriever, TavilyClient, TavilyConfig, WebSearch,
 };
 use crate::secrets::{SecretBundle, SecretsProvider};
 use crate::store::{CacheStore, CheckpointStore, DynamoStore, FileStore};
@@ -87,6 +87,7 @@ impl App {
         let secrets = read_secrets(&settings, aws.as_ref()).await?;
         let embedder = build_embedder(&settings, &secrets)?;
         let kb = build_kb(&settings, aws.as_ref()).await?;
+        warn_on_prefix_mismatch(kb.as_ref(), &settings);
         let web = build_web(&settings, &secrets)?;
         let limits = RagLimits {
             max_query_rewrites: settings.limits.max_query_rewrites,
@@ -109,11 +110,15 @@ impl App {
         if let Some(ttl) = settings.llm.cache_ttl {
             model = Arc::new(CachingModel::new(model, cache, ttl));
         }
-        let mut graph = RagGraph::new(model, kb, web, limits);
+        let mut graph =
+            RagGraph::new(model, kb, web, limits).with_tenant_key(settings.kb_tenant_key.clone());
         if let Some(embedder) = embedder {
             graph = graph.with_embedder(embedder);
         }
         let queue = aws.as_ref().and_then(|sdk| work_queue(&settings, sdk));
+        if let Some(reranker) = build_reranker(&settings, &secrets)? {
+            graph = graph.with_reranker(reranker);
+        }
         Ok(Self {
             queue,
             ..Self::from_parts(settings, graph, store, Arc::new(SystemClock))
@@ -267,6 +272,22 @@ async fn build_kb(
     Ok(Arc::new(kb))
 }
 
+/// A bundle's vectors were made with the prefixes its manifest records, so queries use its
+/// query prefix whatever `EMBEDDINGS_QUERY_PREFIX` says now; a different setting is reported.
+fn warn_on_prefix_mismatch(kb: &dyn Retriever, settings: &Settings) {
+    let configured = &settings.embeddings_tuning.query_prefix;
+    if let Some(info) = kb.embedding() {
+        if !configured.is_empty() && *configured != info.query_prefix {
+            tracing::warn!(
+                configured = %configured,
+                recorded = %info.query_prefix,
+                "EMBEDDINGS_QUERY_PREFIX differs from the prefix recorded in the bundle; \
+                 queries use the bundle's (re-run ingest to change it)"
+            );
+        }
+    }
+}
+
 /// The embeddings client, when `EMBEDDINGS_BASE_URL` is set.
 pub(crate) fn build_embedder(
     settings: &Settings,
@@ -282,6 +303,23 @@ pub(crate) fn build_embedder(
             .api_key
             .clone()
             .or_else(|| secrets.embeddings_api_key.clone()),
+    })
+    .map_err(crate::retrieval::RetrievalError::from)?;
+    Ok(Some(Arc::new(client)))
+}
+
+/// The rerank client, when `RERANK_BASE_URL` is set.
+fn build_reranker(
+    settings: &Settings,
+    secrets: &SecretBundle,
+) -> Result<Option<Arc<dyn Reranker>>, StartupError> {
+    let Some(r) = &settings.rerank else {
+        return Ok(None);
+    };
+    let client = RerankClient::new(RerankConfig {
+        base_url: r.base_url.as_str().trim_end_matches('/').to_owned(),
+        model: r.model.clone(),
+        api_key: r.api_key.clone().or_else(|| secrets.rerank_api_key.clone()),
     })
     .map_err(crate::retrieval::RetrievalError::from)?;
     Ok(Some(Arc::new(client)))

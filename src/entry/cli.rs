@@ -38,9 +38,9 @@ pub enum Command {
         /// Where to write the bundle (use it with KB_PATH, or publish it).
         #[arg(long, default_value = ".bounded-rag/kb")]
         out: PathBuf,
-        /// Passages per embeddings call.
-        #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=2048))]
-        batch_size: u16,
+        /// Passages per embeddings call (default: EMBEDDINGS_BATCH_SIZE, else 64).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..=2048))]
+        batch_size: Option<u16>,
     },
     /// Publish, list and roll back bundles on S3.
     #[command(subcommand)]
@@ -65,7 +65,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             source,
             out,
             batch_size,
-        } => match ingest_command(&source, &out, usize::from(batch_size)).await {
+        } => match ingest_command(&source, &out, batch_size.map(usize::from)).await {
             Ok(text) => {
                 println!("{text}");
                 ExitCode::SUCCESS
@@ -136,3 +136,39 @@ async fn ask(args: AskArgs) -> ExitCode {
 
 const NO_QUESTION: &str =
     "a question or --resume RUN_ID is required, e.g. bounded-rag ask \"What causes patch canker in durian?\"";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rag::RunRequest;
+    use crate::retrieval::Filter;
+
+    fn ask(args: &[&str]) -> Result<RunRequest, String> {
+        let cli = Cli::try_parse_from(["bounded-rag", "ask", "q"].iter().chain(args))
+            .map_err(|e| e.to_string())?;
+        match cli.command {
+            Command::Ask(a) => a.request("q"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn repeated_filters_must_all_hold() {
+        assert_eq!(ask(&[]).unwrap().filters, None);
+        let one = ask(&["--filter", "product=durian"]).unwrap();
+        assert_eq!(
+            one.filters.as_deref(),
+            Some(&Filter::equals("product", "durian"))
+        );
+        let two = ask(&["--filter", "product=durian", "--filter", "year = 2024"]).unwrap();
+        assert_eq!(
+            two.filters.as_deref(),
+            Some(&Filter::And(vec![
+                Filter::equals("product", "durian"),
+                Filter::equals("year", "2024"),
+            ]))
+        );
+        let err = ask(&["--filter", "durian"]).unwrap_err();
+        assert!(err.contains("KEY=VALUE"), "{err}");
+    }
+}

@@ -2,6 +2,7 @@
 //! that `ask` and `eval` share.
 
 use crate::rag::{Mode, RunRequest};
+use crate::retrieval::Filter;
 use clap::{Args, ValueEnum};
 
 /// Checking preset.
@@ -75,6 +76,9 @@ pub struct AskArgs {
     /// Check the answer resolves the question (true/false).
     #[arg(long)]
     pub(crate) enable_answer_quality_checking: Option<bool>,
+    /// Only knowledge-base documents whose metadata KEY equals VALUE; repeat to require all.
+    #[arg(long = "filter", value_name = "KEY=VALUE", value_parser = parse_filter)]
+    pub(crate) filters: Vec<(String, String)>,
 }
 
 impl AskArgs {
@@ -98,10 +102,28 @@ impl AskArgs {
         r.enable_hallucination_checking = self.enable_hallucination_checking;
         r.enable_answer_quality_checking = self.enable_answer_quality_checking;
         r.max_tokens = self.max_tokens;
+        r.filters = self
+            .filters
+            .iter()
+            .map(|(key, value)| Filter::equals(key, value))
+            .reduce(Filter::and)
+            .map(Box::new);
         r.validate().map_err(|e| {
             let flag = e.field.replace('_', "-");
             format!("invalid --{flag}: {}", e.message)
         })?;
         Ok(r)
+    }
+}
+
+/// `KEY=VALUE` of `--filter`.
+fn parse_filter(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => {
+            Ok((key.trim().to_owned(), value.trim().to_owned()))
+        }
+        _ => Err(format!(
+            "`{text}` is not KEY=VALUE (e.g. --filter product=durian)"
+        )),
     }
 }

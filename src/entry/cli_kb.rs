@@ -4,7 +4,7 @@
 use super::app::{build_embedder, load_secrets};
 use crate::config::Settings;
 use crate::retrieval::s3::{self, BundleStore, Published, S3Location};
-use crate::retrieval::{ingest, IngestOptions, Progress};
+use crate::retrieval::{ingest, IngestOptions, Progress, RetrievalError};
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -44,7 +44,7 @@ impl Progress for Bar {
     fn stage(&self, name: &'static str, total: u64) {
         let bar = ProgressBar::new(total);
         if let Ok(style) =
-            ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} ({eta} left)")
+            ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} ({per_sec}, {eta} left)")
         {
             bar.set_style(style.progress_chars("=> "));
         }
@@ -62,6 +62,16 @@ impl Progress for Bar {
         }
     }
 
+    fn resumed(&self, n: u64) {
+        if let Ok(slot) = self.0.lock() {
+            if let Some(bar) = slot.as_ref() {
+                bar.inc(n);
+                // The rate and ETA count this run's work only.
+                bar.reset_eta();
+            }
+        }
+    }
+
     fn finish(&self) {
         if let Ok(mut slot) = self.0.lock() {
             if let Some(bar) = slot.take() {
@@ -71,29 +81,37 @@ impl Progress for Bar {
     }
 }
 
-/// `ingest SOURCE --out PATH`: embeds passages when `EMBEDDINGS_BASE_URL` is set.
+/// `ingest SOURCE --out PATH`: embeds passages when `EMBEDDINGS_BASE_URL` is set, in batches
+/// of `--batch-size` (else `EMBEDDINGS_BATCH_SIZE`), with the `EMBEDDINGS_*` tuning.
 pub async fn ingest_command(
     source: &Path,
     out: &Path,
-    batch_size: usize,
+    batch_size: Option<usize>,
 ) -> Result<String, String> {
     let settings = Settings::from_env().map_err(|e| e.to_string())?;
     let secrets = load_secrets(&settings).await.map_err(|e| e.to_string())?;
     let embedder = build_embedder(&settings, &secrets).map_err(|e| e.to_string())?;
+    let tuning = &settings.embeddings_tuning;
     let bar = Bar(Mutex::new(None));
     let options = IngestOptions {
         embedder: embedder.as_deref(),
-        batch_size,
+        batch_size: batch_size.unwrap_or(tuning.batch_size),
+        call_timeout: tuning.timeout,
+        concurrency: tuning.concurrency,
+        passage_prefix: tuning.passage_prefix.clone(),
+        query_prefix: tuning.query_prefix.clone(),
         progress: &bar,
         ..IngestOptions::default()
     };
     let result = ingest(source, out, &options).await;
     bar.finish();
-    let summary = result.map_err(|e| {
-        format!(
+    let summary = result.map_err(|e| match e {
+        // The sources are fine: the message says which setting to change and how to resume.
+        RetrievalError::Interrupted { .. } => format!("ingest stopped: {e}"),
+        e => format!(
             "ingest failed: {e}; SOURCE must be a folder of .md/.txt/.html documents (and \
              optional nodes/edges/communities .jsonl), and --out a folder you can write"
-        )
+        ),
     })?;
     Ok(format!(
         "{summary}\nuse it with: KB_PATH={} (or publish it: bounded-rag kb publish {} s3://BUCKET/PREFIX)",

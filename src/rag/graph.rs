@@ -3,7 +3,7 @@
 use super::{nodes, prompts, BestEffortReason, Events, Outcome, RagError, RagNode, RagState};
 use crate::engine::{estimate_tokens, Graph, Limit, RetryPolicy, StepCtx, StepOutput};
 use crate::llm::{ChatModel, Task};
-use crate::retrieval::{Document, Embedder, RetrievalMode, Retriever, WebSearch};
+use crate::retrieval::{Document, Embedder, Reranker, RetrievalMode, Retriever, WebSearch};
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,7 +34,9 @@ pub struct RagGraph {
     pub(crate) kb: Arc<dyn Retriever>,
     pub(crate) web: Option<Arc<dyn WebSearch>>,
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
+    pub(crate) reranker: Option<Arc<dyn Reranker>>,
     pub(crate) limits: RagLimits,
+    pub(crate) tenant_key: Option<String>,
     pub(crate) remote_policy: RetryPolicy,
     pub(crate) events: Events,
 }
@@ -52,7 +54,9 @@ impl RagGraph {
             kb,
             web,
             embedder: None,
+            reranker: None,
             limits,
+            tenant_key: None,
             remote_policy: RetryPolicy::REMOTE,
             events: Events::default(),
         }
@@ -70,6 +74,20 @@ impl RagGraph {
     /// searched hybrid (BM25 fused with vector similarity).
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
         self.embedder = Some(embedder);
+        self
+    }
+
+    /// Reorders every knowledge-base retrieval with `reranker` (`RERANK_BASE_URL`): more
+    /// candidates are retrieved, the reranker keeps the best `n_retrieved_documents`.
+    pub fn with_reranker(mut self, reranker: Arc<dyn Reranker>) -> Self {
+        self.reranker = Some(reranker);
+        self
+    }
+
+    /// Pins every caller to the knowledge-base documents whose metadata under `key` equals
+    /// its caller id (`KB_TENANT_KEY`), whatever filter a request sends.
+    pub fn with_tenant_key(mut self, key: Option<String>) -> Self {
+        self.tenant_key = key;
         self
     }
 
@@ -120,8 +138,11 @@ impl Graph for RagGraph {
 
     fn retry_policy(&self, node: RagNode) -> RetryPolicy {
         match node {
-            // Only the query's embedding call is remote; a local search error is permanent.
-            RagNode::KgRetrieval if self.embedder.is_none() => RetryPolicy::NONE,
+            // Only the query's embedding and rerank calls are remote; a local search error is
+            // permanent.
+            RagNode::KgRetrieval if self.embedder.is_none() && self.reranker.is_none() => {
+                RetryPolicy::NONE
+            }
             _ => self.remote_policy,
         }
     }
@@ -145,7 +166,7 @@ impl Graph for RagGraph {
         };
         match node {
             RagNode::KgRetrieval => match state.retrieval {
-                Some(RetrievalMode::Hybrid) => estimate_tokens(&state.query),
+                Some(mode) if mode.is_hybrid() => estimate_tokens(&state.query),
                 _ => 0,
             },
             RagNode::WebSearch => 0,

@@ -23,9 +23,11 @@ mod node;
 mod nodes;
 mod prompts;
 mod request;
+mod rerank;
 mod response;
 mod service;
 mod state;
+mod tenant;
 
 pub use caller::Caller;
 pub use error::RagError;

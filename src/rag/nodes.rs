@@ -2,6 +2,7 @@
 //! state, then names the next node; every loop is bounded by a counter checked here and by the
 //! engine's step limit and deadline.
 
+use super::rerank::Reranked;
 use super::{prompts, BestEffortReason, Outcome, RagError, RagGraph, RagNode, RagState, RunEvent};
 use crate::engine::{StepCtx, StepOutput};
 use crate::llm::{
@@ -123,14 +124,27 @@ pub(super) async fn kg_retrieval(
     state: &mut RagState,
     ctx: &StepCtx<'_>,
 ) -> Step {
-    let options = state.request.retrieval_options();
+    let mut options = state.request.retrieval_options();
+    let key = graph.tenant_key.as_deref();
+    options.filter = super::tenant::pinned(options.filter.take(), key, &state.caller);
+    // With a reranker, more candidates to choose the best `limit` from.
+    let limit = options.limit;
+    if graph.reranker.is_some() {
+        options.limit = limit.max(super::rerank::RERANK_CANDIDATES);
+    }
     let query = state.query.as_str();
     let mode = graph.retrieval_mode();
     let documents = match (&graph.embedder, mode) {
         (Some(embedder), RetrievalMode::Hybrid) => {
             // One embeddings call per retrieval, metered like any model call and retried by
-            // the node's policy inside the budget.
-            let input = [query.to_owned()];
+            // the node's policy inside the budget. The query gets the bundle's recorded
+            // prefix (`query: ` for E5): the one its passages were embedded to match.
+            let prefix = graph
+                .kb
+                .embedding()
+                .map(|e| e.query_prefix)
+                .unwrap_or_default();
+            let input = [format!("{prefix}{query}")];
             let embedded = ctx
                 .retry("embed_query", || async {
                     let out = embedder.embed(&input, ctx.remaining()).await?;
@@ -143,24 +157,35 @@ pub(super) async fn kg_retrieval(
         }
         _ => graph.kb.retrieve(query, &options).await?,
     };
+    let (documents, mode, rerank_failed) =
+        match super::rerank::rerank(graph, ctx, query, documents, limit).await {
+            // Nothing found, nothing reranked: the mode says what ran.
+            Reranked::Done(docs) if graph.reranker.is_some() && !docs.is_empty() => {
+                (docs, mode.reranked(), None)
+            }
+            Reranked::Done(docs) => (docs, mode, None),
+            Reranked::FellBack(docs, error) => (docs, mode, Some(error)),
+        };
     state.retrieval = Some(mode);
     state.kb_version = graph.kb_version();
     let found = documents.len();
     let sources: Vec<&str> = documents.iter().map(|d| d.url.as_str()).collect();
     let from_graph = documents.iter().filter(|d| d.from_graph).count();
-    let details = json!({
+    let mut details = json!({
         "query": state.query,
         "documents": found,
         "from_graph": from_graph,
         "retrieval": mode,
         "sources": sources,
     });
+    if let Some(error) = rerank_failed {
+        details["rerank_failed"] = json!(error);
+    }
     state.documents = documents;
     if state.request.grade_documents() {
         return Ok(StepOutput::next(RagNode::GradeDocuments, details));
     }
     let (next, decision) = decide_to_generate(graph, state, found);
-    let mut details = details;
     details["decision"] = json!(decision);
     Ok(StepOutput::next(next, details))
 }

@@ -1,6 +1,6 @@
 //! The run request (the body of `POST /workflow/run`), validated into typed options.
 
-use crate::retrieval::RetrievalOptions;
+use crate::retrieval::{Filter, RetrievalOptions};
 use serde::{Deserialize, Serialize};
 
 /// Longest accepted question, in characters.
@@ -58,6 +58,10 @@ pub struct RunRequest {
     /// Most tokens the run may use (1..=100000000), capped by `MAX_TOKENS_PER_RUN`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
+    /// Metadata filter of knowledge-base documents (see [`Filter`]); boxed, as few requests
+    /// carry one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filters: Option<Box<Filter>>,
 }
 
 /// A minimal valid body, quoted in messages about malformed ones.
@@ -108,6 +112,7 @@ impl RunRequest {
             enable_hallucination_checking: None,
             enable_answer_quality_checking: None,
             max_tokens: None,
+            filters: None,
         }
     }
 
@@ -122,8 +127,10 @@ impl RunRequest {
             let field = unknown_field(&message)
                 .or_else(|| missing.clone())
                 .unwrap_or(
+                    // serde_json reports a filter of the wrong shape (`[1]`) as a syntax error
+                    // at the filter's path: name the filter, not the body.
                     if matches!(path.as_str(), "." | "?" | "")
-                        || inner.is_syntax()
+                        || (inner.is_syntax() && !path.starts_with("filters"))
                         || inner.is_eof()
                     {
                         "body".to_owned()
@@ -181,6 +188,11 @@ impl RunRequest {
                 ));
             }
         }
+        if let Some(filter) = &self.filters {
+            filter
+                .validate("filters")
+                .map_err(|e| ValidationError::new(&e.path, e.message))?;
+        }
         if !(self.node_retrieval
             || self.edge_retrieval
             || self.episode_retrieval
@@ -229,6 +241,7 @@ impl RunRequest {
             edges: self.edge_retrieval,
             episodes: self.episode_retrieval,
             communities: self.community_retrieval,
+            filter: self.filters.as_deref().cloned(),
         }
     }
 }
@@ -291,6 +304,20 @@ mod tests {
         assert_eq!(
             field_of(r#"{"question":"q","max_tokens":-5}"#),
             "max_tokens"
+        );
+        assert_eq!(
+            field_of(r#"{"question":"q","filters":{"range":{"key":"year"}}}"#),
+            "filters.range"
+        );
+        assert!(field_of(r#"{"question":"q","filters":{"like":{}}}"#).starts_with("filters"));
+        assert!(field_of(r#"{"question":"q","filters":[1]}"#).starts_with("filters"));
+        let ok = RunRequest::from_json(
+            br#"{"question":"q","filters":{"equals":{"key":"tenant","value":"a"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            ok.retrieval_options().filter,
+            Some(Filter::equals("tenant", "a"))
         );
     }
 

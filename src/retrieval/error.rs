@@ -93,10 +93,14 @@ pub enum RetrievalError {
     /// An embeddings call failed (the query's, during a run).
     #[error(transparent)]
     Embedding(#[from] super::EmbedError),
+    /// A rerank call failed.
+    #[error(transparent)]
+    Rerank(#[from] super::RerankError),
     /// An ingest stopped because a batch could not be embedded; running it again resumes.
     #[error(
-        "embedding stopped after {done} of {total} passages: {source}; the vectors received \
+        "embedding stopped after {done} of {total} passages: {source}{}; the vectors received \
          are kept in {} and the next ingest of this folder resumes from there",
+        raise_hint(source),
         staging.display()
     )]
     Interrupted {
@@ -118,6 +122,16 @@ pub enum RetrievalError {
         /// What went wrong.
         message: String,
     },
+}
+
+/// What to change when an ingest's embeddings call timed out: the setting, not the sources.
+fn raise_hint(source: &super::EmbedError) -> &'static str {
+    match source {
+        super::EmbedError::Timeout { .. } => {
+            " (raise EMBEDDINGS_TIMEOUT_MS, or lower EMBEDDINGS_BATCH_SIZE, for a slow server)"
+        }
+        _ => "",
+    }
 }
 
 impl RetrievalError {
@@ -155,6 +169,7 @@ impl Classify for RetrievalError {
             | Self::Interrupted { .. }
             | Self::S3 { .. } => ErrorClass::Permanent,
             Self::Embedding(e) => e.class(),
+            Self::Rerank(e) => e.class(),
         }
     }
 
@@ -162,6 +177,7 @@ impl Classify for RetrievalError {
         match self {
             Self::Http { retry_after, .. } => *retry_after,
             Self::Embedding(e) => e.retry_after(),
+            Self::Rerank(e) => e.retry_after(),
             _ => None,
         }
     }

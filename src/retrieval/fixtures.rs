@@ -25,5 +25,6 @@ pub(crate) fn all(limit: usize) -> RetrievalOptions {
         edges: true,
         episodes: true,
         communities: true,
+        filter: None,
     }
 }

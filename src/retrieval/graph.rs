@@ -17,6 +17,7 @@
 //!   [`STRONG_SHARE`] of the first one's score ([`strong_by_score`]); fused (hybrid) scores
 //!   only reflect ranks, so there the first half of the limit is strong ([`strong_by_rank`]).
 use super::bm25::Hit;
+use super::metadata::Allowed;
 use super::{DocKind, Document, RetrievalOptions};
 use std::collections::{HashMap, HashSet};
 use tantivy::DocId;
@@ -95,13 +96,14 @@ impl KnowledgeGraph {
 
     /// Merges the direct hits (best first, at most `options.limit` of them used) with the
     /// neighbourhood of the best entities among `matched` (the BM25 hits, best first), by the
-    /// rule in the module docs.
+    /// rule in the module docs. Neighbours outside `allowed` (when given) are left out.
     pub(crate) fn expand(
         &self,
         hits: &[Hit],
         matched: &[Hit],
         strong: usize,
         options: &RetrievalOptions,
+        allowed: Option<&Allowed>,
     ) -> Vec<Merged> {
         let direct = &hits[..hits.len().min(options.limit)];
         let mut taken: HashSet<DocId> = direct.iter().map(|(id, _)| *id).collect();
@@ -114,7 +116,7 @@ impl KnowledgeGraph {
             let edges = around.edges.iter().filter(|_| options.edges);
             let communities = around.communities.iter().filter(|_| options.communities);
             for id in edges.chain(communities) {
-                if taken.insert(*id) {
+                if Allowed::permits(allowed, *id) && taken.insert(*id) {
                     neighbours.push(*id);
                 }
             }
@@ -207,7 +209,7 @@ mod tests {
     fn neighbours_follow_strong_hits_and_respect_toggles_and_limit() {
         let graph = sample();
         let hits = [(1, 10.0), (0, 9.0), (2, 1.0)];
-        let merged = graph.expand(&hits, &hits, strong_by_score(&hits), &all(10));
+        let merged = graph.expand(&hits, &hits, strong_by_score(&hits), &all(10), None);
         let ids: Vec<(DocId, bool)> = merged.iter().map(|m| (m.0, m.2)).collect();
         assert_eq!(
             ids,
@@ -222,7 +224,7 @@ mod tests {
         );
         assert_eq!(
             graph
-                .expand(&hits, &hits, strong_by_score(&hits), &all(3))
+                .expand(&hits, &hits, strong_by_score(&hits), &all(3), None)
                 .len(),
             3
         );
@@ -230,7 +232,7 @@ mod tests {
             edges: false,
             ..all(10)
         };
-        let merged = graph.expand(&hits, &hits, strong_by_score(&hits), &no_edges);
+        let merged = graph.expand(&hits, &hits, strong_by_score(&hits), &no_edges, None);
         assert!(merged.iter().all(|m| m.0 != 3 && m.0 != 4));
         let no_nodes = RetrievalOptions {
             nodes: false,
@@ -238,11 +240,11 @@ mod tests {
         };
         assert_eq!(
             graph
-                .expand(&hits, &hits, strong_by_score(&hits), &no_nodes)
+                .expand(&hits, &hits, strong_by_score(&hits), &no_nodes, None)
                 .len(),
             3
         );
-        assert!(graph.expand(&[], &[], 0, &all(10)).is_empty());
+        assert!(graph.expand(&[], &[], 0, &all(10), None).is_empty());
         assert_eq!((strong_by_rank(5), strong_by_rank(10)), (3, 5));
     }
 }

@@ -19,6 +19,7 @@ use super::bundle::{self, content_hash, EmbeddingInfo, Opened};
 use super::graph::{self, KnowledgeGraph, Merged};
 use super::hybrid::{bm25_clear_lead, fuse, Vectors};
 use super::layout::{MANIFEST, VECTORS_FILE};
+use super::metadata::{Allowed, MetaTable};
 use super::sources::{self, SourceFile};
 use super::stats::KbStats;
 use super::{DocKind, Document, RetrievalError, RetrievalOptions, Retriever};
@@ -67,6 +68,7 @@ pub struct KnowledgeBase {
     graph: KnowledgeGraph,
     vectors: Option<Vectors>,
     embedding: Option<EmbeddingInfo>,
+    meta: MetaTable,
     stats: KbStats,
     version: String,
     origin: Option<PathBuf>,
@@ -96,11 +98,12 @@ impl KnowledgeBase {
             })
             .collect();
         let corpus = sources::build(root, &files)?;
-        Self::in_ram(&corpus.docs, corpus.stats, None)
+        Self::in_ram(&corpus.docs, corpus.meta, corpus.stats, None)
     }
 
     fn in_ram(
         docs: &[Document],
+        meta: MetaTable,
         stats: KbStats,
         origin: Option<PathBuf>,
     ) -> Result<Self, RetrievalError> {
@@ -110,8 +113,9 @@ impl KnowledgeBase {
             graph: KnowledgeGraph::build(positions),
             vectors: None,
             embedding: None,
+            version: meta.hashed_with(content_hash(docs, None)),
+            meta,
             stats,
-            version: content_hash(docs, None),
             origin,
         })
     }
@@ -121,6 +125,7 @@ impl KnowledgeBase {
         let Opened {
             index,
             vectors,
+            meta,
             manifest,
             origin,
         } = opened;
@@ -163,6 +168,7 @@ impl KnowledgeBase {
             graph,
             vectors,
             embedding: manifest.embedding.clone(),
+            meta,
             stats: manifest.counts,
             version: manifest.content_hash.clone(),
             origin: Some(origin),
@@ -183,7 +189,8 @@ impl KnowledgeBase {
             return bundle::open_dir(path).and_then(Self::assemble);
         }
         let corpus = sources::load_dir(path)?;
-        Self::in_ram(&corpus.docs, corpus.stats, Some(path.to_path_buf()))
+        let origin = Some(path.to_path_buf());
+        Self::in_ram(&corpus.docs, corpus.meta, corpus.stats, origin)
     }
 
     /// Indexes the given documents in memory (their `score` is ignored; `Web` documents are
@@ -204,7 +211,7 @@ impl KnowledgeBase {
             }
         }
         stats.documents = sources.len();
-        Self::in_ram(docs, stats, None)
+        Self::in_ram(docs, MetaTable::default(), stats, None)
     }
 
     /// What the knowledge base holds.
@@ -237,6 +244,17 @@ impl KnowledgeBase {
         self.embedding.as_ref()
     }
 
+    /// The metadata keys documents carry (what filters can test), sorted.
+    pub fn metadata_keys(&self) -> Vec<String> {
+        self.meta.keys()
+    }
+
+    /// The positions `options.filter` lets through; `None` without a filter.
+    fn allowed(&self, options: &RetrievalOptions) -> Option<Allowed> {
+        let filter = options.filter.as_ref()?;
+        Some(self.meta.allowed(filter, self.len()))
+    }
+
     /// Synchronous search: at most `options.limit` documents of the enabled kinds, best first,
     /// scored by BM25, with the one-hop neighbourhood of the matched entities merged in (see
     /// [`super::graph`]). The first is a clear match when it leads the second clearly. Never
@@ -247,14 +265,17 @@ impl KnowledgeBase {
         options: &RetrievalOptions,
     ) -> Result<Vec<Document>, RetrievalError> {
         // One more hit than asked, to see whether the first one leads.
+        let allowed = self.allowed(options);
+        let allowed = allowed.as_ref();
         let hits = self
             .index
-            .hits(query, options, options.limit.saturating_add(1))?;
+            .hits(query, options, options.limit.saturating_add(1), allowed)?;
         let clear = bm25_clear_lead(&hits).then(|| hits[0].0);
         let clear: Vec<DocId> = clear.into_iter().collect();
         let direct = &hits[..hits.len().min(options.limit)];
         let strong = graph::strong_by_score(direct);
-        self.documents(self.graph.expand(direct, direct, strong, options), &clear)
+        let merged = self.graph.expand(direct, direct, strong, options, allowed);
+        self.documents(merged, &clear)
     }
 
     /// Hybrid search: reciprocal rank fusion of BM25 over the enabled kinds and the similarity
@@ -274,9 +295,11 @@ impl KnowledgeBase {
             return Ok(Vec::new());
         }
         let candidates = FUSION_CANDIDATES.max(options.limit);
-        let bm25 = self.index.hits(query, options, candidates)?;
+        let allowed = self.allowed(options);
+        let allowed = allowed.as_ref();
+        let bm25 = self.index.hits(query, options, candidates, allowed)?;
         let nearest = if options.episodes {
-            vectors.top(vector, candidates)
+            vectors.top(vector, candidates, allowed)
         } else {
             Vec::new()
         };
@@ -284,7 +307,8 @@ impl KnowledgeBase {
         let clear: Vec<DocId> = fused.iter().filter(|f| f.clear).map(|f| f.id).collect();
         let hits: Vec<Hit> = fused.iter().map(|f| (f.id, f.score)).collect();
         let strong = graph::strong_by_rank(options.limit);
-        self.documents(self.graph.expand(&hits, &bm25, strong, options), &clear)
+        let merged = self.graph.expand(&hits, &bm25, strong, options, allowed);
+        self.documents(merged, &clear)
     }
 
     /// The merged results as documents, the direct hits in `clear` marked as clear matches.

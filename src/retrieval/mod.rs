@@ -9,6 +9,8 @@
 //! | `bm25` | the tantivy index: schema, analyzer, build, open (memory-mapped or in memory) |
 //! | [`bundle`] | the versioned on-disk bundle: manifest, content hash, ingest, open |
 //! | [`embed`] | the OpenAI-compatible embeddings client |
+//! | [`rerank`] | the Cohere/Jina/TEI-compatible rerank client |
+//! | `filter`, `metadata` | metadata filters and the allowed set they make of a corpus |
 //! | `graph` | the entity graph: one-hop relations and communities of matched entities |
 //! | `hybrid` | quantized passage vectors, their flat scan, reciprocal rank fusion |
 //! | [`s3`] | publishing bundles to S3 behind a pointer, listing and fetching them |
@@ -19,6 +21,7 @@ mod bm25;
 pub mod bundle;
 pub mod embed;
 mod error;
+mod filter;
 #[cfg(test)]
 mod fixtures;
 mod graph;
@@ -27,6 +30,8 @@ mod hybrid;
 mod kb;
 mod layout;
 mod live;
+mod metadata;
+pub mod rerank;
 pub mod s3;
 mod sources;
 mod stats;
@@ -37,8 +42,10 @@ pub use bundle::{
 };
 pub use embed::{EmbedError, Embedder, Embeddings, EmbeddingsClient, EmbeddingsConfig};
 pub use error::RetrievalError;
+pub use filter::{Filter, FilterError};
 pub use kb::KnowledgeBase;
 pub use live::{check_compatible, LiveKnowledge, LoadOptions, RefreshOutcome};
+pub use rerank::{Ranked, RerankClient, RerankConfig, RerankError, Reranker};
 pub use stats::KbStats;
 pub use web::{TavilyClient, TavilyConfig};
 
@@ -96,20 +103,41 @@ pub enum RetrievalMode {
     Bm25,
     /// Reciprocal rank fusion of BM25 and vector similarity.
     Hybrid,
+    /// BM25, then reordered by the rerank model.
+    #[serde(rename = "bm25+rerank")]
+    Bm25Rerank,
+    /// Hybrid, then reordered by the rerank model.
+    #[serde(rename = "hybrid+rerank")]
+    HybridRerank,
 }
 
 impl RetrievalMode {
-    /// The name in response metadata (`bm25`, `hybrid`).
+    /// The name in response metadata (`bm25`, `hybrid`, `bm25+rerank`, `hybrid+rerank`).
     pub fn as_str(self) -> &'static str {
         match self {
             RetrievalMode::Bm25 => "bm25",
             RetrievalMode::Hybrid => "hybrid",
+            RetrievalMode::Bm25Rerank => "bm25+rerank",
+            RetrievalMode::HybridRerank => "hybrid+rerank",
         }
+    }
+
+    /// The same ranking followed by the rerank stage.
+    pub fn reranked(self) -> Self {
+        match self {
+            RetrievalMode::Bm25 | RetrievalMode::Bm25Rerank => RetrievalMode::Bm25Rerank,
+            RetrievalMode::Hybrid | RetrievalMode::HybridRerank => RetrievalMode::HybridRerank,
+        }
+    }
+
+    /// Whether the query is embedded (hybrid, reranked or not).
+    pub fn is_hybrid(self) -> bool {
+        matches!(self, RetrievalMode::Hybrid | RetrievalMode::HybridRerank)
     }
 }
 
 /// Which parts of the knowledge base a request searches, and how many results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RetrievalOptions {
     /// Maximum documents returned (1..=10).
     pub limit: usize,
@@ -121,6 +149,9 @@ pub struct RetrievalOptions {
     pub episodes: bool,
     /// Search community summaries.
     pub communities: bool,
+    /// Only documents whose metadata passes (applied before the top `limit` is taken).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<Filter>,
 }
 
 impl Default for RetrievalOptions {
@@ -131,6 +162,7 @@ impl Default for RetrievalOptions {
             edges: true,
             episodes: true,
             communities: false,
+            filter: None,
         }
     }
 }

@@ -13,10 +13,12 @@
 //! Every index has exactly one segment, written in the order the documents were given, so a
 //! document's position in the corpus is its tantivy doc id: the vectors of a bundle are stored
 //! in that order and need no id map.
+use super::allowed::Only;
 use super::directory::{MemoryDirectory, ReadOnlyDirectory};
 use super::schema::{
     analyzer, indexed_fields, kind_from_code, schema, title_boost, to_indexed, Fields, TOKENIZER,
 };
+use crate::retrieval::metadata::Allowed;
 use crate::retrieval::{DocKind, Document, RetrievalError, RetrievalOptions};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -170,18 +172,20 @@ impl SearchIndex {
         query: &str,
         options: &RetrievalOptions,
     ) -> Result<Vec<Document>, RetrievalError> {
-        let hits = self.hits(query, options, options.limit)?;
+        let hits = self.hits(query, options, options.limit, None)?;
         hits.iter()
             .map(|&(id, score)| self.document(id, score))
             .collect()
     }
 
-    /// The `limit` best hits of the enabled kinds for `query`, best first.
+    /// The `limit` best hits of the enabled kinds for `query`, best first, among the
+    /// `allowed` documents when given.
     pub(crate) fn hits(
         &self,
         query: &str,
         options: &RetrievalOptions,
         limit: usize,
+        allowed: Option<&Allowed>,
     ) -> Result<Vec<Hit>, RetrievalError> {
         let fields: Vec<(Field, Field, f32)> = [
             (options.episodes, DocKind::Episode),
@@ -201,10 +205,18 @@ impl SearchIndex {
         let Some(query) = self.query(query, &fields).filter(|_| limit > 0) else {
             return Ok(Vec::new());
         };
-        let hits = self
-            .searcher
-            .search(&query, &TopDocs::with_limit(limit))
-            .map_err(|e| RetrievalError::index("searching", e))?;
+        let top = TopDocs::with_limit(limit);
+        let hits = match allowed {
+            Some(allowed) => self.searcher.search(
+                &query,
+                &Only {
+                    inner: top,
+                    allowed: allowed.clone(),
+                },
+            ),
+            None => self.searcher.search(&query, &top),
+        }
+        .map_err(|e| RetrievalError::index("searching", e))?;
         Ok(hits
             .into_iter()
             .map(|(score, address)| (address.doc_id, score))

@@ -2,6 +2,7 @@
 //! memory or into a folder, opened memory-mapped or from bytes in memory) and its read-only
 //! directories.
 
+mod allowed;
 mod directory;
 mod index;
 mod schema;

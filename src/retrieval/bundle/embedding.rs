@@ -1,7 +1,7 @@
 //! Embedding the passages of an ingest, in batches, resumable.
 //!
-//! Every vector received is appended to `embeddings-MODEL.bin` in the staging folder (and
-//! flushed) before the next batch is sent: `[32-byte SHA-256 of the text][u32 dims][dims x
+//! Batches go out `EMBEDDINGS_CONCURRENCY` at a time. Every vector received is appended to
+//! `embeddings-MODEL.bin` in the staging folder (and flushed) as soon as its batch answers: `[32-byte SHA-256 of the text][u32 dims][dims x
 //! f32]`, little-endian. A run after an interruption reads that file first and sends only the
 //! passages it does not hold, so nothing is embedded twice. A record cut short by the
 //! interruption is dropped. The file goes away with the staging folder once the bundle is in
@@ -11,6 +11,7 @@ use super::plan::Plan;
 use super::IngestOptions;
 use crate::error::Classify;
 use crate::retrieval::{EmbedError, Embedder, RetrievalError};
+use futures::StreamExt;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -29,9 +30,9 @@ pub(crate) struct Embedded {
 
 type Key = [u8; 32];
 
-/// The text embedded for a passage: its title, a blank line, its content.
-fn text_of(title: &str, content: &str) -> String {
-    format!("{title}\n\n{content}")
+/// The text embedded for a passage: the passage prefix, its title, a blank line, its content.
+fn text_of(prefix: &str, title: &str, content: &str) -> String {
+    format!("{prefix}{title}\n\n{content}")
 }
 
 fn key_of(text: &str) -> Key {
@@ -54,7 +55,7 @@ pub(crate) async fn embed_passages(
     let texts: Vec<(Key, String)> = plan
         .passages()
         .map(|d| {
-            let text = text_of(&d.title, &d.content);
+            let text = text_of(&options.passage_prefix, &d.title, &d.content);
             (key_of(&text), text)
         })
         .collect();
@@ -67,19 +68,25 @@ pub(crate) async fn embed_passages(
     }
     let total = texts.len();
     options.progress.stage("embedding", total as u64);
-    options.progress.advance((total - todo.len()) as u64);
+    options.progress.resumed((total - todo.len()) as u64);
     let batch_size = options.batch_size.max(1);
     let (mut embedded, mut calls) = (0, 0);
-    for batch in todo.chunks(batch_size) {
-        let inputs: Vec<String> = batch.iter().map(|(_, text)| text.clone()).collect();
-        let (vectors, attempts) = embed_with_retries(embedder, &inputs, options)
-            .await
-            .map_err(|source| RetrievalError::Interrupted {
-                done: total - todo.len() + embedded,
-                total,
-                staging: plan.staging.clone(),
-                source,
-            })?;
+    // Up to `concurrency` batches in flight; each one's vectors are kept as soon as it
+    // answers, so a failure loses nothing already received.
+    let mut pending = futures::stream::iter(todo.chunks(batch_size))
+        .map(|batch| async move {
+            let inputs: Vec<String> = batch.iter().map(|(_, text)| text.clone()).collect();
+            let result = embed_with_retries(embedder, &inputs, options).await;
+            (batch, result)
+        })
+        .buffer_unordered(options.concurrency.max(1));
+    while let Some((batch, result)) = pending.next().await {
+        let (vectors, attempts) = result.map_err(|source| RetrievalError::Interrupted {
+            done: total - todo.len() + embedded,
+            total,
+            staging: plan.staging.clone(),
+            source,
+        })?;
         calls += attempts;
         for ((key, _), vector) in batch.iter().zip(vectors) {
             cache.append(*key, vector)?;
@@ -87,6 +94,7 @@ pub(crate) async fn embed_passages(
         embedded += batch.len();
         options.progress.advance(batch.len() as u64);
     }
+    drop(pending);
     options.progress.finish();
     let vectors: Vec<Vec<f32>> = texts
         .iter()
@@ -111,6 +119,8 @@ pub(crate) async fn embed_passages(
             model: model.to_owned(),
             dimensions,
             quantization: "int8".into(),
+            query_prefix: options.query_prefix.clone(),
+            passage_prefix: options.passage_prefix.clone(),
         },
         vectors,
         embedded,

@@ -25,6 +25,11 @@ pub(crate) fn content_hash(docs: &[Document], embedding: Option<&EmbeddingInfo>)
             field(e.model.as_bytes());
             field(e.dimensions.to_string().as_bytes());
             field(e.quantization.as_bytes());
+            // Prefixes change the vectors; without them the hash is what it always was.
+            if !(e.query_prefix.is_empty() && e.passage_prefix.is_empty()) {
+                field(e.query_prefix.as_bytes());
+                field(e.passage_prefix.as_bytes());
+            }
         }
         None => field(b"no vectors"),
     }
@@ -63,7 +68,17 @@ mod tests {
             model: "m".into(),
             dimensions: 3,
             quantization: "int8".into(),
+            query_prefix: String::new(),
+            passage_prefix: String::new(),
         };
         assert_ne!(content_hash(&a, Some(&model)), h);
+        let prefixed = EmbeddingInfo {
+            passage_prefix: "passage: ".into(),
+            ..model.clone()
+        };
+        assert_ne!(
+            content_hash(&a, Some(&prefixed)),
+            content_hash(&a, Some(&model))
+        );
     }
 }

@@ -21,6 +21,13 @@ pub struct EmbeddingInfo {
     pub dimensions: usize,
     /// How vectors are stored (`int8`: unit vectors, one byte per dimension and a scale).
     pub quantization: String,
+    /// Put before every query at search time (`EMBEDDINGS_QUERY_PREFIX` at ingest, e.g.
+    /// `query: ` for E5 models). Empty in bundles written before prefixes existed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub query_prefix: String,
+    /// Put before every passage when it was embedded (`EMBEDDINGS_PASSAGE_PREFIX`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub passage_prefix: String,
 }
 
 /// One file of a bundle.
@@ -52,6 +59,9 @@ pub struct Manifest {
     pub embedding: Option<EmbeddingInfo>,
     /// Every file but the manifest.
     pub files: Vec<BundleFile>,
+    /// The metadata keys documents carry (filterable); empty in bundles without metadata.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metadata_keys: Vec<String>,
 }
 
 impl Manifest {

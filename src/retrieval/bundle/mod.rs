@@ -38,6 +38,11 @@ pub trait Progress: Send + Sync {
     fn stage(&self, _name: &'static str, _total: u64) {}
     /// `n` more units of the current stage are done.
     fn advance(&self, _n: u64) {}
+    /// `n` units of the current stage were done by an earlier, interrupted run: done, but not
+    /// part of this run's rate.
+    fn resumed(&self, n: u64) {
+        self.advance(n);
+    }
     /// The current stage is over.
     fn finish(&self) {}
 }
@@ -58,6 +63,12 @@ pub struct IngestOptions<'a> {
     pub retry: RetryPolicy,
     /// Timeout of one embeddings call.
     pub call_timeout: Duration,
+    /// Batches in flight at once (at least 1).
+    pub concurrency: usize,
+    /// Put before every passage embedded; recorded in the manifest.
+    pub passage_prefix: String,
+    /// Put before every query at search time; recorded in the manifest.
+    pub query_prefix: String,
     /// Where progress goes.
     pub progress: &'a dyn Progress,
 }
@@ -73,6 +84,9 @@ impl Default for IngestOptions<'_> {
                 max_delay: Duration::from_secs(10),
             },
             call_timeout: Duration::from_secs(60),
+            concurrency: 1,
+            passage_prefix: String::new(),
+            query_prefix: String::new(),
             progress: &NoProgress,
         }
     }

@@ -4,6 +4,7 @@
 use super::manifest::Manifest;
 use crate::retrieval::bm25::SearchIndex;
 use crate::retrieval::layout::{INDEX_DIR, MANIFEST, VECTORS_FILE};
+use crate::retrieval::metadata::{MetaTable, METADATA_FILE};
 use crate::retrieval::RetrievalError;
 use std::collections::HashMap;
 use std::fs;
@@ -16,6 +17,8 @@ pub(crate) struct Opened {
     pub index: SearchIndex,
     /// The vectors file's bytes, when the bundle has one.
     pub vectors: Option<OwnedBytes>,
+    /// Per-document metadata (empty for bundles without `metadata.json`).
+    pub meta: MetaTable,
     /// The manifest.
     pub manifest: Manifest,
     /// The folder or URL the bundle came from.
@@ -48,9 +51,19 @@ pub(crate) fn open_dir(dir: &Path) -> Result<Opened, RetrievalError> {
         }
         None => None,
     };
+    let meta = match manifest.file(METADATA_FILE) {
+        Some(_) => {
+            let path = dir.join(METADATA_FILE);
+            let bytes = fs::read(&path).map_err(|e| RetrievalError::io(&path, e))?;
+            Some(OwnedBytes::new(bytes))
+        }
+        None => None,
+    };
+    let meta = read_meta(meta, dir)?;
     Ok(Opened {
         index,
         vectors,
+        meta,
         manifest,
         origin: dir.to_path_buf(),
     })
@@ -64,6 +77,7 @@ pub(crate) fn open_in_memory(
 ) -> Result<Opened, RetrievalError> {
     let prefix = format!("{INDEX_DIR}/");
     let vectors = files.remove(VECTORS_FILE);
+    let meta = read_meta(files.remove(METADATA_FILE), Path::new(origin))?;
     let index_files: HashMap<PathBuf, OwnedBytes> = files
         .into_iter()
         .filter_map(|(path, bytes)| Some((PathBuf::from(path.strip_prefix(&prefix)?), bytes)))
@@ -72,7 +86,21 @@ pub(crate) fn open_in_memory(
     Ok(Opened {
         index,
         vectors,
+        meta,
         manifest,
         origin: PathBuf::from(origin),
     })
+}
+
+/// The bundle's metadata; none in bundles without `metadata.json` (older ones included).
+fn read_meta(bytes: Option<OwnedBytes>, origin: &Path) -> Result<MetaTable, RetrievalError> {
+    match bytes {
+        None => Ok(MetaTable::default()),
+        Some(bytes) => {
+            MetaTable::from_json(bytes.as_slice()).map_err(|message| RetrievalError::Invalid {
+                path: origin.join(METADATA_FILE),
+                message,
+            })
+        }
+    }
 }

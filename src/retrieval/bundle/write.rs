@@ -7,6 +7,7 @@ use super::{content_hash, IngestSummary, Progress};
 use crate::retrieval::bm25::SearchIndex;
 use crate::retrieval::hybrid::Vectors;
 use crate::retrieval::layout::{INDEX_DIR, MANIFEST, VECTORS_FILE};
+use crate::retrieval::metadata::METADATA_FILE;
 use crate::retrieval::RetrievalError;
 use std::fs;
 use std::path::Path;
@@ -36,14 +37,20 @@ impl Plan {
             let bytes = Vectors::encode(&embedded.vectors, embedded.info.dimensions);
             write(&build.join(VECTORS_FILE), &bytes)?;
         }
+        let meta = &self.corpus.meta;
+        if !meta.is_empty() {
+            let json = serde_json::to_vec(meta).expect("metadata serializes");
+            write(&build.join(METADATA_FILE), &json)?;
+        }
         let manifest = Manifest {
             format: FORMAT.into(),
             format_version: FORMAT_VERSION,
-            content_hash: content_hash(docs, embedding.as_ref()),
+            content_hash: meta.hashed_with(content_hash(docs, embedding.as_ref())),
             created_at: now_rfc3339(),
             counts: self.corpus.stats,
             embedding,
             files: describe_files(&build)?,
+            metadata_keys: meta.keys(),
         };
         let json = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
         write(&build.join(MANIFEST), &json)?;

@@ -10,6 +10,7 @@
 //! File layout (`vectors.bin`, little-endian): `rows * dims` bytes of `i8`, then `rows` `f32`
 //! scales.
 use crate::retrieval::bm25::Hit;
+use crate::retrieval::metadata::Allowed;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use tantivy::directory::OwnedBytes;
@@ -117,8 +118,9 @@ impl Vectors {
         self.scales.len()
     }
 
-    /// The `k` rows most similar to `query` (cosine similarity), best first.
-    pub(crate) fn top(&self, query: &[f32], k: usize) -> Vec<Hit> {
+    /// The `k` rows most similar to `query` (cosine similarity), best first, among the
+    /// `allowed` rows when given (rows are passage positions).
+    pub(crate) fn top(&self, query: &[f32], k: usize, allowed: Option<&Allowed>) -> Vec<Hit> {
         if query.len() != self.dims || k == 0 {
             return Vec::new();
         }
@@ -126,6 +128,9 @@ impl Vectors {
         let data: &[i8] = bytemuck_i8(self.data.as_slice());
         let mut heap: BinaryHeap<Scored> = BinaryHeap::with_capacity(k + 1);
         for (row, (v, scale)) in data.chunks_exact(self.dims).zip(&self.scales).enumerate() {
+            if !Allowed::permits(allowed, row as u32) {
+                continue;
+            }
             let score = dot(&q, v) * scale * q_scale;
             if heap.len() < k {
                 heap.push(Scored(score, row as u32));
@@ -188,11 +193,11 @@ mod tests {
         assert_eq!(bytes.len(), 40 * 19 + 40 * 4);
         let vectors = Vectors::decode(OwnedBytes::new(bytes.clone()), 19, 40).unwrap();
         assert_eq!((vectors.dims(), vectors.rows()), (19, 40));
-        let hits = vectors.top(&rows[10], 3);
+        let hits = vectors.top(&rows[10], 3, None);
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>()[0], 10);
         assert!(hits[1].0 == 9 || hits[1].0 == 11, "{hits:?}");
         assert!(hits.windows(2).all(|w| w[0].1 >= w[1].1));
-        assert!(vectors.top(&[1.0], 3).is_empty(), "wrong dimensions");
+        assert!(vectors.top(&[1.0], 3, None).is_empty(), "wrong dimensions");
         assert!(Vectors::decode(OwnedBytes::new(bytes), 19, 41).is_none());
     }
 }

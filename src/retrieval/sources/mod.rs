@@ -7,9 +7,11 @@
 //! folders and folders written by ingest are skipped; everything else is ignored and counted.
 mod html;
 mod jsonl;
+mod metadata;
 pub(crate) mod passages;
 
 use crate::retrieval::layout::MANIFEST;
+use crate::retrieval::metadata::MetaTable;
 use crate::retrieval::stats::KbStats;
 use crate::retrieval::{DocKind, Document, RetrievalError};
 use jsonl::JsonlFile;
@@ -27,13 +29,16 @@ pub(crate) struct SourceFile {
 pub(crate) struct Corpus {
     pub docs: Vec<Document>,
     pub stats: KbStats,
+    /// The documents' metadata, by corpus position.
+    pub meta: MetaTable,
     /// Files found but not used (other extensions).
     pub skipped_files: usize,
 }
 
 /// Whether a file is part of a knowledge base.
 fn is_source(path: &Path) -> bool {
-    if jsonl::graph_kind(path).is_some() || html::is_html(path) {
+    let sidecar = metadata::is_sidecar(&path.to_string_lossy());
+    if sidecar || jsonl::graph_kind(path).is_some() || html::is_html(path) {
         return true;
     }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
@@ -103,18 +108,22 @@ pub(crate) fn build(root: &Path, files: &[SourceFile]) -> Result<Corpus, Retriev
     let mut docs = Vec::new();
     let mut stats = KbStats::default();
     let (mut nodes, mut edges, mut communities) = (Vec::new(), Vec::new(), Vec::new());
-    for file in files {
+    let sidecars = metadata::sidecars(files)?;
+    let mut meta = MetaTable::default();
+    for file in files.iter().filter(|f| !metadata::is_sidecar(&f.rel)) {
         match jsonl::graph_kind(Path::new(&file.rel)) {
             Some(DocKind::Node) => nodes.push(jsonl(file)),
             Some(DocKind::Edge) => edges.push(jsonl(file)),
             Some(_) => communities.push(jsonl(file)),
             None => {
                 let fallback = passages::title_from_path(&file.rel);
-                let (_, parts) = passages::split(&file.text, &fallback);
+                let (doc_meta, text) = metadata::of_document(file, &sidecars);
+                let (_, parts) = passages::split(text, &fallback);
                 if parts.is_empty() {
                     continue;
                 }
                 stats.documents += 1;
+                meta.push(docs.len(), parts.len(), doc_meta);
                 for (n, passage) in parts.into_iter().enumerate() {
                     let id = format!("{}#{}", file.rel, n + 1);
                     docs.push(Document {
@@ -131,7 +140,12 @@ pub(crate) fn build(root: &Path, files: &[SourceFile]) -> Result<Corpus, Retriev
             }
         }
     }
-    docs.extend(jsonl::documents(&nodes, &edges, &communities)?);
+    let graph_docs = jsonl::documents(&nodes, &edges, &communities)?;
+    let records = metadata::of_records(&[&nodes, &edges, &communities])?;
+    for (at, record) in (docs.len()..).zip(records) {
+        meta.push(at, 1, record);
+    }
+    docs.extend(graph_docs);
     for doc in &docs {
         match doc.kind {
             DocKind::Episode => stats.passages += 1,
@@ -149,6 +163,7 @@ pub(crate) fn build(root: &Path, files: &[SourceFile]) -> Result<Corpus, Retriev
     Ok(Corpus {
         docs,
         stats,
+        meta,
         skipped_files: 0,
     })
 }
