@@ -17,9 +17,11 @@
 //! time, compared by day) with dates. A document without the key never matches a condition
 //! on it. Filters are applied before the top k is taken (see [`super::metadata`]), so a
 //! filtered search returns k documents whenever k matching ones exist.
-use super::metadata::Meta;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// One source's metadata: key to a string, number or boolean (what a filter is matched against).
+pub(crate) type Meta = std::collections::BTreeMap<String, Value>;
 
 /// Most conditions in one filter; a bigger tree is refused.
 pub const MAX_CONDITIONS: usize = 64;

@@ -7,18 +7,16 @@
 //! [`Allowed`] bitset over corpus positions, which the BM25 collector, the vector scan and the
 //! graph expansion all consult before they take their top k.
 use super::filter::Filter;
+pub(crate) use super::filter::Meta;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use tantivy::DocId;
 
 /// File of the metadata inside a bundle.
 pub(crate) const METADATA_FILE: &str = "metadata.json";
-
-/// One source's metadata: key to a string, number or boolean.
-pub(crate) type Meta = BTreeMap<String, Value>;
 
 /// Consecutive corpus positions `start..end` sharing one metadata map.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,7 +127,7 @@ impl Allowed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn meta(value: Value) -> Meta {
         serde_json::from_value(value).unwrap()
