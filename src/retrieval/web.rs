@@ -5,10 +5,10 @@
 //! becomes [`DocKind::Web`] documents. One attempt per call within the caller's timeout (the
 //! engine owns retries); the connection pool is shared by every call. The key never appears in
 //! errors or logs: [`Secret`] redacts itself and error bodies are scrubbed.
-use super::http::{client_for, post_json};
+use super::http::{call_error_impls, CallFailure, JsonEndpoint};
 use super::{DocKind, Document, RetrievalError, WebSearch};
-use crate::clock::{Clock, SystemClock};
-use crate::http::{status_is_transient, Transport};
+use crate::clock::Clock;
+use crate::http::status_is_transient;
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -32,11 +32,7 @@ impl TavilyConfig {
 /// Tavily-compatible client. Build once; clones share the connection pool.
 #[derive(Debug, Clone)]
 pub struct TavilyClient {
-    http: reqwest::Client,
-    endpoint: reqwest::Url,
-    api_key: Option<Secret>,
-    /// Reads "now" for an HTTP-date `Retry-After`.
-    clock: Arc<dyn Clock>,
+    endpoint: JsonEndpoint,
 }
 
 #[derive(Serialize)]
@@ -64,44 +60,24 @@ struct SearchResult {
 impl TavilyClient {
     /// Builds the client once; fails on a base URL that is not http(s).
     pub fn new(config: TavilyConfig) -> Result<Self, RetrievalError> {
-        let (endpoint, http) =
-            client_for(&config.base_url, "search").map_err(RetrievalError::Config)?;
-        Ok(Self {
-            http,
-            endpoint,
-            api_key: config.api_key,
-            clock: Arc::new(SystemClock),
-        })
+        let endpoint = JsonEndpoint::new(&config.base_url, "search", config.api_key)
+            .map_err(RetrievalError::Config)?;
+        Ok(Self { endpoint })
     }
 
     /// The same client reading "now" from `clock` (for an HTTP-date `Retry-After`).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
+        self.endpoint = self.endpoint.with_clock(clock);
         self
     }
 
     /// The URL searches are posted to.
     pub fn endpoint(&self) -> &str {
-        self.endpoint.as_str()
-    }
-
-    fn transport_error(&self, err: reqwest::Error, timeout: Duration) -> RetrievalError {
-        match Transport::of(err) {
-            Transport::Timeout => RetrievalError::Timeout { after: timeout },
-            Transport::Build(chain) => RetrievalError::Config(self.scrub(&chain)),
-            // Connect, send and body-read failures: the network, worth another attempt.
-            Transport::Connect(chain) | Transport::Broken(chain) => {
-                let host = self.endpoint.host_str().unwrap_or("?");
-                RetrievalError::Connect(self.scrub(&format!("{host}: {chain}")))
-            }
-        }
-    }
-
-    /// Removes the key from text a server sent back, in case it echoes the header.
-    fn scrub(&self, text: &str) -> String {
-        crate::http::scrub(text, self.api_key.as_ref())
+        self.endpoint.url()
     }
 }
+
+call_error_impls!(From for RetrievalError);
 
 #[async_trait]
 impl WebSearch for TavilyClient {
@@ -115,26 +91,16 @@ impl WebSearch for TavilyClient {
             return Ok(Vec::new());
         }
         let body = SearchRequest { query, max_results };
-        let reply = post_json(
-            &self.http,
-            &self.endpoint,
-            &body,
-            self.api_key.as_ref(),
-            timeout,
-            self.clock.as_ref(),
-        )
-        .await
-        .map_err(|e| self.transport_error(e, timeout))?;
-        if let Some(failure) = reply.failure(|text| self.scrub(text)) {
-            let transient = status_is_transient(failure.status);
-            tracing::debug!(status = failure.status, transient, "web search failed");
-            return Err(RetrievalError::Http {
-                status: failure.status,
-                message: failure.message,
-                retry_after: failure.retry_after,
-            });
-        }
-        let text = reply.text;
+        let text = self
+            .endpoint
+            .post(&body, timeout)
+            .await
+            .inspect_err(|failure| {
+                if let CallFailure::Http(f) = failure {
+                    let transient = status_is_transient(f.status);
+                    tracing::debug!(status = f.status, transient, "web search failed");
+                }
+            })?;
         let parsed: SearchResponse = serde_json::from_str(&text)
             .map_err(|e| RetrievalError::InvalidResponse(e.to_string()))?;
         Ok(parsed
@@ -187,7 +153,10 @@ mod tests {
     fn the_key_never_shows_in_debug_or_scrubbed_text() {
         let c = client(TavilyConfig::DEFAULT_BASE_URL, Some("tvly-SECRET")).unwrap();
         assert!(!format!("{c:?}").contains("tvly-SECRET"));
-        assert_eq!(c.scrub("bad key tvly-SECRET"), "bad key [redacted]");
+        assert_eq!(
+            c.endpoint.scrub("bad key tvly-SECRET"),
+            "bad key [redacted]"
+        );
     }
 
     #[tokio::test]

@@ -3,10 +3,9 @@
 //! the answer `{"data": [{"index", "embedding"}], "usage": {"prompt_tokens"}}` is put back in
 //! input order and checked (one vector per input, one length for all, finite numbers).
 use super::{EmbedError, Embedder, Embeddings};
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 use crate::engine::{estimate_tokens, Usage};
-use crate::http::Transport;
-use crate::retrieval::http::{client_for, post_json};
+use crate::retrieval::http::JsonEndpoint;
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -27,12 +26,8 @@ pub struct EmbeddingsConfig {
 /// OpenAI-compatible embeddings client. Build once; clones share the connection pool.
 #[derive(Debug, Clone)]
 pub struct EmbeddingsClient {
-    http: reqwest::Client,
-    endpoint: reqwest::Url,
+    endpoint: JsonEndpoint,
     model: String,
-    api_key: Option<Secret>,
-    /// Reads "now" for an HTTP-date `Retry-After`.
-    clock: Arc<dyn Clock>,
 }
 
 #[derive(Serialize)]
@@ -63,41 +58,23 @@ struct WireUsage {
 impl EmbeddingsClient {
     /// Builds the client once; fails on a base URL that is not http(s).
     pub fn new(config: EmbeddingsConfig) -> Result<Self, EmbedError> {
-        let (endpoint, http) =
-            client_for(&config.base_url, "embeddings").map_err(EmbedError::Config)?;
+        let endpoint = JsonEndpoint::new(&config.base_url, "embeddings", config.api_key)
+            .map_err(EmbedError::Config)?;
         Ok(Self {
-            http,
             endpoint,
             model: config.model,
-            api_key: config.api_key,
-            clock: Arc::new(SystemClock),
         })
     }
 
     /// The same client reading "now" from `clock` (for an HTTP-date `Retry-After`).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
+        self.endpoint = self.endpoint.with_clock(clock);
         self
     }
 
     /// The URL embeddings are posted to.
     pub fn endpoint(&self) -> &str {
-        self.endpoint.as_str()
-    }
-
-    fn transport_error(&self, err: reqwest::Error, timeout: Duration) -> EmbedError {
-        match Transport::of(err) {
-            Transport::Timeout => EmbedError::Timeout { after: timeout },
-            Transport::Build(chain) => EmbedError::Config(self.scrub(&chain)),
-            Transport::Connect(chain) | Transport::Broken(chain) => {
-                let host = self.endpoint.host_str().unwrap_or("?");
-                EmbedError::Connect(self.scrub(&format!("{host}: {chain}")))
-            }
-        }
-    }
-
-    fn scrub(&self, text: &str) -> String {
-        crate::http::scrub(text, self.api_key.as_ref())
+        self.endpoint.url()
     }
 }
 
@@ -108,24 +85,7 @@ impl Embedder for EmbeddingsClient {
             model: &self.model,
             input: inputs,
         };
-        let reply = post_json(
-            &self.http,
-            &self.endpoint,
-            &body,
-            self.api_key.as_ref(),
-            timeout,
-            self.clock.as_ref(),
-        )
-        .await
-        .map_err(|e| self.transport_error(e, timeout))?;
-        if let Some(failure) = reply.failure(|text| self.scrub(text)) {
-            return Err(EmbedError::Http {
-                status: failure.status,
-                message: failure.message,
-                retry_after: failure.retry_after,
-            });
-        }
-        let text = reply.text;
+        let text = self.endpoint.post(&body, timeout).await?;
         let parsed: Response =
             serde_json::from_str(&text).map_err(|e| EmbedError::InvalidResponse(e.to_string()))?;
         let vectors = in_input_order(parsed.data, inputs.len())?;

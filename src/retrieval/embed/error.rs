@@ -1,8 +1,8 @@
 //! Errors of an embeddings call, classified once: timeouts, connection failures, 408, 429 and
 //! 5xx are transient (with the server's `Retry-After`); any other status, a malformed answer
 //! and a misconfiguration are permanent.
-use crate::error::{Classify, ErrorClass};
-use crate::http::status_is_transient;
+//! `Classify` and `From<CallFailure>` are the shared `call_error_impls!`.
+use crate::retrieval::http::call_error_impls;
 use std::time::Duration;
 
 /// A failed embeddings call.
@@ -35,19 +35,4 @@ pub enum EmbedError {
     Config(String),
 }
 
-impl Classify for EmbedError {
-    fn class(&self) -> ErrorClass {
-        match self {
-            Self::Timeout { .. } | Self::Connect(_) => ErrorClass::Transient,
-            Self::Http { status, .. } if status_is_transient(*status) => ErrorClass::Transient,
-            Self::Http { .. } | Self::InvalidResponse(_) | Self::Config(_) => ErrorClass::Permanent,
-        }
-    }
-
-    fn retry_after(&self) -> Option<Duration> {
-        match self {
-            Self::Http { retry_after, .. } => *retry_after,
-            _ => None,
-        }
-    }
-}
+call_error_impls!(EmbedError);

@@ -4,14 +4,11 @@
 //! `[{"index", "score"}]`; it is checked (indices in range and distinct, finite scores) and
 //! sorted best first.
 use super::{Ranked, RerankError, Reranker};
-use crate::clock::{Clock, SystemClock};
-use crate::http::Transport;
-use crate::retrieval::http::{client_for, post_json};
+use crate::retrieval::http::JsonEndpoint;
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Settings of the rerank client.
@@ -28,11 +25,8 @@ pub struct RerankConfig {
 /// Cohere/Jina/TEI-compatible rerank client. Build once; clones share the connection pool.
 #[derive(Debug, Clone)]
 pub struct RerankClient {
-    http: reqwest::Client,
-    endpoint: reqwest::Url,
+    endpoint: JsonEndpoint,
     model: Option<String>,
-    api_key: Option<Secret>,
-    clock: Arc<dyn Clock>,
 }
 
 #[derive(Serialize)]
@@ -61,37 +55,17 @@ struct Item {
 impl RerankClient {
     /// Builds the client once; fails on a base URL that is not http(s).
     pub fn new(config: RerankConfig) -> Result<Self, RerankError> {
-        let (endpoint, http) =
-            client_for(&config.base_url, "rerank").map_err(RerankError::Config)?;
+        let endpoint = JsonEndpoint::new(&config.base_url, "rerank", config.api_key)
+            .map_err(RerankError::Config)?;
         Ok(Self {
-            http,
             endpoint,
             model: config.model,
-            api_key: config.api_key,
-            clock: Arc::new(SystemClock),
         })
     }
 
     /// The URL rerank requests are posted to.
     pub fn endpoint(&self) -> &str {
-        self.endpoint.as_str()
-    }
-
-    fn transport_error(&self, err: reqwest::Error, timeout: Duration) -> RerankError {
-        match Transport::of(err) {
-            Transport::Timeout => RerankError::Timeout { after: timeout },
-            Transport::Build(chain) => RerankError::Config(self.scrub(&chain)),
-            // Connect, send and body-read failures: the network, worth another attempt.
-            Transport::Connect(chain) | Transport::Broken(chain) => {
-                let host = self.endpoint.host_str().unwrap_or("?");
-                RerankError::Connect(self.scrub(&format!("{host}: {chain}")))
-            }
-        }
-    }
-
-    /// Removes the key from text a server sent back, in case it echoes the header.
-    fn scrub(&self, text: &str) -> String {
-        crate::http::scrub(text, self.api_key.as_ref())
+        self.endpoint.url()
     }
 }
 
@@ -110,25 +84,9 @@ impl Reranker for RerankClient {
             documents,
             top_n,
         };
-        let reply = post_json(
-            &self.http,
-            &self.endpoint,
-            &body,
-            self.api_key.as_ref(),
-            timeout,
-            self.clock.as_ref(),
-        )
-        .await
-        .map_err(|e| self.transport_error(e, timeout))?;
-        if let Some(failure) = reply.failure(|text| self.scrub(text)) {
-            return Err(RerankError::Http {
-                status: failure.status,
-                message: failure.message,
-                retry_after: failure.retry_after,
-            });
-        }
-        let parsed: Response = serde_json::from_str(&reply.text)
-            .map_err(|e| RerankError::InvalidResponse(e.to_string()))?;
+        let text = self.endpoint.post(&body, timeout).await?;
+        let parsed: Response =
+            serde_json::from_str(&text).map_err(|e| RerankError::InvalidResponse(e.to_string()))?;
         let items = match parsed {
             Response::Results { results } => results,
             Response::Bare(items) => items,
