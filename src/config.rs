@@ -66,6 +66,9 @@ pub struct Settings {
     /// `KB_REFRESH_SECONDS`: how often a warm instance re-checks `KB_URI` (0..=86400 s,
     /// default 300; 0 = never).
     pub kb_refresh: Option<Duration>,
+    /// `KB_MAX_PASSAGES_PER_DOCUMENT`: most passages of one document in a result list
+    /// (0..=100, default 2; 0 = no cap).
+    pub kb_max_passages_per_document: usize,
     /// Embeddings endpoint; `None` when `EMBEDDINGS_BASE_URL` is unset.
     pub embeddings: Option<EmbeddingsSettings>,
     /// `STATE_DIR`: folder of the local file store (default `.bounded-rag/runs`).
@@ -268,6 +271,12 @@ const MAX_BODY_BYTES: Num = Num::new(1_024, 1_048_576, 65_536, "bytes");
 const MAX_TOKENS_PER_RUN: Num = Num::new(0, 100_000_000, 0, "tokens (0 = unbounded)");
 const MAX_ACTIVE_RUNS: Num = Num::new(0, 10_000, 0, "runs (0 = unlimited)");
 const KB_REFRESH: Num = Num::new(0, 86_400, 300, "seconds (0 = never)");
+const KB_MAX_PER_DOCUMENT: Num = Num::new(
+    0,
+    100,
+    crate::retrieval::DEFAULT_MAX_PASSAGES_PER_DOCUMENT as u64,
+    "passages (0 = no cap)",
+);
 
 impl Settings {
     /// Reads the process environment.
@@ -395,6 +404,9 @@ impl Settings {
             kb_uri,
             kb_refresh: Some(env.seconds("KB_REFRESH_SECONDS", KB_REFRESH)?)
                 .filter(|d| !d.is_zero()),
+            kb_max_passages_per_document: env
+                .count("KB_MAX_PASSAGES_PER_DOCUMENT", KB_MAX_PER_DOCUMENT)?
+                as usize,
             embeddings,
             state_dir: PathBuf::from(
                 env.text("STATE_DIR")

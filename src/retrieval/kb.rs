@@ -16,6 +16,7 @@
 //! [`super::graph`]); the entity graph is built with the knowledge base, never per request.
 use super::bm25::{Hit, SearchIndex};
 use super::bundle::{self, content_hash, EmbeddingInfo, Manifest, MANIFEST};
+use super::cap::{self, DEFAULT_MAX_PASSAGES_PER_DOCUMENT};
 use super::graph::{self, Graph, Merged};
 use super::hybrid::{bm25_clear_lead, fuse, Vectors};
 use super::sources::{self, SourceFile};
@@ -102,6 +103,8 @@ pub struct KnowledgeBase {
     stats: KbStats,
     version: String,
     origin: Option<PathBuf>,
+    /// Most passages of one document in a result list (0: no cap); see [`cap`].
+    max_per_document: usize,
 }
 
 impl fmt::Debug for KnowledgeBase {
@@ -145,6 +148,7 @@ impl KnowledgeBase {
             stats,
             version: content_hash(docs, None),
             origin,
+            max_per_document: DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
         })
     }
 
@@ -198,6 +202,7 @@ impl KnowledgeBase {
             stats: manifest.counts,
             version: manifest.content_hash.clone(),
             origin: Some(origin),
+            max_per_document: DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
         })
     }
 
@@ -239,6 +244,14 @@ impl KnowledgeBase {
         Self::in_ram(docs, stats, None)
     }
 
+    /// Caps the passages of one source document in every result list
+    /// (`KB_MAX_PASSAGES_PER_DOCUMENT`; default [`DEFAULT_MAX_PASSAGES_PER_DOCUMENT`], 0 = no
+    /// cap), so near-duplicate and long documents do not crowd the top k.
+    pub fn with_max_passages_per_document(mut self, max: usize) -> Self {
+        self.max_per_document = max;
+        self
+    }
+
     /// What the knowledge base holds.
     pub fn stats(&self) -> KbStats {
         self.stats
@@ -278,15 +291,37 @@ impl KnowledgeBase {
         query: &str,
         options: &RetrievalOptions,
     ) -> Result<Vec<Document>, RetrievalError> {
-        // One more hit than asked, to see whether the first one leads.
-        let hits = self
-            .index
-            .hits(query, options, options.limit.saturating_add(1))?;
+        // Enough candidates to fill the list under the per-document cap, and one more hit
+        // than asked, to see whether the first one leads.
+        let wanted = options.limit.saturating_add(1);
+        let hits = self.capped(
+            self.index.hits(query, options, self.candidates(wanted))?,
+            wanted,
+        );
         let clear = bm25_clear_lead(&hits).then(|| hits[0].0);
         let clear: Vec<DocId> = clear.into_iter().collect();
         let direct = &hits[..hits.len().min(options.limit)];
         let strong = graph::strong_by_score(direct);
         self.documents(self.graph.expand(direct, direct, strong, options), &clear)
+    }
+
+    /// How many hits to rank so that `wanted` remain after the per-document cap.
+    fn candidates(&self, wanted: usize) -> usize {
+        if self.max_per_document == 0 {
+            wanted
+        } else {
+            FUSION_CANDIDATES.max(wanted)
+        }
+    }
+
+    /// The first `limit` hits, at most `max_per_document` per source document.
+    fn capped(&self, hits: Vec<Hit>, limit: usize) -> Vec<Hit> {
+        cap::per_source(
+            hits,
+            |h| self.index.source(h.0),
+            self.max_per_document,
+            limit,
+        )
     }
 
     /// Hybrid search: reciprocal rank fusion of BM25 over the enabled kinds and the similarity
@@ -312,7 +347,13 @@ impl KnowledgeBase {
         } else {
             Vec::new()
         };
-        let fused = fuse(&bm25, &nearest, options.limit);
+        let fused = fuse(&bm25, &nearest, candidates);
+        let fused = cap::per_source(
+            fused,
+            |f| self.index.source(f.id),
+            self.max_per_document,
+            options.limit,
+        );
         let clear: Vec<DocId> = fused.iter().filter(|f| f.clear).map(|f| f.id).collect();
         let hits: Vec<Hit> = fused.iter().map(|f| (f.id, f.score)).collect();
         let strong = graph::strong_by_rank(options.limit);

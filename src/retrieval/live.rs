@@ -27,6 +27,8 @@ pub struct LoadOptions {
     pub embedding_model: Option<String>,
     /// `KB_REFRESH_SECONDS`: how often a warm instance checks the pointer; `None` = never.
     pub refresh_every: Option<Duration>,
+    /// `KB_MAX_PASSAGES_PER_DOCUMENT` (see [`KnowledgeBase::with_max_passages_per_document`]).
+    pub max_passages_per_document: usize,
 }
 
 impl Default for LoadOptions {
@@ -36,6 +38,7 @@ impl Default for LoadOptions {
             cache_dir: std::env::temp_dir().join("bounded-rag-kb"),
             embedding_model: None,
             refresh_every: Some(Duration::from_secs(300)),
+            max_passages_per_document: crate::retrieval::DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
         }
     }
 }
@@ -192,7 +195,9 @@ async fn load(
         stats = %fetched.kb.stats(),
         "knowledge base loaded"
     );
-    Ok(fetched.kb)
+    Ok(fetched
+        .kb
+        .with_max_passages_per_document(options.max_passages_per_document))
 }
 
 /// A bundle with vectors of another model than the configured one cannot serve hybrid

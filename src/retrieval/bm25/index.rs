@@ -15,12 +15,14 @@
 //! in that order and need no id map.
 use super::directory::{MemoryDirectory, ReadOnlyDirectory};
 use super::schema::{
-    analyzer, indexed_fields, kind_from_code, schema, title_boost, to_indexed, Fields, TOKENIZER,
+    analyzer, indexed_fields, kind_from_code, schema, title_boost, to_indexed, Fields,
+    HEADING_BOOST, SOURCE_FIELD, TOKENIZER,
 };
 use crate::retrieval::{DocKind, Document, RetrievalError, RetrievalOptions};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use tantivy::collector::TopDocs;
+use tantivy::columnar::Column;
 use tantivy::directory::OwnedBytes;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Value};
@@ -47,6 +49,8 @@ pub(crate) struct SearchIndex {
     searcher: Searcher,
     fields: Fields,
     analyzer: TextAnalyzer,
+    /// Source keys by doc id, memory-mapped from the fast field; `None` for an empty index.
+    sources: Option<Column<u64>>,
 }
 
 impl SearchIndex {
@@ -151,11 +155,30 @@ impl SearchIndex {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(|e| RetrievalError::index("opening a reader", e))?;
+        let searcher = reader.searcher();
+        let sources = match searcher.segment_readers().first() {
+            Some(segment) => Some(
+                segment
+                    .fast_fields()
+                    .u64(SOURCE_FIELD)
+                    .map_err(|e| RetrievalError::index("opening the source keys", e))?,
+            ),
+            None => None,
+        };
         Ok(Self {
-            searcher: reader.searcher(),
+            searcher,
             fields,
             analyzer: analyzer(),
+            sources,
         })
+    }
+
+    /// The key of the source document of the item at `id` (see [`crate::retrieval::cap`]).
+    pub(crate) fn source(&self, id: DocId) -> u64 {
+        self.sources
+            .as_ref()
+            .and_then(|column| column.first(id))
+            .unwrap_or(u64::from(id))
     }
 
     /// Number of indexed documents.
@@ -183,19 +206,23 @@ impl SearchIndex {
         options: &RetrievalOptions,
         limit: usize,
     ) -> Result<Vec<Hit>, RetrievalError> {
-        let fields: Vec<(Field, Field, f32)> = [
+        let mut fields: Vec<(Field, f32)> = Vec::new();
+        for (enabled, kind) in [
             (options.episodes, DocKind::Episode),
             (options.nodes, DocKind::Node),
             (options.edges, DocKind::Edge),
             (options.communities, DocKind::Community),
-        ]
-        .into_iter()
-        .filter(|(enabled, _)| *enabled)
-        .filter_map(|(_, kind)| {
-            let (title, content) = indexed_fields(&self.fields, kind)?;
-            Some((title, content, title_boost(kind)))
-        })
-        .collect();
+        ] {
+            let Some((title, content)) = indexed_fields(&self.fields, kind).filter(|_| enabled)
+            else {
+                continue;
+            };
+            fields.push((title, title_boost(kind)));
+            if kind == DocKind::Episode {
+                fields.push((self.fields.episode_heading, HEADING_BOOST));
+            }
+            fields.push((content, 1.0));
+        }
         // TopDocs panics on 0 and preallocates by limit: keep it within 1..=num_docs.
         let limit = limit.min(self.num_docs() as usize);
         let Some(query) = self.query(query, &fields).filter(|_| limit > 0) else {
@@ -220,8 +247,8 @@ impl SearchIndex {
         self.stored(&stored, score)
     }
 
-    /// Any analyzed word of `text` in the given (title, content) fields, titles boosted.
-    fn query(&self, text: &str, fields: &[(Field, Field, f32)]) -> Option<BooleanQuery> {
+    /// Any analyzed word of `text` in the given fields, each with its boost.
+    fn query(&self, text: &str, fields: &[(Field, f32)]) -> Option<BooleanQuery> {
         let mut analyzer = self.analyzer.clone();
         let mut stream = analyzer.token_stream(text);
         let mut words = BTreeSet::new();
@@ -232,19 +259,20 @@ impl SearchIndex {
             return None;
         }
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for (word, (title, content, boost)) in words
+        for (word, &(field, boost)) in words
             .iter()
             .flat_map(|w| fields.iter().map(move |f| (w, f)))
         {
-            let term = |field| {
-                TermQuery::new(
-                    Term::from_field_text(field, word),
-                    IndexRecordOption::WithFreqs,
-                )
+            let term = TermQuery::new(
+                Term::from_field_text(field, word),
+                IndexRecordOption::WithFreqs,
+            );
+            let clause: Box<dyn Query> = if boost == 1.0 {
+                Box::new(term)
+            } else {
+                Box::new(BoostQuery::new(Box::new(term), boost))
             };
-            let title = BoostQuery::new(Box::new(term(*title)), *boost);
-            clauses.push((Occur::Should, Box::new(title)));
-            clauses.push((Occur::Should, Box::new(term(*content))));
+            clauses.push((Occur::Should, clause));
         }
         Some(BooleanQuery::new(clauses))
     }
