@@ -20,7 +20,9 @@ mod write;
 
 pub(crate) use hash::content_hash;
 pub(crate) use manifest::hex_digest;
-pub use manifest::{BundleFile, EmbeddingInfo, Manifest, FORMAT, FORMAT_VERSION, MANIFEST};
+pub use manifest::{
+    BundleFile, EmbeddingInfo, Manifest, ANALYZER, FORMAT, FORMAT_VERSION, MANIFEST,
+};
 pub(crate) use open::{open_dir, open_in_memory, VECTORS_FILE};
 
 use super::{Embedder, KbStats, RetrievalError};

@@ -1,7 +1,7 @@
 //! Writing a bundle: validate the target, build everything in a staging folder beside it, write
 //! the manifest last, then rename the finished folder into place.
 use super::embedding::Embedded;
-use super::manifest::{BundleFile, Manifest, FORMAT, FORMAT_VERSION, MANIFEST};
+use super::manifest::{BundleFile, Manifest, ANALYZER, FORMAT, FORMAT_VERSION, MANIFEST};
 use super::open::{INDEX_DIR, VECTORS_FILE};
 use super::{content_hash, IngestSummary, Progress};
 use crate::retrieval::bm25::SearchIndex;
@@ -87,6 +87,7 @@ impl Plan {
             created_at: now_rfc3339(),
             counts: self.corpus.stats,
             embedding,
+            analyzer: ANALYZER.into(),
             files: describe_files(&build)?,
         };
         let json = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
