@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One line per eval report: recall@k, right source cited, and where the expected source was lost.
 
-Usage: eval/summarize.py REPORT.json QUESTIONS.jsonl [--misses]
+Usage: eval/summarize.py REPORT.json QUESTIONS.jsonl [--misses]  (REPORT: one report or a list)
 
 "lost after retrieval" counts questions whose expected source was among the first k retrieved
 but is not cited by the answer: the grader dropped it or the answer cited another passage.
@@ -16,7 +16,13 @@ def matches(expected, url):
 
 
 def main():
-    report = json.load(open(sys.argv[1]))
+    loaded = json.load(open(sys.argv[1]))
+    # `eval --compare --json` gives one report per retrieval.
+    for report in loaded if isinstance(loaded, list) else [loaded]:
+        summarize(report)
+
+
+def summarize(report):
     k = report["k"]
     lost, missed = [], []
     for case in report["cases"]:
