@@ -8,7 +8,8 @@
 //!
 //! Queries are built directly from the analyzed words of the question (any of them may match),
 //! so user punctuation and words such as `AND`, `NOT` or `title:` are just text, never query
-//! syntax.
+//! syntax. Each word scores its best field plus a share of its others
+//! ([`FIELD_TIE_BREAKER`]).
 //!
 //! Every index has exactly one segment, written in the order the documents were given, so a
 //! document's position in the corpus is its tantivy doc id: the vectors of a bundle are stored
@@ -24,7 +25,7 @@ use std::path::{Path, PathBuf};
 use tantivy::collector::TopDocs;
 use tantivy::columnar::Column;
 use tantivy::directory::OwnedBytes;
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Value};
 use tantivy::store::Compressor;
 use tantivy::tokenizer::TextAnalyzer;
@@ -33,6 +34,11 @@ use tantivy::{
     TantivyDocument, Term,
 };
 
+/// Share of a word's score in its other fields added to its best field's. A word found in a
+/// passage's title, heading and text counts more than in one of them, but not three times:
+/// otherwise a common word that names documents (`serde`) outweighs the rare word that
+/// names the answer (`CBOR`).
+const FIELD_TIE_BREAKER: f32 = 0.3;
 /// Distinct query words used; a 2000-character question stays cheap.
 const MAX_QUERY_TERMS: usize = 64;
 /// Memory budget of the in-memory build; it sizes the initial term table only.
@@ -259,20 +265,24 @@ impl SearchIndex {
             return None;
         }
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for (word, &(field, boost)) in words
-            .iter()
-            .flat_map(|w| fields.iter().map(move |f| (w, f)))
-        {
-            let term = TermQuery::new(
-                Term::from_field_text(field, word),
-                IndexRecordOption::WithFreqs,
-            );
-            let clause: Box<dyn Query> = if boost == 1.0 {
-                Box::new(term)
-            } else {
-                Box::new(BoostQuery::new(Box::new(term), boost))
-            };
-            clauses.push((Occur::Should, clause));
+        for word in &words {
+            let fields: Vec<Box<dyn Query>> = fields
+                .iter()
+                .map(|&(field, boost)| {
+                    let term = TermQuery::new(
+                        Term::from_field_text(field, word),
+                        IndexRecordOption::WithFreqs,
+                    );
+                    let clause: Box<dyn Query> = if boost == 1.0 {
+                        Box::new(term)
+                    } else {
+                        Box::new(BoostQuery::new(Box::new(term), boost))
+                    };
+                    clause
+                })
+                .collect();
+            let word = DisjunctionMaxQuery::with_tie_breaker(fields, FIELD_TIE_BREAKER);
+            clauses.push((Occur::Should, Box::new(word)));
         }
         Some(BooleanQuery::new(clauses))
     }
