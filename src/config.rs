@@ -87,6 +87,9 @@ pub struct Settings {
     /// `KB_REFRESH_SECONDS`: how often a warm instance re-checks `KB_URI` (0..=86400 s,
     /// default 300; 0 = never).
     pub kb_refresh: Option<Duration>,
+    /// `KB_MAX_PASSAGES_PER_DOCUMENT`: most passages of one document in a result list
+    /// (0..=100, default 2; 0 = no cap).
+    pub kb_max_passages_per_document: usize,
     /// Embeddings endpoint; `None` when `EMBEDDINGS_BASE_URL` is unset.
     pub embeddings: Option<EmbeddingsSettings>,
     /// `EMBEDDINGS_BATCH_SIZE`, `EMBEDDINGS_TIMEOUT_MS`, `EMBEDDINGS_CONCURRENCY` and the
@@ -211,6 +214,12 @@ const KB_REFRESH: Num = Num::new(
 const fn millis(duration: Duration) -> u64 {
     duration.as_millis() as u64
 }
+const KB_MAX_PER_DOCUMENT: Num = Num::new(
+    0,
+    100,
+    crate::retrieval::DEFAULT_MAX_PASSAGES_PER_DOCUMENT as u64,
+    "passages (0 = no cap)",
+);
 
 impl Settings {
     /// Reads the process environment.
@@ -270,6 +279,9 @@ impl Settings {
             kb_uri,
             kb_refresh: Some(env.seconds("KB_REFRESH_SECONDS", KB_REFRESH)?)
                 .filter(|d| !d.is_zero()),
+            kb_max_passages_per_document: env
+                .count("KB_MAX_PASSAGES_PER_DOCUMENT", KB_MAX_PER_DOCUMENT)?
+                as usize,
             embeddings,
             embeddings_tuning: retrieval::embeddings_tuning(&env)?,
             rerank: retrieval::rerank(&env)?,

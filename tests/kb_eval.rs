@@ -59,3 +59,17 @@ fn sources_match_by_path_fragment_or_url_and_bad_lines_are_named() {
     let err = read_cases(&file).unwrap_err();
     assert!(err.contains("q.jsonl:3:"), "{err}");
 }
+
+#[tokio::test]
+async fn the_compare_table_has_one_row_per_retrieval() {
+    let report = run(true).await;
+    let table = bounded_rag::entry::eval::render_compare(&[report.clone(), report]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 4, "{table}");
+    assert!(lines[0].starts_with("retrieval"), "{table}");
+    assert!(
+        lines[1].starts_with("bm25 ") && lines[1].contains(" 30 "),
+        "{table}"
+    );
+    assert!(lines[3].starts_with("k 5 · grading on · kb "), "{table}");
+}

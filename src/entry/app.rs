@@ -256,6 +256,7 @@ async fn build_kb(
         let options = LoadOptions {
             embedding_model: model,
             refresh_every: settings.kb_refresh,
+            max_passages_per_document: settings.kb_max_passages_per_document,
             ..LoadOptions::default()
         };
         let live = LiveKnowledge::open(store, options).await;
@@ -267,7 +268,8 @@ async fn build_kb(
     let kb = match &settings.kb_path {
         Some(path) => KnowledgeBase::load(path)?,
         None => KnowledgeBase::embedded()?,
-    };
+    }
+    .with_max_passages_per_document(settings.kb_max_passages_per_document);
     crate::retrieval::check_compatible(&kb, model.as_deref())?;
     Ok(Arc::new(kb))
 }

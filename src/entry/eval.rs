@@ -1,7 +1,9 @@
 //! `bounded-rag eval QUESTIONS.jsonl`: runs every question through the workflow and reports
 //! recall@k of the expected sources (what the first knowledge-base retrieval returned), the
 //! share of answers citing an expected source, the share containing the expected text, routes,
-//! limits hit and model calls per question. `--json` prints the whole report.
+//! limits hit and model calls per question. `--json` prints the whole report. `--compare` runs
+//! the set once per retrieval the configuration allows (BM25 always; hybrid when an embedding
+//! model matches the knowledge base's vectors) and prints one row each.
 //!
 //! Each line: `{"question", "expected_sources"?: [...], "expected_answer"?: "..."}`. A source
 //! matches a retrieved document by its `kb://` path (`patch-canker.md` matches
@@ -36,6 +38,9 @@ pub struct EvalArgs {
     /// Checking preset.
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
+    /// Run the set with every available retrieval (BM25, hybrid) and print one table.
+    #[arg(long)]
+    pub compare: bool,
 }
 
 /// One labelled question.
@@ -314,6 +319,59 @@ pub fn render(r: &EvalReport) -> String {
     out
 }
 
+/// One row per report: retrieval, recall@k, cited, expected text, model calls.
+pub fn render_compare(reports: &[EvalReport]) -> String {
+    let pct = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.3}"));
+    let mut out = format!(
+        "{:<10}  {:>9}  {:>6}  {:>6}  {:>7}  {:>5}\n",
+        "retrieval", "questions", "recall", "cited", "answer", "calls"
+    );
+    for r in reports {
+        out.push_str(&format!(
+            "{:<10}  {:>9}  {:>6}  {:>6}  {:>7}  {:>5.1}\n",
+            r.retrieval.as_deref().unwrap_or("-"),
+            r.questions,
+            pct(r.recall_at_k),
+            pct(r.cited_share),
+            pct(r.answer_share),
+            r.model_calls_per_question
+        ));
+    }
+    let first = reports.first();
+    out.push_str(&format!(
+        "k {} · grading {} · kb {}",
+        first.map_or(0, |r| r.k),
+        if first.is_some_and(|r| r.grading) {
+            "on"
+        } else {
+            "off"
+        },
+        first.and_then(|r| r.kb_version.as_deref()).unwrap_or("-")
+    ));
+    out
+}
+
+/// The set run with the configured retrieval and, when that is hybrid, with BM25 alone.
+async fn compare(
+    runs: &Runs,
+    cases: &[EvalCase],
+    args: &EvalArgs,
+) -> Result<Vec<EvalReport>, String> {
+    let mode = args.mode.map(ModeArg::mode);
+    let graph = runs.graph();
+    let (embedder, reranker) = (graph.embedder.is_some(), graph.reranker.is_some());
+    let mut reports = Vec::new();
+    // BM25, BM25 + rerank, hybrid, hybrid + rerank: each that the configuration allows.
+    for (embed, rerank) in [(false, false), (false, true), (true, false), (true, true)] {
+        if (embed && !embedder) || (rerank && !reranker) {
+            continue;
+        }
+        let subset = runs.retrieval_subset(embed, rerank);
+        reports.push(evaluate(&subset, cases, args.k, args.grading, mode).await?);
+    }
+    Ok(reports)
+}
+
 /// `bounded-rag eval`: exit 0 when every question ran, 2 on bad input.
 pub async fn eval_command(args: EvalArgs) -> ExitCode {
     let cases = match read_cases(&args.file) {
@@ -325,6 +383,22 @@ pub async fn eval_command(args: EvalArgs) -> ExitCode {
         Ok(app) => app,
         Err(e) => return fail(2, &e.to_string()),
     };
+    if args.compare {
+        return match compare(app.runs(), &cases, &args).await {
+            Ok(reports) if args.json => match serde_json::to_string_pretty(&reports) {
+                Ok(text) => {
+                    println!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(1, &e.to_string()),
+            },
+            Ok(reports) => {
+                println!("{}", render_compare(&reports));
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(1, &e),
+        };
+    }
     let mode = args.mode.map(ModeArg::mode);
     match evaluate(&app, &cases, args.k, args.grading, mode).await {
         Ok(report) if args.json => match serde_json::to_string_pretty(&report) {

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The workflow's clients and the budget rules of one process.
+#[derive(Clone)]
 pub struct Runs {
     graph: RagGraph,
     store: Arc<dyn CheckpointStore>,
@@ -70,6 +71,19 @@ impl Runs {
             self.budgets.run_timeout,
         )
         .with_max_tokens(self.max_tokens)
+    }
+
+    /// The same runs without query embeddings (`embed` false) and without the rerank stage
+    /// (`rerank` false), for comparisons.
+    pub(crate) fn retrieval_subset(&self, embed: bool, rerank: bool) -> Runs {
+        let mut runs = self.clone();
+        if !embed {
+            runs.graph.embedder = None;
+        }
+        if !rerank {
+            runs.graph.reranker = None;
+        }
+        runs
     }
 
     /// The graph and its clients.

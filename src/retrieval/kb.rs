@@ -16,6 +16,7 @@
 //! [`super::graph`]); the entity graph is built with the knowledge base, never per request.
 use super::bm25::{Hit, SearchIndex};
 use super::bundle::{self, content_hash, EmbeddingInfo, Opened};
+use super::cap::{self, DEFAULT_MAX_PASSAGES_PER_DOCUMENT};
 use super::graph::{self, KnowledgeGraph, Merged};
 use super::hybrid::{bm25_clear_lead, fuse, Vectors};
 use super::layout::{MANIFEST, VECTORS_FILE};
@@ -72,6 +73,8 @@ pub struct KnowledgeBase {
     stats: KbStats,
     version: String,
     origin: Option<PathBuf>,
+    /// Most passages of one document in a result list (0: no cap); see [`cap`].
+    max_per_document: usize,
 }
 
 impl fmt::Debug for KnowledgeBase {
@@ -117,6 +120,7 @@ impl KnowledgeBase {
             meta,
             stats,
             origin,
+            max_per_document: DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
         })
     }
 
@@ -172,6 +176,7 @@ impl KnowledgeBase {
             stats: manifest.counts,
             version: manifest.content_hash.clone(),
             origin: Some(origin),
+            max_per_document: DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
         })
     }
 
@@ -212,6 +217,14 @@ impl KnowledgeBase {
         }
         stats.documents = sources.len();
         Self::in_ram(docs, MetaTable::default(), stats, None)
+    }
+
+    /// Caps the passages of one source document in every result list
+    /// (`KB_MAX_PASSAGES_PER_DOCUMENT`; default [`DEFAULT_MAX_PASSAGES_PER_DOCUMENT`], 0 = no
+    /// cap), so near-duplicate and long documents do not crowd the top k.
+    pub fn with_max_passages_per_document(mut self, max: usize) -> Self {
+        self.max_per_document = max;
+        self
     }
 
     /// What the knowledge base holds.
@@ -264,18 +277,57 @@ impl KnowledgeBase {
         query: &str,
         options: &RetrievalOptions,
     ) -> Result<Vec<Document>, RetrievalError> {
-        // One more hit than asked, to see whether the first one leads.
+        // Enough candidates to fill the list under the per-document cap, and one more hit
+        // than asked, to see whether the first one leads.
+        let wanted = options.limit.saturating_add(1);
         let allowed = self.allowed(options);
-        let allowed = allowed.as_ref();
-        let hits = self
-            .index
-            .hits(query, options, options.limit.saturating_add(1), allowed)?;
-        let clear = bm25_clear_lead(&hits).then(|| hits[0].0);
-        let clear: Vec<DocId> = clear.into_iter().collect();
+        let hits = self.capped(
+            self.index
+                .hits(query, options, self.candidates(wanted), allowed.as_ref())?,
+            wanted,
+        );
+        let clear: Vec<DocId> = self.clear_lead(&hits).into_iter().collect();
         let direct = &hits[..hits.len().min(options.limit)];
         let strong = graph::strong_by_score(direct);
-        let merged = self.graph.expand(direct, direct, strong, options, allowed);
+        let merged = self
+            .graph
+            .expand(direct, direct, strong, options, allowed.as_ref());
         self.documents(merged, &clear)
+    }
+
+    /// The first hit when it leads clearly ([`bm25_clear_lead`]) over the best hit of any
+    /// other document: a second passage of the same document, or of a document with the same
+    /// text, does not make the first one less of a match.
+    fn clear_lead(&self, hits: &[Hit]) -> Option<DocId> {
+        let first = hits.first()?;
+        let source = self.index.source(first.0);
+        let other = hits.iter().find(|h| self.index.source(h.0) != source);
+        bm25_clear_lead(
+            &[*first]
+                .into_iter()
+                .chain(other.copied())
+                .collect::<Vec<_>>(),
+        )
+        .then_some(first.0)
+    }
+
+    /// How many hits to rank so that `wanted` remain after the per-document cap.
+    fn candidates(&self, wanted: usize) -> usize {
+        if self.max_per_document == 0 {
+            wanted
+        } else {
+            FUSION_CANDIDATES.max(wanted)
+        }
+    }
+
+    /// The first `limit` hits, at most `max_per_document` per source document.
+    fn capped(&self, hits: Vec<Hit>, limit: usize) -> Vec<Hit> {
+        cap::per_source(
+            hits,
+            |h| self.index.source(h.0),
+            self.max_per_document,
+            limit,
+        )
     }
 
     /// Hybrid search: reciprocal rank fusion of BM25 over the enabled kinds and the similarity
@@ -303,8 +355,19 @@ impl KnowledgeBase {
         } else {
             Vec::new()
         };
-        let fused = fuse(&bm25, &nearest, options.limit);
-        let clear: Vec<DocId> = fused.iter().filter(|f| f.clear).map(|f| f.id).collect();
+        let fused = fuse(&bm25, &nearest, candidates);
+        let fused = cap::per_source(
+            fused,
+            |f| self.index.source(f.id),
+            self.max_per_document,
+            options.limit,
+        );
+        let lead = self.clear_lead(&bm25);
+        let clear: Vec<DocId> = fused
+            .iter()
+            .filter(|f| f.clear || Some(f.id) == lead)
+            .map(|f| f.id)
+            .collect();
         let hits: Vec<Hit> = fused.iter().map(|f| (f.id, f.score)).collect();
         let strong = graph::strong_by_rank(options.limit);
         let merged = self.graph.expand(&hits, &bm25, strong, options, allowed);
@@ -382,6 +445,88 @@ mod tests {
         assert_eq!(kb.len(), stats.indexed());
         assert!(kb.origin().is_none());
         assert!(format!("{kb:?}").contains("stats"));
+    }
+
+    fn passage(url: &str, title: &str, content: &str) -> Document {
+        Document {
+            id: url.into(),
+            title: title.into(),
+            url: url.into(),
+            content: content.into(),
+            score: 0.0,
+            kind: DocKind::Episode,
+            clear_match: false,
+            from_graph: false,
+        }
+    }
+
+    fn urls(docs: &[Document]) -> Vec<&str> {
+        docs.iter().map(|d| d.url.as_str()).collect()
+    }
+
+    #[test]
+    fn one_document_fills_at_most_its_cap_and_its_lead_is_clear_over_other_documents() {
+        let docs = [
+            passage(
+                "kb://phf/README.md#1",
+                "phf",
+                "perfect hash maps built at compile time",
+            ),
+            passage(
+                "kb://phf/README.md#2",
+                "phf — Usage",
+                "perfect hash maps at compile time",
+            ),
+            passage(
+                "kb://phf/README.md#3",
+                "phf — More",
+                "perfect hash maps, compile time",
+            ),
+            passage("kb://fnv/README.md#1", "fnv", "a hash for small maps"),
+            passage("kb://other/a.md#1", "Other", "a clock shows the time"),
+            passage("kb://other/b.md#1", "Bread", "flour, water and salt"),
+            passage("kb://other/c.md#1", "Tea", "leaves steeped in hot water"),
+            passage("kb://other/d.md#1", "Rain", "water falls from clouds"),
+        ];
+        let kb = KnowledgeBase::from_documents(&docs).unwrap();
+        let options = RetrievalOptions {
+            limit: 4,
+            nodes: false,
+            edges: false,
+            episodes: true,
+            communities: false,
+            filter: None,
+        };
+        let query = "perfect hash maps at compile time";
+        let hits = kb.search(query, &options).unwrap();
+        let found = urls(&hits);
+        assert_eq!(found.len(), 4);
+        assert!(
+            found[..2].iter().all(|u| u.starts_with("kb://phf/")),
+            "{found:?}"
+        );
+        assert!(
+            found[2..].iter().all(|u| !u.starts_with("kb://phf/")),
+            "{found:?}"
+        );
+        // The second phf passage scores close to the first, but it is the same document: the
+        // first leads every other document clearly, so the grader must keep it.
+        let clear: Vec<&Document> = hits.iter().filter(|d| d.clear_match).collect();
+        assert_eq!(clear.len(), 1);
+        assert!(clear[0].url.starts_with("kb://phf/") && clear[0].score == hits[0].score);
+
+        let one = kb.with_max_passages_per_document(1);
+        let hits = one.search(query, &options).unwrap();
+        assert_eq!(hits.len(), 3);
+        assert_eq!(hits[0].url, found[0]);
+        let uncapped = one.with_max_passages_per_document(0);
+        let hits = uncapped.search(query, &options).unwrap();
+        assert_eq!(
+            hits.iter()
+                .filter(|d| d.url.starts_with("kb://phf"))
+                .count(),
+            3
+        );
     }
 
     #[test]

@@ -30,6 +30,8 @@ pub struct LoadOptions {
     pub refresh_every: Option<Duration>,
     /// Tells when a refresh is due.
     pub clock: Arc<dyn Clock>,
+    /// `KB_MAX_PASSAGES_PER_DOCUMENT` (see [`KnowledgeBase::with_max_passages_per_document`]).
+    pub max_passages_per_document: usize,
 }
 
 impl Default for LoadOptions {
@@ -40,6 +42,7 @@ impl Default for LoadOptions {
             embedding_model: None,
             refresh_every: Some(crate::config::DEFAULT_KB_REFRESH),
             clock: Arc::new(SystemClock),
+            max_passages_per_document: crate::retrieval::DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
         }
     }
 }
@@ -194,7 +197,9 @@ async fn load(
         stats = %fetched.kb.stats(),
         "knowledge base loaded"
     );
-    Ok(fetched.kb)
+    Ok(fetched
+        .kb
+        .with_max_passages_per_document(options.max_passages_per_document))
 }
 
 /// A bundle with vectors of another model than the configured one cannot serve hybrid

@@ -19,6 +19,7 @@
 
 mod bm25;
 pub mod bundle;
+mod cap;
 pub mod embed;
 mod error;
 mod filter;
@@ -40,6 +41,7 @@ mod web;
 pub use bundle::{
     ingest, ingest_dir, EmbeddingInfo, IngestOptions, IngestSummary, Manifest, NoProgress, Progress,
 };
+pub use cap::DEFAULT_MAX_PASSAGES_PER_DOCUMENT;
 pub use embed::{EmbedError, Embedder, Embeddings, EmbeddingsClient, EmbeddingsConfig};
 pub use error::RetrievalError;
 pub use filter::{Filter, FilterError};

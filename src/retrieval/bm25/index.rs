@@ -8,7 +8,8 @@
 //!
 //! Queries are built directly from the analyzed words of the question (any of them may match),
 //! so user punctuation and words such as `AND`, `NOT` or `title:` are just text, never query
-//! syntax.
+//! syntax. Each word scores its best field plus a share of its others
+//! ([`FIELD_TIE_BREAKER`]).
 //!
 //! Every index has exactly one segment, written in the order the documents were given, so a
 //! document's position in the corpus is its tantivy doc id: the vectors of a bundle are stored
@@ -16,15 +17,17 @@
 use super::allowed::Only;
 use super::directory::{MemoryDirectory, ReadOnlyDirectory};
 use super::schema::{
-    analyzer, indexed_fields, kind_from_code, schema, title_boost, to_indexed, Fields, TOKENIZER,
+    analyzer, indexed_fields, kind_from_code, schema, title_boost, to_indexed, Fields,
+    HEADING_BOOST, SOURCE_FIELD, TOKENIZER,
 };
 use crate::retrieval::metadata::Allowed;
 use crate::retrieval::{DocKind, Document, RetrievalError, RetrievalOptions};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use tantivy::collector::TopDocs;
+use tantivy::columnar::Column;
 use tantivy::directory::OwnedBytes;
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Value};
 use tantivy::store::Compressor;
 use tantivy::tokenizer::TextAnalyzer;
@@ -33,6 +36,11 @@ use tantivy::{
     TantivyDocument, Term,
 };
 
+/// Share of a word's score in its other fields added to its best field's. A word found in a
+/// passage's title, heading and text counts more than in one of them, but not three times:
+/// otherwise a common word that names documents (`serde`) outweighs the rare word that
+/// names the answer (`CBOR`).
+const FIELD_TIE_BREAKER: f32 = 0.3;
 /// Distinct query words used; a 2000-character question stays cheap.
 const MAX_QUERY_TERMS: usize = 64;
 /// Memory budget of the in-memory build; it sizes the initial term table only.
@@ -49,6 +57,8 @@ pub(crate) struct SearchIndex {
     searcher: Searcher,
     fields: Fields,
     analyzer: TextAnalyzer,
+    /// Source keys by doc id, memory-mapped from the fast field; `None` for an empty index.
+    sources: Option<Column<u64>>,
 }
 
 impl SearchIndex {
@@ -153,11 +163,30 @@ impl SearchIndex {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(|e| RetrievalError::index("opening a reader", e))?;
+        let searcher = reader.searcher();
+        let sources = match searcher.segment_readers().first() {
+            Some(segment) => Some(
+                segment
+                    .fast_fields()
+                    .u64(SOURCE_FIELD)
+                    .map_err(|e| RetrievalError::index("opening the source keys", e))?,
+            ),
+            None => None,
+        };
         Ok(Self {
-            searcher: reader.searcher(),
+            searcher,
             fields,
             analyzer: analyzer(),
+            sources,
         })
+    }
+
+    /// The key of the source document of the item at `id` (see [`crate::retrieval::cap`]).
+    pub(crate) fn source(&self, id: DocId) -> u64 {
+        self.sources
+            .as_ref()
+            .and_then(|column| column.first(id))
+            .unwrap_or(u64::from(id))
     }
 
     /// Number of indexed documents.
@@ -187,19 +216,23 @@ impl SearchIndex {
         limit: usize,
         allowed: Option<&Allowed>,
     ) -> Result<Vec<Hit>, RetrievalError> {
-        let fields: Vec<(Field, Field, f32)> = [
+        let mut fields: Vec<(Field, f32)> = Vec::new();
+        for (enabled, kind) in [
             (options.episodes, DocKind::Episode),
             (options.nodes, DocKind::Node),
             (options.edges, DocKind::Edge),
             (options.communities, DocKind::Community),
-        ]
-        .into_iter()
-        .filter(|(enabled, _)| *enabled)
-        .filter_map(|(_, kind)| {
-            let (title, content) = indexed_fields(&self.fields, kind)?;
-            Some((title, content, title_boost(kind)))
-        })
-        .collect();
+        ] {
+            let Some((title, content)) = indexed_fields(&self.fields, kind).filter(|_| enabled)
+            else {
+                continue;
+            };
+            fields.push((title, title_boost(kind)));
+            if kind == DocKind::Episode {
+                fields.push((self.fields.episode_heading, HEADING_BOOST));
+            }
+            fields.push((content, 1.0));
+        }
         // TopDocs panics on 0 and preallocates by limit: keep it within 1..=num_docs.
         let limit = limit.min(self.num_docs() as usize);
         let Some(query) = self.query(query, &fields).filter(|_| limit > 0) else {
@@ -232,8 +265,8 @@ impl SearchIndex {
         self.stored(&stored, score)
     }
 
-    /// Any analyzed word of `text` in the given (title, content) fields, titles boosted.
-    fn query(&self, text: &str, fields: &[(Field, Field, f32)]) -> Option<BooleanQuery> {
+    /// Any analyzed word of `text` in the given fields, each with its boost.
+    fn query(&self, text: &str, fields: &[(Field, f32)]) -> Option<BooleanQuery> {
         let mut analyzer = self.analyzer.clone();
         let mut stream = analyzer.token_stream(text);
         let mut words = BTreeSet::new();
@@ -244,19 +277,24 @@ impl SearchIndex {
             return None;
         }
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for (word, (title, content, boost)) in words
-            .iter()
-            .flat_map(|w| fields.iter().map(move |f| (w, f)))
-        {
-            let term = |field| {
-                TermQuery::new(
-                    Term::from_field_text(field, word),
-                    IndexRecordOption::WithFreqs,
-                )
-            };
-            let title = BoostQuery::new(Box::new(term(*title)), *boost);
-            clauses.push((Occur::Should, Box::new(title)));
-            clauses.push((Occur::Should, Box::new(term(*content))));
+        for word in &words {
+            let fields: Vec<Box<dyn Query>> = fields
+                .iter()
+                .map(|&(field, boost)| {
+                    let term = TermQuery::new(
+                        Term::from_field_text(field, word),
+                        IndexRecordOption::WithFreqs,
+                    );
+                    let clause: Box<dyn Query> = if boost == 1.0 {
+                        Box::new(term)
+                    } else {
+                        Box::new(BoostQuery::new(Box::new(term), boost))
+                    };
+                    clause
+                })
+                .collect();
+            let word = DisjunctionMaxQuery::with_tie_breaker(fields, FIELD_TIE_BREAKER);
+            clauses.push((Occur::Should, Box::new(word)));
         }
         Some(BooleanQuery::new(clauses))
     }

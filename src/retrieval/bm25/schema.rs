@@ -3,10 +3,16 @@
 //! Every document stores id, title, url, content and kind. Its title and content are also
 //! indexed in the fields of its own kind (`episode_title`, `edge_content`, ...), so each kind
 //! keeps its own BM25 statistics and the kind toggles of a request choose the fields searched.
+//! A passage's title is indexed as two fields: its document title (`episode_title`) and its
+//! heading path (`episode_heading`), each with its own boost ([`boosts`]).
 //! The analyzer name is recorded in the schema, so a persisted index must be opened with the
 //! same analyzer registered (see [`super::index::SearchIndex::open`]).
+use crate::retrieval::cap::source_key;
+use crate::retrieval::sources::passages::split_title;
 use crate::retrieval::{DocKind, Document};
-use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, STORED};
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STORED,
+};
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
 };
@@ -20,10 +26,16 @@ pub(crate) const TOKENIZER: &str = "bounded_rag_en";
 /// ("source — relation — target") restate what the content already says, so they do not.
 pub(crate) fn title_boost(kind: DocKind) -> f32 {
     match kind {
-        DocKind::Episode | DocKind::Community => 1.5,
+        DocKind::Episode => 1.5,
+        DocKind::Community => 1.5,
         DocKind::Node | DocKind::Edge | DocKind::Web => 1.0,
     }
 }
+
+/// Boost of a match in a passage's heading path. A heading names what its section is about;
+/// the document title ([`title_boost`]) names what the whole document is about, and is shared
+/// by all its passages, so it also lifts the passages of a document that is about the query.
+pub(crate) const HEADING_BOOST: f32 = 1.5;
 
 /// English stop words: Lucene's list plus question words that carry no topic.
 const STOP_WORDS: &[&str] = &[
@@ -42,6 +54,18 @@ const SEARCHABLE: [DocKind; 4] = [
     DocKind::Community,
 ];
 
+/// Name of the fast field holding each item's source key.
+pub(crate) const SOURCE_FIELD: &str = "source";
+
+/// What a document is counted under for the per-document cap: a passage's file (its URL
+/// without the `#n` fragment), any other item itself.
+pub(crate) fn source_path(doc: &Document) -> &str {
+    match doc.kind {
+        DocKind::Episode => doc.url.split('#').next().unwrap_or(&doc.url),
+        _ => &doc.url,
+    }
+}
+
 /// The fields of the schema.
 #[derive(Clone, Copy)]
 pub(crate) struct Fields {
@@ -52,6 +76,10 @@ pub(crate) struct Fields {
     pub kind: Field,
     /// Indexed (title, content) per kind, in [`SEARCHABLE`] order.
     pub indexed: [(Field, Field); 4],
+    /// A passage's indexed heading path.
+    pub episode_heading: Field,
+    /// Fast field: the key of the item's source document (see [`source_path`]).
+    pub source: Field,
 }
 
 pub(crate) fn schema() -> (Schema, Fields) {
@@ -74,6 +102,8 @@ pub(crate) fn schema() -> (Schema, Fields) {
             builder.add_text_field(&format!("{name}_content"), text.clone()),
         )
     });
+    let episode_heading = builder.add_text_field("episode_heading", text.clone());
+    let source = builder.add_u64_field(SOURCE_FIELD, FAST);
     let fields = Fields {
         id,
         title,
@@ -81,6 +111,8 @@ pub(crate) fn schema() -> (Schema, Fields) {
         content,
         kind,
         indexed,
+        episode_heading,
+        source,
     };
     (builder.build(), fields)
 }
@@ -131,8 +163,15 @@ pub(crate) fn to_indexed(fields: &Fields, doc: &Document) -> TantivyDocument {
     indexed.add_text(fields.url, &doc.url);
     indexed.add_text(fields.content, &doc.content);
     indexed.add_u64(fields.kind, kind_code(doc.kind));
+    indexed.add_u64(fields.source, source_key(source_path(doc)));
     if let Some((title, content)) = indexed_fields(fields, doc.kind) {
-        indexed.add_text(title, &doc.title);
+        if doc.kind == DocKind::Episode {
+            let (document, heading) = split_title(&doc.title);
+            indexed.add_text(title, document);
+            indexed.add_text(fields.episode_heading, heading);
+        } else {
+            indexed.add_text(title, &doc.title);
+        }
         indexed.add_text(content, &doc.content);
     }
     indexed

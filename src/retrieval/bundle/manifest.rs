@@ -9,8 +9,14 @@ use std::path::Path;
 
 /// The `format` of every bundle.
 pub const FORMAT: &str = "bounded-rag-kb";
-/// The bundle layout this build reads and writes.
-pub const FORMAT_VERSION: u32 = 2;
+/// The bundle layout this build reads and writes. 3: passages index their document title and
+/// heading path as separate fields, with a source key per item, and the analyzer is recorded.
+pub const FORMAT_VERSION: u32 = 3;
+
+/// The text analysis of every index this build writes: tantivy's simple tokenizer, lower
+/// case, English stop words (Lucene's list and question words), tantivy's English (Snowball
+/// Porter) stemmer.
+pub const ANALYZER: &str = "simple+lowercase+stop_en+stem_en";
 
 /// The embedding model of a bundle's vectors.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +63,10 @@ pub struct Manifest {
     pub counts: KbStats,
     /// The vectors' model, or `None` when the bundle has no vectors (BM25 only).
     pub embedding: Option<EmbeddingInfo>,
+    /// The text analysis of the index (tokenizer, stop words, stemmer; see
+    /// [`ANALYZER`]): queries must be analysed the same way, so a bundle written with another
+    /// one is refused.
+    pub analyzer: String,
     /// Every file but the manifest.
     pub files: Vec<BundleFile>,
     /// The metadata keys documents carry (filterable); empty in bundles without metadata.
@@ -94,6 +104,12 @@ impl Manifest {
         }
         let manifest: Manifest = serde_json::from_slice(bytes)
             .map_err(|e| invalid(format!("malformed manifest: {e}")))?;
+        if manifest.analyzer != ANALYZER {
+            return Err(invalid(format!(
+                "the index was analysed with `{}`, this build uses `{ANALYZER}`; re-run ingest",
+                manifest.analyzer
+            )));
+        }
         let hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
         if !hex64(&manifest.content_hash) {
             return Err(invalid("content_hash is not a SHA-256".into()));
@@ -164,4 +180,36 @@ pub(crate) fn hex_digest(hash: Sha256) -> String {
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest_json(version: u32, analyzer: &str) -> String {
+        serde_json::json!({
+            "format": FORMAT, "format_version": version, "content_hash": "a".repeat(64),
+            "created_at": "2026-01-01T00:00:00Z", "counts": KbStats::default(),
+            "embedding": null, "analyzer": analyzer, "files": []
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn older_layouts_and_other_analyzers_are_refused_with_re_run_ingest() {
+        let origin = Path::new("kb");
+        assert!(Manifest::parse(manifest_json(3, ANALYZER).as_bytes(), origin).is_ok());
+        let old = Manifest::parse(manifest_json(2, ANALYZER).as_bytes(), origin).unwrap_err();
+        assert!(
+            old.to_string()
+                .ends_with("format version 2 is not supported (expected 3); re-run ingest"),
+            "{old}"
+        );
+        let other = Manifest::parse(manifest_json(3, "whitespace").as_bytes(), origin);
+        let err = other.unwrap_err().to_string();
+        assert!(
+            err.contains("analysed with `whitespace`") && err.ends_with("re-run ingest"),
+            "{err}"
+        );
+    }
 }

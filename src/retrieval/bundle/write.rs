@@ -1,7 +1,7 @@
 //! Writing a bundle (its target checked by `plan`): build everything in a staging folder beside
 //! the target, write the manifest last, then rename the finished folder into place.
 use super::embedding::Embedded;
-use super::manifest::{BundleFile, Manifest, FORMAT, FORMAT_VERSION};
+use super::manifest::{BundleFile, Manifest, ANALYZER, FORMAT, FORMAT_VERSION};
 use super::plan::Plan;
 use super::{content_hash, IngestSummary, Progress};
 use crate::retrieval::bm25::SearchIndex;
@@ -49,6 +49,7 @@ impl Plan {
             created_at: now_rfc3339(),
             counts: self.corpus.stats,
             embedding,
+            analyzer: ANALYZER.into(),
             files: describe_files(&build)?,
             metadata_keys: meta.keys(),
         };

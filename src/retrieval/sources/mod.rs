@@ -2,9 +2,11 @@
 //! they become passages and graph documents.
 //!
 //! Text documents are `*.md`, `*.markdown`, `*.txt`, `*.html` and `*.htm` at any depth (HTML
-//! is reduced to its text first, see [`html`]); the graph files are
+//! is reduced to its text first, see [`html`]), cleaned of badges, link targets, URLs and HTML
+//! ([`clean`]) and split at headings ([`passages`]); the graph files are
 //! `nodes.jsonl`, `edges.jsonl` and `communities.jsonl` at any depth. Hidden entries, symlinked
 //! folders and folders written by ingest are skipped; everything else is ignored and counted.
+mod clean;
 mod html;
 mod jsonl;
 mod metadata;
@@ -118,7 +120,9 @@ pub(crate) fn build(root: &Path, files: &[SourceFile]) -> Result<Corpus, Retriev
             None => {
                 let fallback = passages::title_from_path(&file.rel);
                 let (doc_meta, text) = metadata::of_document(file, &sidecars);
-                let (_, parts) = passages::split(text, &fallback);
+                let name = passages::folder_name(&file.rel);
+                let text = clean::clean(text);
+                let (_, parts) = passages::split_named(&text, &fallback, name.as_deref());
                 if parts.is_empty() {
                     continue;
                 }

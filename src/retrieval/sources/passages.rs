@@ -2,7 +2,9 @@
 //!
 //! A passage follows the document's structure: it starts at a heading or paragraph boundary,
 //! holds roughly [`MIN_WORDS`]..[`MAX_WORDS`] words, and is titled "Document — Section" so a
-//! citation says where it came from. Sections shorter than [`MIN_WORDS`] are merged with the
+//! citation says where it came from; the section is the heading path below the title
+//! ("Usage — Features" for a `###` under a `##`), split off again at indexing
+//! ([`split_title`]) so the document title and the headings are searched as their own fields. Sections shorter than [`MIN_WORDS`] are merged with the
 //! next one (their heading kept as a line of text); paragraphs longer than [`MAX_WORDS`] are
 //! cut at line, then sentence, then word boundaries.
 
@@ -30,16 +32,71 @@ struct Block {
     sep: &'static str,
 }
 
+/// Separates a passage title's document title from its heading path.
+pub(crate) const TITLE_SEPARATOR: &str = " — ";
+
 /// Splits `text` into its title and passages. `fallback_title` is used when the document does
 /// not start with a `# Title` line.
+#[cfg(test)]
 pub(crate) fn split(text: &str, fallback_title: &str) -> (String, Vec<Passage>) {
+    split_named(text, fallback_title, None)
+}
+
+/// [`split`], for a file that a folder names (see [`folder_name`]): the title says the name
+/// when its `# Title` does not (`thiserror: derive(Error)`).
+pub(crate) fn split_named(
+    text: &str,
+    fallback_title: &str,
+    name: Option<&str>,
+) -> (String, Vec<Passage>) {
     let (title, blocks) = blocks(text.trim_start_matches('\u{feff}'));
-    let title = title.unwrap_or_else(|| fallback_title.to_owned());
+    let title = match (title, name) {
+        (Some(title), Some(name)) if !squashed(&title).contains(&squashed(name)) => {
+            format!("{name}: {title}")
+        }
+        (Some(title), _) => title,
+        (None, _) => fallback_title.to_owned(),
+    };
     (title.clone(), chunk(&title, blocks))
 }
 
-/// A title for a file without a `# Title` line: its stem with separators as spaces.
+/// Lowercase letters and digits only, to compare names written `a-b`, `a_b` or `A B`.
+fn squashed(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The (document title, heading path) of a passage title made by [`split`].
+pub(crate) fn split_title(title: &str) -> (&str, &str) {
+    title.split_once(TITLE_SEPARATOR).unwrap_or((title, ""))
+}
+
+/// For a `README` or `index` file, the name of its folder without a version suffix
+/// (`serde-1.0.2/README.md` → `serde`): such files are named by their folder, not their stem.
+pub(crate) fn folder_name(rel_path: &str) -> Option<String> {
+    let (folder, file) = rel_path.rsplit_once('/')?;
+    let stem = file.split('.').next().unwrap_or(file).to_ascii_lowercase();
+    if stem != "readme" && stem != "index" {
+        return None;
+    }
+    let folder = folder.rsplit('/').next().unwrap_or(folder);
+    // `name-1.2.3`, `name-0.25.18+spec-1.1.0`: the name ends before the first `-<digit>`.
+    let bytes = folder.as_bytes();
+    let end = (1..bytes.len())
+        .find(|&i| bytes[i - 1] == b'-' && bytes[i].is_ascii_digit())
+        .map_or(folder.len(), |i| i - 1);
+    let name = &folder[..end];
+    (!name.is_empty()).then(|| name.to_owned())
+}
+
+/// A title for a file without a `# Title` line: its stem with separators as spaces (for a
+/// `README` or `index` file, its folder's [`folder_name`]).
 pub(crate) fn title_from_path(rel_path: &str) -> String {
+    if let Some(name) = folder_name(rel_path) {
+        return name;
+    }
     let name = rel_path.rsplit('/').next().unwrap_or(rel_path);
     let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
     let words: Vec<&str> = stem
@@ -70,6 +127,8 @@ fn blocks(text: &str) -> (Option<String>, Vec<Block>) {
     let mut title = None;
     let mut out = Vec::new();
     let mut section: Option<String> = None;
+    // The open headings below the title, by level: the section is their path.
+    let mut path: Vec<(usize, String)> = Vec::new();
     let mut starts_section = false;
     let mut paragraph: Vec<&str> = Vec::new();
     let mut in_fence = false;
@@ -103,7 +162,12 @@ fn blocks(text: &str) -> (Option<String>, Vec<Block>) {
             if level == 1 && !seen_content && title.is_none() && !text.is_empty() {
                 title = Some(text);
             } else {
-                section = (!text.is_empty()).then_some(text);
+                path.retain(|(open, _)| *open < level);
+                if !text.is_empty() {
+                    path.push((level, text));
+                }
+                let names: Vec<&str> = path.iter().map(|(_, t)| t.as_str()).collect();
+                section = (!names.is_empty()).then(|| names.join(TITLE_SEPARATOR));
                 starts_section = true;
             }
             seen_content = true;
@@ -194,7 +258,11 @@ fn chunk(title: &str, blocks: Vec<Block>) -> Vec<Passage> {
         open.text.push_str(block.sep);
         if block.starts_section {
             if let Some(heading) = &block.heading {
-                open.text.push_str(heading);
+                // The innermost heading reads as the section's first line.
+                let (_, last) = heading
+                    .rsplit_once(TITLE_SEPARATOR)
+                    .unwrap_or(("", heading));
+                open.text.push_str(last);
                 open.text.push('\n');
             }
         }
@@ -204,7 +272,7 @@ fn chunk(title: &str, blocks: Vec<Block>) -> Vec<Passage> {
     done.into_iter()
         .map(|open| Passage {
             title: match open.heading {
-                Some(heading) => format!("{title} — {heading}"),
+                Some(heading) => format!("{title}{TITLE_SEPARATOR}{heading}"),
                 None => title.to_owned(),
             },
             text: open.text,
@@ -282,6 +350,43 @@ mod tests {
         assert!(passages[0].text.contains("# not a heading"));
         assert_eq!(heading("#hashtag"), None);
         assert_eq!(heading("### Closed ###"), Some((3, "Closed".into())));
+    }
+
+    #[test]
+    fn passages_carry_the_heading_path_and_readmes_their_folder_name() {
+        let text = format!(
+            "# derive(Error)\n\n## Usage\n\n{}\n\n### Details\n\n{}\n\n## License\n\n{}",
+            words(90, "usage"),
+            words(90, "detail"),
+            words(90, "license")
+        );
+        let name = folder_name("crates/thiserror-2.0.1/README.md");
+        assert_eq!(name.as_deref(), Some("thiserror"));
+        let (title, passages) = split_named(&text, "x", name.as_deref());
+        assert_eq!(title, "thiserror: derive(Error)");
+        let titles: Vec<&str> = passages.iter().map(|p| p.title.as_str()).collect();
+        assert_eq!(
+            titles,
+            [
+                "thiserror: derive(Error) — Usage",
+                "thiserror: derive(Error) — Usage — Details",
+                "thiserror: derive(Error) — License"
+            ]
+        );
+        assert_eq!(
+            split_title(titles[1]),
+            ("thiserror: derive(Error)", "Usage — Details")
+        );
+        assert_eq!(split_title("Doc"), ("Doc", ""));
+        // A title that already says the name is kept as is.
+        let (title, _) = split_named("# The Serde crate\n\ntext", "x", Some("serde"));
+        assert_eq!(title, "The Serde crate");
+        assert_eq!(
+            title_from_path("a/toml_edit-0.25.18+spec-1.1.0/readme.txt"),
+            "toml_edit"
+        );
+        assert_eq!(folder_name("notes/guide.md"), None);
+        assert_eq!(folder_name("README.md"), None);
     }
 
     #[test]

@@ -1,0 +1,20 @@
+#!/usr/bin/env sh
+# Ingests the real corpora built by eval/build_corpora.py and evaluates both question sets.
+# Usage: eval/run_real.sh [BIN] [OUTDIR]  (BIN default target/debug/bounded-rag;
+# OUTDIR default .local/eval-runs). Extra eval flags go in EVAL_FLAGS (default --mode quality).
+# With EMBEDDINGS_BASE_URL set, the bundles carry vectors and retrieval is hybrid.
+set -eu
+ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
+BIN=${1:-$ROOT/target/debug/bounded-rag}
+OUT=${2:-$ROOT/.local/eval-runs}
+CORPORA=${CORPORA:-$ROOT/.local/eval-corpora}
+mkdir -p "$OUT"
+[ -d "$CORPORA/crates" ] || python3 "$ROOT/eval/build_corpora.py" "$CORPORA" >/dev/null
+for set in crates python; do
+    rm -rf "$OUT/$set.bundle"
+    "$BIN" ingest "$CORPORA/$set" --out "$OUT/$set.bundle" >"$OUT/$set.ingest.log" 2>&1
+    # shellcheck disable=SC2086
+    RUST_LOG=${RUST_LOG:-error} KB_PATH="$OUT/$set.bundle" LLM_PROVIDER=offline "$BIN" eval "$ROOT/eval/$set.jsonl" \
+        ${EVAL_FLAGS:---mode quality} --json >"$OUT/$set.json"
+    python3 "$ROOT/eval/summarize.py" "$OUT/$set.json" "$ROOT/eval/$set.jsonl"
+done
