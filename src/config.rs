@@ -25,11 +25,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// `LLM_BASE_URL` when unset.
-pub const DEFAULT_LLM_BASE_URL: &str = "https://api.openai.com/v1";
+pub(crate) const DEFAULT_LLM_BASE_URL: &str = "https://api.openai.com/v1";
 /// `LLM_MODEL` when unset.
-pub const DEFAULT_LLM_MODEL: &str = "gpt-4o-mini";
+pub(crate) const DEFAULT_LLM_MODEL: &str = "gpt-4o-mini";
 /// `STATE_DIR` when unset (relative to the working directory).
-pub const DEFAULT_STATE_DIR: &str = ".bounded-rag/runs";
+pub(crate) const DEFAULT_STATE_DIR: &str = ".bounded-rag/runs";
 /// `LLM_TIMEOUT_MS` when unset, and the OpenAI client's own default.
 pub(crate) const DEFAULT_LLM_TIMEOUT: Duration = Duration::from_millis(30_000);
 /// The OpenAI client's connect timeout (no variable sets it).
@@ -155,7 +155,7 @@ pub struct Limits {
     pub recursion_limit: u32,
     /// `MAX_TOKENS_PER_RUN`: tokens per run across resumes (0..=100000000, 0 or unset =
     /// unbounded); a request's `max_tokens` can only lower it.
-    pub max_tokens_per_run: Option<u64>,
+    pub(crate) max_tokens_per_run: Option<u64>,
     /// `MAX_ACTIVE_RUNS_PER_CALLER`: unfinished (`running` / `suspended`) runs one caller may
     /// have (0..=10000, 0 or unset = unlimited); past it, new runs get 429.
     pub max_active_runs_per_caller: Option<u32>,

@@ -51,7 +51,7 @@ pub struct SecretBundle {
     /// `EMBEDDINGS_API_KEY`.
     pub embeddings_api_key: Option<Secret>,
     /// `RERANK_API_KEY`.
-    pub rerank_api_key: Option<Secret>,
+    pub(crate) rerank_api_key: Option<Secret>,
 }
 
 impl fmt::Display for SecretBundle {

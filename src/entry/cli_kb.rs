@@ -83,7 +83,7 @@ impl Progress for Bar {
 
 /// `ingest SOURCE --out PATH`: embeds passages when `EMBEDDINGS_BASE_URL` is set, in batches
 /// of `--batch-size` (else `EMBEDDINGS_BATCH_SIZE`), with the `EMBEDDINGS_*` tuning.
-pub async fn ingest_command(
+pub(crate) async fn ingest_command(
     source: &Path,
     out: &Path,
     batch_size: Option<usize>,
@@ -121,7 +121,7 @@ pub async fn ingest_command(
 }
 
 /// Runs a `kb` sub-command; returns what to print.
-pub async fn kb_command(command: KbCommand) -> Result<String, String> {
+pub(crate) async fn kb_command(command: KbCommand) -> Result<String, String> {
     let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
     let store = |uri: &S3Location| BundleStore::new(s3::client(&sdk), uri.clone());
     match command {

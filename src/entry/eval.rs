@@ -51,10 +51,10 @@ pub struct EvalCase {
     pub question: String,
     /// Sources that should be retrieved and cited (`kb://` paths, with or without fragment).
     #[serde(default)]
-    pub expected_sources: Vec<String>,
+    pub(crate) expected_sources: Vec<String>,
     /// Text the answer should contain (case-insensitive).
     #[serde(default)]
-    pub expected_answer: Option<String>,
+    pub(crate) expected_answer: Option<String>,
 }
 
 /// The outcome of one question.
@@ -77,9 +77,9 @@ pub struct CaseResult {
     /// Share of the expected sources among the first k retrieved.
     pub recall: Option<f64>,
     /// Whether the answer cites an expected source.
-    pub cites_expected: Option<bool>,
+    pub(crate) cites_expected: Option<bool>,
     /// Whether the answer contains the expected text.
-    pub contains_expected: Option<bool>,
+    pub(crate) contains_expected: Option<bool>,
 }
 
 /// The whole evaluation.
@@ -100,13 +100,13 @@ pub struct EvalReport {
     /// Share of answers citing an expected source (questions with expected sources).
     pub cited_share: Option<f64>,
     /// Share of answers containing the expected text (questions with one).
-    pub answer_share: Option<f64>,
+    pub(crate) answer_share: Option<f64>,
     /// Questions per route.
     pub routes: BTreeMap<String, usize>,
     /// Questions per limit hit.
     pub limits_hit: BTreeMap<String, usize>,
     /// Mean model calls per question.
-    pub model_calls_per_question: f64,
+    pub(crate) model_calls_per_question: f64,
     /// Every question.
     pub cases: Vec<CaseResult>,
 }
@@ -373,7 +373,7 @@ async fn compare(
 }
 
 /// `bounded-rag eval`: exit 0 when every question ran, 2 on bad input.
-pub async fn eval_command(args: EvalArgs) -> ExitCode {
+pub(crate) async fn eval_command(args: EvalArgs) -> ExitCode {
     let cases = match read_cases(&args.file) {
         Ok(cases) => cases,
         Err(e) => return fail(2, &e),

@@ -63,7 +63,7 @@ impl RagGraph {
     }
 
     /// The same graph (sharing its clients) reporting to `events`: one per watched run.
-    pub fn with_events(&self, events: Events) -> Self {
+    pub(crate) fn with_events(&self, events: Events) -> Self {
         Self {
             events,
             ..self.clone()
@@ -93,7 +93,7 @@ impl RagGraph {
 
     /// The same graph searching a fixed version of the knowledge base from the first step of
     /// a run to its last (see [`Retriever::snapshot`]).
-    pub fn pinned(&self) -> Self {
+    pub(crate) fn pinned(&self) -> Self {
         match self.kb.snapshot() {
             Some(kb) => Self { kb, ..self.clone() },
             None => self.clone(),
@@ -102,7 +102,7 @@ impl RagGraph {
 
     /// Which retrieval a knowledge-base step of this graph runs: hybrid when queries can be
     /// embedded and the knowledge base has vectors of the same model.
-    pub fn retrieval_mode(&self) -> RetrievalMode {
+    pub(crate) fn retrieval_mode(&self) -> RetrievalMode {
         match (&self.embedder, self.kb.embedding()) {
             (Some(embedder), Some(info)) if info.model == embedder.model() => RetrievalMode::Hybrid,
             _ => RetrievalMode::Bm25,

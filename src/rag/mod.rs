@@ -35,7 +35,7 @@ pub use events::{Counters, Events, RunEvent};
 pub use graph::{RagGraph, RagLimits};
 pub use limit_hit::LimitHit;
 pub use node::RagNode;
-pub use request::{Mode, RunRequest, ValidationError, MAX_QUESTION_CHARS, MAX_TOKENS_LIMIT};
+pub use request::{Mode, RunRequest, ValidationError};
 pub use response::{Metadata, RunError, RunResponse, RunStatus, Tokens};
 pub use service::{RagCheckpoint, Workflow, QUEUED_LEASE};
 pub use state::{BestEffortReason, Citation, Outcome, RagState};

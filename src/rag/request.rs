@@ -4,7 +4,7 @@ use crate::retrieval::{Filter, RetrievalOptions};
 use serde::{Deserialize, Serialize};
 
 /// Longest accepted question, in characters.
-pub const MAX_QUESTION_CHARS: usize = 2000;
+pub(crate) const MAX_QUESTION_CHARS: usize = 2000;
 
 /// How much checking a request wants; explicit `enable_*` fields override it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -33,28 +33,28 @@ pub struct RunRequest {
     pub n_web_searches: u32,
     /// Search entities (default true).
     #[serde(default = "yes")]
-    pub node_retrieval: bool,
+    pub(crate) node_retrieval: bool,
     /// Search relations (default true).
     #[serde(default = "yes")]
-    pub edge_retrieval: bool,
+    pub(crate) edge_retrieval: bool,
     /// Search text passages (default true).
     #[serde(default = "yes")]
-    pub episode_retrieval: bool,
+    pub(crate) episode_retrieval: bool,
     /// Search community summaries (default false).
     #[serde(default)]
-    pub community_retrieval: bool,
+    pub(crate) community_retrieval: bool,
     /// Checking preset (default `quality`).
     #[serde(default)]
     pub mode: Mode,
     /// Grade retrieved documents (default from `mode`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enable_retrieved_documents_grading: Option<bool>,
+    pub(crate) enable_retrieved_documents_grading: Option<bool>,
     /// Check the answer is grounded (default from `mode`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enable_hallucination_checking: Option<bool>,
+    pub(crate) enable_hallucination_checking: Option<bool>,
     /// Check the answer resolves the question (default from `mode`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enable_answer_quality_checking: Option<bool>,
+    pub(crate) enable_answer_quality_checking: Option<bool>,
     /// Most tokens the run may use (1..=100000000), capped by `MAX_TOKENS_PER_RUN`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
@@ -68,7 +68,7 @@ pub struct RunRequest {
 const EXAMPLE_BODY: &str = r#"{"question": "What causes patch canker in durian?"}"#;
 
 /// Largest accepted `max_tokens`.
-pub const MAX_TOKENS_LIMIT: u64 = 100_000_000;
+pub(crate) const MAX_TOKENS_LIMIT: u64 = 100_000_000;
 
 fn default_three() -> u32 {
     3
@@ -117,7 +117,7 @@ impl RunRequest {
     }
 
     /// Parses and validates a JSON body; errors name the offending field.
-    pub fn from_json(body: &[u8]) -> Result<Self, ValidationError> {
+    pub(crate) fn from_json(body: &[u8]) -> Result<Self, ValidationError> {
         let de = &mut serde_json::Deserializer::from_slice(body);
         let request: RunRequest = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
@@ -222,19 +222,19 @@ impl RunRequest {
     }
 
     /// Whether the answer's grounding is checked.
-    pub fn check_hallucinations(&self) -> bool {
+    pub(crate) fn check_hallucinations(&self) -> bool {
         self.enable_hallucination_checking
             .unwrap_or(self.mode != Mode::Speed)
     }
 
     /// Whether the answer's usefulness is checked.
-    pub fn check_answer(&self) -> bool {
+    pub(crate) fn check_answer(&self) -> bool {
         self.enable_answer_quality_checking
             .unwrap_or(self.mode == Mode::Quality)
     }
 
     /// Knowledge-base search options.
-    pub fn retrieval_options(&self) -> RetrievalOptions {
+    pub(crate) fn retrieval_options(&self) -> RetrievalOptions {
         RetrievalOptions {
             limit: self.n_retrieved_documents as usize,
             nodes: self.node_retrieval,

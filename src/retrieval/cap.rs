@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 /// `KB_MAX_PASSAGES_PER_DOCUMENT` when unset.
-pub const DEFAULT_MAX_PASSAGES_PER_DOCUMENT: usize = 2;
+pub(crate) const DEFAULT_MAX_PASSAGES_PER_DOCUMENT: usize = 2;
 
 /// The first `limit` items of `ranked`, at most `max` of them per source (`max` 0: no cap).
 pub(crate) fn per_source<T>(

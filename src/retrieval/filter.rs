@@ -24,11 +24,11 @@ use serde_json::Value;
 pub(crate) type Meta = std::collections::BTreeMap<String, Value>;
 
 /// Most conditions in one filter; a bigger tree is refused.
-pub const MAX_CONDITIONS: usize = 64;
+pub(crate) const MAX_CONDITIONS: usize = 64;
 /// Deepest nesting of `and` / `or`.
-pub const MAX_DEPTH: usize = 4;
+pub(crate) const MAX_DEPTH: usize = 4;
 /// Most values of one `in`.
-pub const MAX_IN_VALUES: usize = 100;
+pub(crate) const MAX_IN_VALUES: usize = 100;
 
 /// A metadata filter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -222,7 +222,7 @@ impl KnowledgeBase {
     /// Caps the passages of one source document in every result list
     /// (`KB_MAX_PASSAGES_PER_DOCUMENT`; default [`DEFAULT_MAX_PASSAGES_PER_DOCUMENT`], 0 = no
     /// cap), so near-duplicate and long documents do not crowd the top k.
-    pub fn with_max_passages_per_document(mut self, max: usize) -> Self {
+    pub(crate) fn with_max_passages_per_document(mut self, max: usize) -> Self {
         self.max_per_document = max;
         self
     }
@@ -243,7 +243,7 @@ impl KnowledgeBase {
     }
 
     /// The folder (or `s3://` location) it was loaded from; `None` for the embedded sample.
-    pub fn origin(&self) -> Option<&Path> {
+    pub(crate) fn origin(&self) -> Option<&Path> {
         self.origin.as_deref()
     }
 

@@ -41,7 +41,7 @@ mod web;
 pub use bundle::{
     ingest, ingest_dir, EmbeddingInfo, IngestOptions, IngestSummary, Manifest, NoProgress, Progress,
 };
-pub use cap::DEFAULT_MAX_PASSAGES_PER_DOCUMENT;
+pub(crate) use cap::DEFAULT_MAX_PASSAGES_PER_DOCUMENT;
 pub use embed::{EmbedError, Embedder, Embeddings, EmbeddingsClient, EmbeddingsConfig};
 pub use error::RetrievalError;
 pub use filter::{Filter, FilterError};
@@ -133,7 +133,7 @@ impl RetrievalMode {
     }
 
     /// Whether the query is embedded (hybrid, reranked or not).
-    pub fn is_hybrid(self) -> bool {
+    pub(crate) fn is_hybrid(self) -> bool {
         matches!(self, RetrievalMode::Hybrid | RetrievalMode::HybridRerank)
     }
 }

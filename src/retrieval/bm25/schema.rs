@@ -77,7 +77,7 @@ pub(crate) struct Fields {
     /// Indexed (title, content) per kind, in [`SEARCHABLE`] order.
     pub indexed: [(Field, Field); 4],
     /// A passage's indexed heading path.
-    pub episode_heading: Field,
+    pub(crate) episode_heading: Field,
     /// Fast field: the key of the item's source document (see [`source_path`]).
     pub source: Field,
 }

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use std::path::Path;
 
 /// The `format` of every bundle.
-pub const FORMAT: &str = "bounded-rag-kb";
+pub(crate) const FORMAT: &str = "bounded-rag-kb";
 /// The bundle layout this build reads and writes. 3: passages index their document title and
 /// heading path as separate fields, with a source key per item, and the analyzer is recorded.
 pub const FORMAT_VERSION: u32 = 3;
@@ -16,7 +16,7 @@ pub const FORMAT_VERSION: u32 = 3;
 /// The text analysis of every index this build writes: tantivy's simple tokenizer, lower
 /// case, English stop words (Lucene's list and question words), tantivy's English (Snowball
 /// Porter) stemmer.
-pub const ANALYZER: &str = "simple+lowercase+stop_en+stem_en";
+pub(crate) const ANALYZER: &str = "simple+lowercase+stop_en+stem_en";
 
 /// The embedding model of a bundle's vectors.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,7 +44,7 @@ pub struct BundleFile {
     /// Size in bytes.
     pub bytes: u64,
     /// SHA-256 of the content, lowercase hex.
-    pub sha256: String,
+    pub(crate) sha256: String,
 }
 
 /// What a bundle is and holds.
@@ -66,7 +66,7 @@ pub struct Manifest {
     /// The text analysis of the index (tokenizer, stop words, stemmer; see
     /// [`ANALYZER`]): queries must be analysed the same way, so a bundle written with another
     /// one is refused.
-    pub analyzer: String,
+    pub(crate) analyzer: String,
     /// Every file but the manifest.
     pub files: Vec<BundleFile>,
     /// The metadata keys documents carry (filterable); empty in bundles without metadata.
@@ -147,7 +147,7 @@ impl BundleFile {
     }
 
     /// Checks that `bytes` are this file: size and SHA-256. `origin` names it in errors.
-    pub fn verify(&self, bytes: &[u8], origin: &str) -> Result<(), RetrievalError> {
+    pub(crate) fn verify(&self, bytes: &[u8], origin: &str) -> Result<(), RetrievalError> {
         let invalid = |message: String| RetrievalError::Invalid {
             path: origin.into(),
             message,

@@ -22,7 +22,7 @@ mod write;
 pub use super::layout::MANIFEST;
 pub(crate) use hash::content_hash;
 pub(crate) use manifest::hex_digest;
-pub use manifest::{BundleFile, EmbeddingInfo, Manifest, ANALYZER, FORMAT, FORMAT_VERSION};
+pub use manifest::{BundleFile, EmbeddingInfo, Manifest, FORMAT_VERSION};
 pub(crate) use open::{open_dir, open_in_memory, Opened};
 
 use super::stats::KbStats;

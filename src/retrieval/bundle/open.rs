@@ -22,7 +22,7 @@ pub(crate) struct Opened {
     /// The manifest.
     pub manifest: Manifest,
     /// The folder or URL the bundle came from.
-    pub origin: PathBuf,
+    pub(crate) origin: PathBuf,
 }
 
 /// Opens the bundle in `dir`. Files are checked by size (a copy cut short is caught); S3

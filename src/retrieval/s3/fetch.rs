@@ -12,19 +12,19 @@ use tantivy::directory::OwnedBytes;
 use tokio::io::AsyncWriteExt;
 
 /// A bundle loaded from S3.
-pub struct Fetched {
+pub(crate) struct Fetched {
     /// The knowledge base.
     pub kb: KnowledgeBase,
     /// Bytes of the bundle's files.
     pub bytes: u64,
     /// Held in memory (`true`) or memory-mapped from the local folder (`false`).
-    pub in_memory: bool,
+    pub(crate) in_memory: bool,
 }
 
 impl BundleStore {
     /// Loads the published `version`: into memory when its files total at most
     /// `memory_limit` bytes, else into `cache_dir/<version>` (reused when already complete).
-    pub async fn fetch(
+    pub(crate) async fn fetch(
         &self,
         version: &str,
         memory_limit: u64,

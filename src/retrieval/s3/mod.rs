@@ -12,7 +12,6 @@
 mod fetch;
 mod location;
 
-pub use fetch::Fetched;
 pub use location::S3Location;
 
 use super::bundle::{self, Manifest, MANIFEST};
@@ -24,7 +23,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// Name of the pointer object under the prefix.
-pub const POINTER: &str = "current.json";
+pub(crate) const POINTER: &str = "current.json";
 /// `format` of the pointer object.
 const POINTER_FORMAT: &str = "bounded-rag-kb-pointer";
 /// How long one bundle transfer may take, SDK retries included.
