@@ -384,32 +384,28 @@ pub(crate) async fn eval_command(args: EvalArgs) -> ExitCode {
         Err(e) => return fail(2, &e.to_string()),
     };
     if args.compare {
-        return match compare(app.runs(), &cases, &args).await {
-            Ok(reports) if args.json => match serde_json::to_string_pretty(&reports) {
-                Ok(text) => {
-                    println!("{text}");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => fail(1, &e.to_string()),
-            },
-            Ok(reports) => {
-                println!("{}", render_compare(&reports));
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(1, &e),
-        };
+        let reports = compare(app.runs(), &cases, &args).await;
+        return print_outcome(reports, args.json, |r| render_compare(r));
     }
     let mode = args.mode.map(ModeArg::mode);
-    match evaluate(&app, &cases, args.k, args.grading, mode).await {
-        Ok(report) if args.json => match serde_json::to_string_pretty(&report) {
-            Ok(text) => {
-                println!("{text}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(1, &e.to_string()),
-        },
-        Ok(report) => {
-            println!("{}", render(&report));
+    let report = evaluate(&app, &cases, args.k, args.grading, mode).await;
+    print_outcome(report, args.json, render)
+}
+
+/// Prints an evaluation's outcome as JSON or as text (exit 0), or its error (exit 1).
+fn print_outcome<T: Serialize>(
+    outcome: Result<T, String>,
+    json: bool,
+    text: impl Fn(&T) -> String,
+) -> ExitCode {
+    let printed = match outcome {
+        Ok(value) if json => serde_json::to_string_pretty(&value).map_err(|e| e.to_string()),
+        Ok(value) => Ok(text(&value)),
+        Err(e) => Err(e),
+    };
+    match printed {
+        Ok(out) => {
+            println!("{out}");
             ExitCode::SUCCESS
         }
         Err(e) => fail(1, &e),
