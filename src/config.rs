@@ -49,6 +49,9 @@ pub enum LlmProvider {
     OpenAi,
     /// The built-in deterministic model: no network, no key.
     Offline,
+    /// Amazon Bedrock (`Converse` / `ConverseStream`), credentials from the AWS environment
+    /// (the function role): no key.
+    Bedrock,
 }
 
 impl LlmProvider {
@@ -57,6 +60,7 @@ impl LlmProvider {
         match self {
             LlmProvider::OpenAi => "openai",
             LlmProvider::Offline => "offline",
+            LlmProvider::Bedrock => "bedrock",
         }
     }
 }
@@ -90,7 +94,8 @@ pub struct Settings {
     /// `KB_MAX_PASSAGES_PER_DOCUMENT`: most passages of one document in a result list
     /// (0..=100, default 2; 0 = no cap).
     pub kb_max_passages_per_document: usize,
-    /// Embeddings endpoint; `None` when `EMBEDDINGS_BASE_URL` is unset.
+    /// Embeddings backend; `None` when neither `EMBEDDINGS_BASE_URL` nor
+    /// `EMBEDDINGS_PROVIDER=bedrock` is set.
     pub embeddings: Option<EmbeddingsSettings>,
     /// `EMBEDDINGS_BATCH_SIZE`, `EMBEDDINGS_TIMEOUT_MS`, `EMBEDDINGS_CONCURRENCY` and the
     /// `EMBEDDINGS_*_PREFIX` instructions.
@@ -124,12 +129,38 @@ pub struct LlmSettings {
     pub cache_ttl: Option<Duration>,
 }
 
-/// OpenAI-compatible embeddings settings.
+/// Which embeddings backend turns texts into vectors (`EMBEDDINGS_PROVIDER`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum EmbeddingsProvider {
+    /// An OpenAI-compatible server: `POST {base_url}/embeddings` (`EMBEDDINGS_BASE_URL`).
+    OpenAi {
+        /// `EMBEDDINGS_BASE_URL`.
+        base_url: Url,
+    },
+    /// Amazon Bedrock `InvokeModel` (Titan Text Embeddings v2), credentials from the AWS
+    /// environment.
+    Bedrock {
+        /// `EMBEDDINGS_DIMENSIONS`: 256, 512 or 1024 (default 1024).
+        dimensions: u32,
+    },
+}
+
+impl EmbeddingsProvider {
+    /// The value as written in `EMBEDDINGS_PROVIDER`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EmbeddingsProvider::OpenAi { .. } => "openai",
+            EmbeddingsProvider::Bedrock { .. } => "bedrock",
+        }
+    }
+}
+
+/// Embeddings settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EmbeddingsSettings {
-    /// `EMBEDDINGS_BASE_URL`: the client posts to `{base_url}/embeddings`.
-    pub base_url: Url,
-    /// `EMBEDDINGS_MODEL` (required with a base URL).
+    /// `EMBEDDINGS_PROVIDER` (`openai`, the default, or `bedrock`) and what it needs.
+    pub provider: EmbeddingsProvider,
+    /// `EMBEDDINGS_MODEL` (required with a base URL or `EMBEDDINGS_PROVIDER=bedrock`).
     pub model: String,
     /// `EMBEDDINGS_API_KEY`; may also come later from the `SECRETS_ID` secret.
     pub api_key: Option<Secret>,
@@ -306,11 +337,12 @@ fn llm(
     let provider = match env.text("LLM_PROVIDER") {
         Some(value) if value.eq_ignore_ascii_case("openai") => LlmProvider::OpenAi,
         Some(value) if value.eq_ignore_ascii_case("offline") => LlmProvider::Offline,
+        Some(value) if value.eq_ignore_ascii_case("bedrock") => LlmProvider::Bedrock,
         Some(value) => {
             return Err(ConfigError::Invalid {
                 var: "LLM_PROVIDER",
                 value,
-                expected: "one of: openai, offline".into(),
+                expected: "one of: openai, offline, bedrock".into(),
             })
         }
         None if api_key.is_some() || explicit_base_url.is_some() || secrets_id.is_some() => {
@@ -331,12 +363,24 @@ fn llm(
             base_url: base_url.to_string(),
         });
     }
+    let model = match env.text("LLM_MODEL") {
+        Some(model) => model,
+        // No Bedrock model is enabled in every account: the operator names one.
+        None if provider == LlmProvider::Bedrock => {
+            return Err(ConfigError::Invalid {
+                var: "LLM_MODEL",
+                value: String::new(),
+                expected: "a Bedrock model id or inference profile (e.g. \
+                           us.anthropic.claude-3-5-haiku-20241022-v1:0) with LLM_PROVIDER=bedrock"
+                    .into(),
+            })
+        }
+        None => DEFAULT_LLM_MODEL.to_owned(),
+    };
     Ok(LlmSettings {
         provider,
         base_url,
-        model: env
-            .text("LLM_MODEL")
-            .unwrap_or_else(|| DEFAULT_LLM_MODEL.to_owned()),
+        model,
         api_key,
         timeout: env.millis("LLM_TIMEOUT_MS", LLM_TIMEOUT)?,
         cache_ttl: Some(env.seconds("LLM_CACHE_TTL_SECONDS", LLM_CACHE_TTL)?)
@@ -379,22 +423,64 @@ fn kb_uri(env: &Env<'_>) -> Result<Option<crate::retrieval::s3::S3Location>, Con
         })
 }
 
-/// The embeddings endpoint, when `EMBEDDINGS_BASE_URL` is set (the key is checked either way);
-/// it needs `EMBEDDINGS_MODEL`.
+/// The embeddings backend: `EMBEDDINGS_PROVIDER=bedrock`, or an OpenAI-compatible endpoint when
+/// `EMBEDDINGS_BASE_URL` is set (the key is checked either way); both need `EMBEDDINGS_MODEL`.
 fn embeddings(env: &Env<'_>) -> Result<Option<EmbeddingsSettings>, ConfigError> {
     let embeddings_key = env.secret("EMBEDDINGS_API_KEY")?;
-    let Some(base_url) = env.url("EMBEDDINGS_BASE_URL")? else {
-        return Ok(None);
+    let base_url = env.url("EMBEDDINGS_BASE_URL")?;
+    let provider = match (env.text("EMBEDDINGS_PROVIDER"), base_url) {
+        (Some(value), _) if value.eq_ignore_ascii_case("bedrock") => EmbeddingsProvider::Bedrock {
+            dimensions: bedrock_dimensions(env)?,
+        },
+        (Some(value), Some(base_url)) if value.eq_ignore_ascii_case("openai") => {
+            EmbeddingsProvider::OpenAi { base_url }
+        }
+        (Some(value), _) if !value.eq_ignore_ascii_case("openai") => {
+            return Err(ConfigError::Invalid {
+                var: "EMBEDDINGS_PROVIDER",
+                value,
+                expected: "one of: openai (with EMBEDDINGS_BASE_URL), bedrock".into(),
+            })
+        }
+        (_, Some(base_url)) => EmbeddingsProvider::OpenAi { base_url },
+        (_, None) => return Ok(None),
     };
-    Ok(Some(EmbeddingsSettings {
-        base_url,
-        model: env.text("EMBEDDINGS_MODEL").ok_or(ConfigError::Invalid {
+    let model = env
+        .text("EMBEDDINGS_MODEL")
+        .ok_or_else(|| ConfigError::Invalid {
             var: "EMBEDDINGS_MODEL",
             value: String::new(),
-            expected: "the embedding model's name when EMBEDDINGS_BASE_URL is set".into(),
-        })?,
+            expected: format!(
+                "the embedding model's name with {} (e.g. {})",
+                match provider {
+                    EmbeddingsProvider::OpenAi { .. } => "EMBEDDINGS_BASE_URL",
+                    EmbeddingsProvider::Bedrock { .. } => "EMBEDDINGS_PROVIDER=bedrock",
+                },
+                match provider {
+                    EmbeddingsProvider::OpenAi { .. } => "text-embedding-3-small",
+                    EmbeddingsProvider::Bedrock { .. } => "amazon.titan-embed-text-v2:0",
+                }
+            ),
+        })?;
+    Ok(Some(EmbeddingsSettings {
+        provider,
+        model,
         api_key: embeddings_key,
     }))
+}
+
+/// `EMBEDDINGS_DIMENSIONS`: the sizes Titan Text Embeddings v2 can return.
+fn bedrock_dimensions(env: &Env<'_>) -> Result<u32, ConfigError> {
+    const DIMENSIONS: Num = Num::new(256, 1024, 1024, "dimensions: 256, 512 or 1024");
+    let n = env.count("EMBEDDINGS_DIMENSIONS", DIMENSIONS)?;
+    match n {
+        256 | 512 | 1024 => Ok(n),
+        _ => Err(ConfigError::OutOfRange {
+            var: "EMBEDDINGS_DIMENSIONS",
+            value: n.to_string(),
+            expected: "256, 512 or 1024".into(),
+        }),
+    }
 }
 
 impl Default for Settings {

@@ -12,12 +12,14 @@
 //! | [`config`] | settings from the environment, validated |
 //! | [`queue`] | SQS work queue for asynchronous runs and continuations |
 //! | [`aws`] | per-call timeouts of the AWS clients, from the deadline margin; AWS SDK errors classified |
+//! | `bedrock` | the Amazon Bedrock runtime client and its failures, shared by chat and embeddings |
 //! | `http` | HTTP plumbing of the remote clients: retryable statuses, `Retry-After`, transport errors, scrubbing |
 //! | `clock` | the one injected clock (re-exported by [`engine`]) |
 //! | [`entry`] | CLI, API Gateway and SQS handlers |
 #![warn(missing_docs)]
 
 pub mod aws;
+pub(crate) mod bedrock;
 pub(crate) mod clock;
 pub mod config;
 pub mod engine;

@@ -1,16 +1,17 @@
 //! The loops are bounded: exact numbers of model calls, steps and retries, driven through the
-//! OpenAI-compatible client against a scripted server on loopback and the embedded knowledge
-//! base.
+//! OpenAI-compatible client and the Bedrock client against scripted servers on loopback (one
+//! script, the same scenarios and counts for both) and the embedded knowledge base.
 
 mod support;
 
 use bounded_rag::engine::{Budget, Clock, FakeClock, RetryPolicy, SystemClock};
-use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
+use bounded_rag::llm::{BedrockConfig, BedrockModel, ChatModel, OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunResponse, RunStatus, Workflow};
 use bounded_rag::retrieval::KnowledgeBase;
 use bounded_rag::store::MemoryStore;
 use std::sync::Arc;
 use std::time::Duration;
+use support::bedrock_server::{exception, BedrockScript, ScriptedBedrock};
 use support::llm_server::{Reply, Script, ScriptedLlm};
 
 const QUESTION: &str = "What causes patch canker in durian?";
@@ -24,19 +25,103 @@ const FAST: RetryPolicy = RetryPolicy {
     max_delay: Duration::from_millis(5),
 };
 
+/// Which client a scenario drives.
+#[derive(Debug, Clone, Copy)]
+enum Provider {
+    OpenAi,
+    Bedrock,
+}
+
+/// The scripted server of a scenario, whichever provider it speaks for.
+enum Server {
+    OpenAi(ScriptedLlm),
+    Bedrock(ScriptedBedrock),
+}
+
+impl Server {
+    fn calls(&self, name: &str) -> usize {
+        match self {
+            Server::OpenAi(s) => s.calls(name),
+            Server::Bedrock(s) => s.calls(name),
+        }
+    }
+
+    fn total_calls(&self) -> usize {
+        match self {
+            Server::OpenAi(s) => s.total_calls(),
+            Server::Bedrock(s) => s.total_calls(),
+        }
+    }
+
+    fn requests(&self) -> Vec<serde_json::Value> {
+        match self {
+            Server::OpenAi(s) => s.requests(),
+            Server::Bedrock(s) => s.requests(),
+        }
+    }
+}
+
+/// Runs each scenario once per provider, as the tests `NAME::openai` and `NAME::bedrock`.
+macro_rules! for_each_provider {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            use super::Provider;
+
+            #[tokio::test]
+            async fn openai() {
+                super::$scenario(Provider::OpenAi).await
+            }
+
+            #[tokio::test]
+            async fn bedrock() {
+                super::$scenario(Provider::Bedrock).await
+            }
+        }
+    )*};
+}
+
+for_each_provider!(
+    happy_path_makes_one_call_per_step_and_grades_each_document,
+    irrelevant_documents_give_exactly_three_rewrites_then_one_web_search,
+    always_ungrounded_answer_stops_after_exactly_three_regenerations,
+    never_useful_answer_ends_best_effort_after_three_rewrites,
+    recursion_limit_of_five_ends_gracefully_with_the_best_answer_so_far,
+    two_server_errors_then_success_succeed_without_a_visible_retry,
+    throttling_and_a_model_not_ready_are_retried_silently,
+    a_bad_request_is_called_once_and_fails_with_a_clear_status,
+    access_denied_is_called_once_and_says_what_to_fix,
+    malformed_json_gets_one_bounded_reask,
+    speed_mode_skips_every_grading_call,
+    llm_internal_route_answers_without_context_or_citations,
+    token_budget_ends_best_effort_before_a_node_that_cannot_fit,
+    a_node_whose_estimate_cannot_fit_is_not_started,
+);
+
 struct Harness {
-    llm: ScriptedLlm,
+    llm: Server,
     graph: RagGraph,
     store: MemoryStore,
 }
 
 impl Harness {
-    async fn new(script: Script) -> Self {
-        let llm = ScriptedLlm::start(script).await;
-        let model = OpenAiModel::new(OpenAiConfig::new(llm.base_url(), "test-model")).unwrap();
+    async fn new(provider: Provider, script: Script) -> Self {
+        let (llm, model): (Server, Arc<dyn ChatModel>) = match provider {
+            Provider::OpenAi => {
+                let llm = ScriptedLlm::start(script).await;
+                let config = OpenAiConfig::new(llm.base_url(), "test-model");
+                let model = OpenAiModel::new(config).unwrap();
+                (Server::OpenAi(llm), Arc::new(model))
+            }
+            Provider::Bedrock => {
+                let llm = ScriptedBedrock::start(BedrockScript::new(script)).await;
+                let config = BedrockConfig::new("anthropic.claude-3-5-haiku-20241022-v1:0");
+                let model = BedrockModel::new(&llm.sdk_config(), config).unwrap();
+                (Server::Bedrock(llm), Arc::new(model))
+            }
+        };
         let kb = KnowledgeBase::embedded().unwrap();
-        let graph = RagGraph::new(Arc::new(model), Arc::new(kb), None, RagLimits::default())
-            .with_remote_policy(FAST);
+        let graph =
+            RagGraph::new(model, Arc::new(kb), None, RagLimits::default()).with_remote_policy(FAST);
         Self {
             llm,
             graph,
@@ -65,9 +150,8 @@ fn steps(r: &RunResponse) -> Vec<&str> {
     r.workflow_steps.iter().map(|s| s.name.as_str()).collect()
 }
 
-#[tokio::test]
-async fn happy_path_makes_one_call_per_step_and_grades_each_document() {
-    let h = Harness::new(Script::defaults()).await;
+async fn happy_path_makes_one_call_per_step_and_grades_each_document(provider: Provider) {
+    let h = Harness::new(provider, Script::defaults()).await;
     let r = h.run(RunRequest::new(QUESTION), 50).await;
     assert_eq!(r.status, RunStatus::Completed);
     assert!(r.success);
@@ -119,12 +203,11 @@ async fn happy_path_makes_one_call_per_step_and_grades_each_document() {
     }
 }
 
-#[tokio::test]
-async fn irrelevant_documents_give_exactly_three_rewrites_then_one_web_search() {
+async fn irrelevant_documents_give_exactly_three_rewrites_then_one_web_search(provider: Provider) {
     let script = Script::defaults()
         .on("grade_documents", [Reply::no()])
         .on("refine_query", [Reply::refined(REWRITE)]);
-    let h = Harness::new(script).await;
+    let h = Harness::new(provider, script).await;
     let r = h.run(RunRequest::new(QUESTION), 50).await;
     assert_eq!(h.calls("refine_query"), 3);
     assert_eq!(r.metadata.query_transformation_retry_count, 3);
@@ -149,9 +232,12 @@ async fn irrelevant_documents_give_exactly_three_rewrites_then_one_web_search() 
     assert!(r.answer.contains("no relevant sources"), "{}", r.answer);
 }
 
-#[tokio::test]
-async fn always_ungrounded_answer_stops_after_exactly_three_regenerations() {
-    let h = Harness::new(Script::defaults().on("grade_hallucinations", [Reply::no()])).await;
+async fn always_ungrounded_answer_stops_after_exactly_three_regenerations(provider: Provider) {
+    let h = Harness::new(
+        provider,
+        Script::defaults().on("grade_hallucinations", [Reply::no()]),
+    )
+    .await;
     let r = h.run(RunRequest::new(QUESTION), 50).await;
     assert_eq!(
         h.calls("generate_answer"),
@@ -177,12 +263,11 @@ async fn always_ungrounded_answer_stops_after_exactly_three_regenerations() {
     );
 }
 
-#[tokio::test]
-async fn never_useful_answer_ends_best_effort_after_three_rewrites() {
+async fn never_useful_answer_ends_best_effort_after_three_rewrites(provider: Provider) {
     let script = Script::defaults()
         .on("grade_answer", [Reply::no()])
         .on("refine_query", [Reply::refined(REWRITE)]);
-    let h = Harness::new(script).await;
+    let h = Harness::new(provider, script).await;
     let r = h.run(RunRequest::new(QUESTION), 50).await;
     assert_eq!(h.calls("refine_query"), 3);
     assert_eq!(h.calls("grade_answer"), 4);
@@ -193,9 +278,12 @@ async fn never_useful_answer_ends_best_effort_after_three_rewrites() {
     assert_eq!(r.metadata.total_steps, 1 + 4 * 5 + 3);
 }
 
-#[tokio::test]
-async fn recursion_limit_of_five_ends_gracefully_with_the_best_answer_so_far() {
-    let h = Harness::new(Script::defaults().on("grade_answer", [Reply::no()])).await;
+async fn recursion_limit_of_five_ends_gracefully_with_the_best_answer_so_far(provider: Provider) {
+    let h = Harness::new(
+        provider,
+        Script::defaults().on("grade_answer", [Reply::no()]),
+    )
+    .await;
     let r = h.run(RunRequest::new(QUESTION), 5).await;
     assert_eq!(r.status, RunStatus::BestEffort);
     assert!(r.success);
@@ -212,8 +300,7 @@ async fn recursion_limit_of_five_ends_gracefully_with_the_best_answer_so_far() {
     );
 }
 
-#[tokio::test]
-async fn two_server_errors_then_success_succeed_without_a_visible_retry() {
+async fn two_server_errors_then_success_succeed_without_a_visible_retry(provider: Provider) {
     let script = Script::defaults().on(
         "route_query",
         [
@@ -222,7 +309,7 @@ async fn two_server_errors_then_success_succeed_without_a_visible_retry() {
             Reply::route("kg_retrieval"),
         ],
     );
-    let h = Harness::new(script).await;
+    let h = Harness::new(provider, script).await;
     let r = h.run(RunRequest::new(QUESTION), 50).await;
     assert_eq!(r.status, RunStatus::Completed);
     assert_eq!(h.calls("route_query"), 3);
@@ -234,10 +321,56 @@ async fn two_server_errors_then_success_succeed_without_a_visible_retry() {
     assert_eq!(r.metadata.infrastructure_retries, 2);
 }
 
-#[tokio::test]
-async fn a_bad_request_is_called_once_and_fails_with_a_clear_status() {
+async fn throttling_and_a_model_not_ready_are_retried_silently(provider: Provider) {
+    // Bedrock: ThrottlingException, then ModelNotReadyException (both 429), then the reply.
+    let script = Script::defaults().on(
+        "route_query",
+        [
+            Reply::status(429),
+            exception(429, "ModelNotReadyException", "the model is loading"),
+            Reply::route("kg_retrieval"),
+        ],
+    );
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(h.calls("route_query"), 3);
+    assert_eq!(h.llm.total_calls(), 3 + 6);
+    assert_eq!(r.metadata.infrastructure_retries, 2);
+    assert_eq!(r.metadata.model_calls, 7, "failed calls report no tokens");
+    assert_eq!(r.metadata.tokens.total, 7 * 110);
+}
+
+async fn access_denied_is_called_once_and_says_what_to_fix(provider: Provider) {
+    let script = Script::defaults().on(
+        "grade_documents",
+        [exception(403, "AccessDeniedException", "not authorized")],
+    );
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(
+        h.calls("grade_documents"),
+        1,
+        "a permanent error is never retried"
+    );
+    assert_eq!(h.llm.total_calls(), 2);
+    assert_eq!(r.status, RunStatus::Failed);
+    let error = r.error.expect("error");
+    assert_eq!(error.node, "grade_documents");
+    assert_eq!(error.class, bounded_rag::error::ErrorClass::Permanent);
+    assert!(error.message.contains("403"), "{}", error.message);
+    if matches!(provider, Provider::Bedrock) {
+        assert!(
+            error.message.contains("bedrock:InvokeModel") && error.message.contains("LLM_MODEL"),
+            "{}",
+            error.message
+        );
+    }
+}
+
+async fn a_bad_request_is_called_once_and_fails_with_a_clear_status(provider: Provider) {
     let script = Script::defaults().on("route_query", [Reply::status(400).body("bad model name")]);
-    let h = Harness::new(script).await;
+    let h = Harness::new(provider, script).await;
     let r = h.run(RunRequest::new(QUESTION), 50).await;
     assert_eq!(h.calls("route_query"), 1);
     assert_eq!(h.llm.total_calls(), 1);
@@ -249,6 +382,8 @@ async fn a_bad_request_is_called_once_and_fails_with_a_clear_status() {
     assert!(error.message.contains("400"), "{}", error.message);
 }
 
+/// OpenAI-compatible only: Bedrock sends no `Retry-After` (its throttling is retried with the
+/// policy's backoff, see `throttling_and_a_model_not_ready_are_retried_silently`).
 #[tokio::test]
 async fn retry_after_on_429_is_honoured() {
     let script = Script::defaults().on(
@@ -258,7 +393,7 @@ async fn retry_after_on_429_is_honoured() {
             Reply::route("kg_retrieval"),
         ],
     );
-    let h = Harness::new(script).await;
+    let h = Harness::new(Provider::OpenAi, script).await;
     let clock = FakeClock::at_ms(SystemClock.now_ms());
     let wf = h.workflow().with_clock(&clock);
     let budget = Budget::new(50, clock.now_ms() + 60_000);
@@ -277,19 +412,21 @@ async fn retry_after_on_429_is_honoured() {
     );
 }
 
-#[tokio::test]
-async fn malformed_json_gets_one_bounded_reask() {
+async fn malformed_json_gets_one_bounded_reask(provider: Provider) {
     let script = Script::defaults().on(
         "route_query",
         [Reply::raw("not json"), Reply::route("kg_retrieval")],
     );
-    let h = Harness::new(script).await;
+    let h = Harness::new(provider, script).await;
     let r = h.run(RunRequest::new(QUESTION), 50).await;
     assert_eq!(r.status, RunStatus::Completed);
     assert_eq!(h.calls("route_query"), 2);
 
-    let h =
-        Harness::new(Script::defaults().on("route_query", [Reply::raw("still not json")])).await;
+    let h = Harness::new(
+        provider,
+        Script::defaults().on("route_query", [Reply::raw("still not json")]),
+    )
+    .await;
     let r = h.run(RunRequest::new(QUESTION), 50).await;
     assert_eq!(
         h.calls("route_query"),
@@ -303,9 +440,8 @@ async fn malformed_json_gets_one_bounded_reask() {
     );
 }
 
-#[tokio::test]
-async fn speed_mode_skips_every_grading_call() {
-    let h = Harness::new(Script::defaults()).await;
+async fn speed_mode_skips_every_grading_call(provider: Provider) {
+    let h = Harness::new(provider, Script::defaults()).await;
     let mut request = RunRequest::new(QUESTION);
     request.mode = bounded_rag::rag::Mode::Speed;
     let r = h.run(request, 50).await;
@@ -314,23 +450,28 @@ async fn speed_mode_skips_every_grading_call() {
     assert_eq!(r.status, RunStatus::Completed);
 }
 
-#[tokio::test]
-async fn llm_internal_route_answers_without_context_or_citations() {
-    let h =
-        Harness::new(Script::defaults().on("route_query", [Reply::route("llm_internal")])).await;
+async fn llm_internal_route_answers_without_context_or_citations(provider: Provider) {
+    let h = Harness::new(
+        provider,
+        Script::defaults().on("route_query", [Reply::route("llm_internal")]),
+    )
+    .await;
     let r = h.run(RunRequest::new("Say hello"), 50).await;
     assert_eq!(steps(&r), ["route_question", "generate", "grade_answer"]);
     assert_eq!(r.status, RunStatus::Completed);
     assert!(r.citations.is_empty());
 }
 
-#[tokio::test]
-async fn token_budget_ends_best_effort_before_a_node_that_cannot_fit() {
+async fn token_budget_ends_best_effort_before_a_node_that_cannot_fit(provider: Provider) {
     // Every reply reports 100 + 10 tokens. Never grounded: after the first pass (route 110,
     // three document grades 330, generate 110, groundedness + answer check 220 = 770) each
     // regeneration round costs 110 + 220. With 1450 tokens: rounds 2 and 3 fit (1430); the
     // fourth answer (its largest use so far, 110) would pass 1450, so it is never asked.
-    let h = Harness::new(Script::defaults().on("grade_hallucinations", [Reply::no()])).await;
+    let h = Harness::new(
+        provider,
+        Script::defaults().on("grade_hallucinations", [Reply::no()]),
+    )
+    .await;
     let mut request = RunRequest::new(QUESTION);
     request.max_tokens = Some(1450);
     let r = h.run(request, 50).await;
@@ -354,11 +495,10 @@ async fn token_budget_ends_best_effort_before_a_node_that_cannot_fit() {
     assert!(r.answer.contains("token budget"), "{}", r.answer);
 }
 
-#[tokio::test]
-async fn a_node_whose_estimate_cannot_fit_is_not_started() {
+async fn a_node_whose_estimate_cannot_fit_is_not_started(provider: Provider) {
     // 200 tokens: routing (estimated below 200) runs and uses 110; grading three documents
     // (estimated from their prompts: far more than 90 tokens) is not started.
-    let h = Harness::new(Script::defaults()).await;
+    let h = Harness::new(provider, Script::defaults()).await;
     let mut request = RunRequest::new(QUESTION);
     request.max_tokens = Some(200);
     let r = h.run(request, 50).await;

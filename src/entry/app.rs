@@ -5,15 +5,18 @@
 use super::http::limits::HttpLimits;
 use super::runs::Runs;
 use crate::aws;
-use crate::config::{LlmProvider, Settings};
+use crate::config::{EmbeddingsProvider, LlmProvider, Settings};
 use crate::engine::{Budget, Clock, SystemClock};
-use crate::llm::{CachingModel, ChatModel, OfflineModel, OpenAiConfig, OpenAiModel};
+use crate::llm::{
+    BedrockConfig, BedrockModel, CachingModel, ChatModel, OfflineModel, OpenAiConfig, OpenAiModel,
+};
 use crate::queue::{SqsQueue, WorkQueue};
 use crate::rag::{RagGraph, RagLimits, Workflow};
 use crate::retrieval::s3::{self, BundleStore};
 use crate::retrieval::{
-    Embedder, EmbeddingsClient, EmbeddingsConfig, KnowledgeBase, LiveKnowledge, LoadOptions,
-    RerankClient, RerankConfig, Reranker, Retriever, TavilyClient, TavilyConfig, WebSearch,
+    BedrockEmbeddings, Embedder, EmbeddingsClient, EmbeddingsConfig, KnowledgeBase, LiveKnowledge,
+    LoadOptions, RerankClient, RerankConfig, Reranker, Retriever, TavilyClient, TavilyConfig,
+    WebSearch,
 };
 use crate::secrets::{SecretBundle, SecretsProvider};
 use crate::store::{CacheStore, CheckpointStore, DynamoStore, FileStore};
@@ -79,13 +82,14 @@ impl App {
             || settings.aws.work_queue_url.is_some()
             || settings.aws.secrets_id.is_some()
             || settings.kb_uri.is_some()
+            || uses_bedrock(&settings)
         {
             Some(sdk_config().await)
         } else {
             None
         };
         let secrets = read_secrets(&settings, aws.as_ref()).await?;
-        let embedder = build_embedder(&settings, &secrets)?;
+        let embedder = build_embedder(&settings, &secrets, aws.as_ref()).await?;
         let kb = build_kb(&settings, aws.as_ref()).await?;
         warn_on_prefix_mismatch(kb.as_ref(), &settings);
         let web = build_web(&settings, &secrets)?;
@@ -106,7 +110,7 @@ impl App {
                     (store.clone(), store)
                 }
             };
-        let mut model = build_model(&settings, &secrets)?;
+        let mut model = build_model(&settings, &secrets, aws.as_ref())?;
         if let Some(ttl) = settings.llm.cache_ttl {
             model = Arc::new(CachingModel::new(model, cache, ttl));
         }
@@ -196,12 +200,30 @@ pub(crate) fn dynamo_store(
     DynamoStore::new(client, table.to_owned(), settings.aws.run_ttl)
 }
 
+/// True when the chat model or the embeddings are Bedrock's (so the AWS configuration is read).
+fn uses_bedrock(settings: &Settings) -> bool {
+    settings.llm.provider == LlmProvider::Bedrock
+        || settings
+            .embeddings
+            .as_ref()
+            .is_some_and(|e| matches!(e.provider, EmbeddingsProvider::Bedrock { .. }))
+}
+
 fn build_model(
     settings: &Settings,
     secrets: &SecretBundle,
+    aws: Option<&aws_config::SdkConfig>,
 ) -> Result<Arc<dyn ChatModel>, StartupError> {
     Ok(match settings.llm.provider {
         LlmProvider::Offline => Arc::new(OfflineModel),
+        LlmProvider::Bedrock => {
+            let sdk = aws.ok_or_else(|| {
+                crate::llm::LlmError::Config("no AWS configuration was read".into())
+            })?;
+            let mut config = BedrockConfig::new(&settings.llm.model);
+            config.request_timeout = settings.llm.timeout;
+            Arc::new(BedrockModel::new(sdk, config)?)
+        }
         LlmProvider::OpenAi => {
             let mut config = OpenAiConfig::new(
                 settings.llm.base_url.as_str().trim_end_matches('/'),
@@ -251,10 +273,17 @@ async fn build_kb(
     aws: Option<&aws_config::SdkConfig>,
 ) -> Result<Arc<dyn Retriever>, StartupError> {
     let model = settings.embeddings.as_ref().map(|e| e.model.clone());
+    let provider = settings.embeddings.as_ref().map(|e| match e.provider {
+        EmbeddingsProvider::OpenAi { .. } => ("openai".to_owned(), None),
+        EmbeddingsProvider::Bedrock { dimensions } => {
+            ("bedrock".to_owned(), Some(dimensions as usize))
+        }
+    });
     if let (Some(location), Some(sdk)) = (&settings.kb_uri, aws) {
         let store = BundleStore::new(s3::client(sdk), location.clone());
         let options = LoadOptions {
             embedding_model: model,
+            embedding_provider: provider,
             refresh_every: settings.kb_refresh,
             max_passages_per_document: settings.kb_max_passages_per_document,
             ..LoadOptions::default()
@@ -270,7 +299,11 @@ async fn build_kb(
         None => KnowledgeBase::embedded()?,
     }
     .with_max_passages_per_document(settings.kb_max_passages_per_document);
-    crate::retrieval::check_compatible(&kb, model.as_deref())?;
+    let (provider, dimensions) = match &provider {
+        Some((provider, dimensions)) => (Some(provider.as_str()), *dimensions),
+        None => (None, None),
+    };
+    crate::retrieval::check_embedding(&kb, provider, model.as_deref(), dimensions)?;
     Ok(Arc::new(kb))
 }
 
@@ -290,16 +323,30 @@ fn warn_on_prefix_mismatch(kb: &dyn Retriever, settings: &Settings) {
     }
 }
 
-/// The embeddings client, when `EMBEDDINGS_BASE_URL` is set.
-pub(crate) fn build_embedder(
+/// The embeddings client, when `EMBEDDINGS_BASE_URL` or `EMBEDDINGS_PROVIDER=bedrock` is set;
+/// Bedrock's uses `aws`, else the AWS configuration read now.
+pub(crate) async fn build_embedder(
     settings: &Settings,
     secrets: &SecretBundle,
+    aws: Option<&aws_config::SdkConfig>,
 ) -> Result<Option<Arc<dyn Embedder>>, StartupError> {
     let Some(e) = &settings.embeddings else {
         return Ok(None);
     };
+    let base_url = match &e.provider {
+        EmbeddingsProvider::OpenAi { base_url } => base_url,
+        EmbeddingsProvider::Bedrock { dimensions } => {
+            let sdk = match aws {
+                Some(sdk) => sdk.clone(),
+                None => sdk_config().await,
+            };
+            let client = BedrockEmbeddings::new(&sdk, &e.model, *dimensions)
+                .map_err(crate::retrieval::RetrievalError::from)?;
+            return Ok(Some(Arc::new(client)));
+        }
+    };
     let client = EmbeddingsClient::new(EmbeddingsConfig {
-        base_url: e.base_url.as_str().trim_end_matches('/').to_owned(),
+        base_url: base_url.as_str().trim_end_matches('/').to_owned(),
         model: e.model.clone(),
         api_key: e
             .api_key

@@ -81,7 +81,8 @@ impl Progress for Bar {
     }
 }
 
-/// `ingest SOURCE --out PATH`: embeds passages when `EMBEDDINGS_BASE_URL` is set, in batches
+/// `ingest SOURCE --out PATH`: embeds passages when `EMBEDDINGS_BASE_URL` (or
+/// `EMBEDDINGS_PROVIDER=bedrock`) is set, in batches
 /// of `--batch-size` (else `EMBEDDINGS_BATCH_SIZE`), with the `EMBEDDINGS_*` tuning.
 pub(crate) async fn ingest_command(
     source: &Path,
@@ -90,7 +91,9 @@ pub(crate) async fn ingest_command(
 ) -> Result<String, String> {
     let settings = Settings::from_env().map_err(|e| e.to_string())?;
     let secrets = load_secrets(&settings).await.map_err(|e| e.to_string())?;
-    let embedder = build_embedder(&settings, &secrets).map_err(|e| e.to_string())?;
+    let embedder = build_embedder(&settings, &secrets, None)
+        .await
+        .map_err(|e| e.to_string())?;
     let tuning = &settings.embeddings_tuning;
     let bar = Bar(Mutex::new(None));
     let options = IngestOptions {

@@ -3,6 +3,7 @@
 //! structs stay private to each provider module.
 
 mod answer_stream;
+mod bedrock;
 mod cache;
 mod error;
 mod lexical;
@@ -13,6 +14,7 @@ mod structured;
 mod task;
 
 pub use answer_stream::AnswerDeltas;
+pub use bedrock::{BedrockConfig, BedrockModel};
 pub(crate) use cache::CachingModel;
 pub use error::LlmError;
 pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER};
@@ -137,7 +139,7 @@ pub trait ChatModel: Send + Sync {
         Ok(completion)
     }
 
-    /// Short provider name for logs and metadata (`openai`, `offline`).
+    /// Short provider name for logs and metadata (`openai`, `offline`, `bedrock`).
     fn name(&self) -> &'static str;
 
     /// What, besides the request, a cached reply of this model is keyed by: the provider and

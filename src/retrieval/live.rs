@@ -26,6 +26,9 @@ pub struct LoadOptions {
     /// The configured embedding model (`EMBEDDINGS_MODEL`): a bundle whose vectors come from
     /// another model is incompatible (its vectors and the query's would not compare).
     pub embedding_model: Option<String>,
+    /// The configured embeddings provider (`EMBEDDINGS_PROVIDER`) and the dimensions it
+    /// returns, when known: a bundle of another provider or size is incompatible too.
+    pub embedding_provider: Option<(String, Option<usize>)>,
     /// `KB_REFRESH_SECONDS`: how often a warm instance checks the pointer; `None` = never.
     pub refresh_every: Option<Duration>,
     /// Tells when a refresh is due.
@@ -40,6 +43,7 @@ impl Default for LoadOptions {
             memory_limit: 256 * 1024 * 1024,
             cache_dir: std::env::temp_dir().join("bounded-rag-kb"),
             embedding_model: None,
+            embedding_provider: None,
             refresh_every: Some(crate::config::DEFAULT_KB_REFRESH),
             clock: Arc::new(SystemClock),
             max_passages_per_document: crate::retrieval::DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
@@ -188,7 +192,16 @@ async fn load(
     let fetched = store
         .fetch(&version, options.memory_limit, &options.cache_dir)
         .await?;
-    check_compatible(&fetched.kb, options.embedding_model.as_deref())?;
+    let (provider, dimensions) = match &options.embedding_provider {
+        Some((provider, dimensions)) => (Some(provider.as_str()), *dimensions),
+        None => (None, None),
+    };
+    check_embedding(
+        &fetched.kb,
+        provider,
+        options.embedding_model.as_deref(),
+        dimensions,
+    )?;
     tracing::info!(
         location = %store.location(),
         version = %version,
@@ -208,19 +221,50 @@ pub fn check_compatible(
     kb: &KnowledgeBase,
     configured_model: Option<&str>,
 ) -> Result<(), RetrievalError> {
-    match (kb.embedding(), configured_model) {
-        (Some(bundle), Some(configured)) if bundle.model != configured => {
-            Err(RetrievalError::Invalid {
-                path: kb.origin().map(PathBuf::from).unwrap_or_default(),
-                message: format!(
-                    "incompatible bundle: its vectors come from `{}` but EMBEDDINGS_MODEL is \
-                     `{configured}`; ingest with the same model or change EMBEDDINGS_MODEL",
-                    bundle.model
-                ),
-            })
-        }
-        _ => Ok(()),
+    check_embedding(kb, None, configured_model, None)
+}
+
+/// Like [`check_compatible`], and also refuses a bundle whose vectors come from another
+/// provider (`EMBEDDINGS_PROVIDER`) or have another size than the configured embeddings'
+/// (`EMBEDDINGS_DIMENSIONS`); `None` checks nothing about that setting.
+pub fn check_embedding(
+    kb: &KnowledgeBase,
+    provider: Option<&str>,
+    model: Option<&str>,
+    dimensions: Option<usize>,
+) -> Result<(), RetrievalError> {
+    let Some(bundle) = kb.embedding() else {
+        return Ok(());
+    };
+    let mismatch = |what: &str, recorded: &str, var: &str, configured: &str| {
+        Err(RetrievalError::Invalid {
+            path: kb.origin().map(PathBuf::from).unwrap_or_default(),
+            message: format!(
+                "incompatible bundle: its vectors come from {what} `{recorded}` but {var} is \
+                 `{configured}`; ingest with the same settings or change {var}"
+            ),
+        })
+    };
+    if let Some(provider) = provider.filter(|p| *p != bundle.provider()) {
+        return mismatch(
+            "provider",
+            bundle.provider(),
+            "EMBEDDINGS_PROVIDER",
+            provider,
+        );
     }
+    if let Some(model) = model.filter(|m| *m != bundle.model) {
+        return mismatch("model", &bundle.model, "EMBEDDINGS_MODEL", model);
+    }
+    if let Some(dimensions) = dimensions.filter(|d| *d != bundle.dimensions) {
+        return mismatch(
+            "a model of",
+            &format!("{} dimensions", bundle.dimensions),
+            "EMBEDDINGS_DIMENSIONS",
+            &dimensions.to_string(),
+        );
+    }
+    Ok(())
 }
 
 #[async_trait]

@@ -42,11 +42,13 @@ pub use bundle::{
     ingest, ingest_dir, EmbeddingInfo, IngestOptions, IngestSummary, Manifest, NoProgress, Progress,
 };
 pub(crate) use cap::DEFAULT_MAX_PASSAGES_PER_DOCUMENT;
-pub use embed::{EmbedError, Embedder, Embeddings, EmbeddingsClient, EmbeddingsConfig};
+pub use embed::{
+    BedrockEmbeddings, EmbedError, Embedder, Embeddings, EmbeddingsClient, EmbeddingsConfig,
+};
 pub use error::RetrievalError;
 pub use filter::{Filter, FilterError};
 pub use kb::KnowledgeBase;
-pub use live::{check_compatible, LiveKnowledge, LoadOptions, RefreshOutcome};
+pub use live::{check_compatible, check_embedding, LiveKnowledge, LoadOptions, RefreshOutcome};
 pub use rerank::{Ranked, RerankClient, RerankConfig, RerankError, Reranker};
 pub use stats::KbStats;
 pub use web::{TavilyClient, TavilyConfig};

@@ -71,6 +71,11 @@ impl Content {
         }
     }
 
+    /// `usage` to report as (prompt, completion), if any.
+    pub fn usage(&self) -> Option<(u64, u64)> {
+        self.usage
+    }
+
     /// `usage` as the wire has it, if any.
     fn usage_json(&self) -> Option<Value> {
         self.usage.map(|(prompt, completion)| {
@@ -346,16 +351,19 @@ impl Replies for Script {
 }
 
 impl Call {
-    /// The chat request's `response_format.json_schema.name`, or empty.
+    /// The chat request's `response_format.json_schema.name` (Bedrock: the forced tool's
+    /// name, `toolConfig.toolChoice.tool.name`), or empty.
     pub fn name(&self) -> &str {
         self.body["response_format"]["json_schema"]["name"]
             .as_str()
+            .or_else(|| self.body["toolConfig"]["toolChoice"]["tool"]["name"].as_str())
             .unwrap_or("")
     }
 
-    /// True when the request asked for a stream (`"stream": true`).
+    /// True when the request asked for a stream (`"stream": true`, or Bedrock's
+    /// `ConverseStream`).
     pub fn streamed(&self) -> bool {
-        self.body["stream"] == true
+        self.body["stream"] == true || self.path.ends_with("/converse-stream")
     }
 }
 

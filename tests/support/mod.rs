@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod app;
+pub mod bedrock_server;
 pub mod counted;
 pub mod embeddings_server;
 pub mod event_source;

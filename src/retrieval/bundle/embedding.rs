@@ -116,6 +116,7 @@ pub(crate) async fn embed_passages(
     }
     Ok(Embedded {
         info: EmbeddingInfo {
+            provider: embedder.provider().to_owned(),
             model: model.to_owned(),
             dimensions,
             quantization: "int8".into(),

@@ -22,6 +22,10 @@ pub(crate) fn content_hash(docs: &[Document], embedding: Option<&EmbeddingInfo>)
     }
     match embedding {
         Some(e) => {
+            // Another provider's vectors differ; an OpenAI-compatible one's hash as before.
+            if e.provider() != "openai" {
+                field(e.provider().as_bytes());
+            }
             field(e.model.as_bytes());
             field(e.dimensions.to_string().as_bytes());
             field(e.quantization.as_bytes());
@@ -65,6 +69,7 @@ mod tests {
         assert_ne!(content_hash(&[doc("a", "xy"), doc("b", "")], None), h);
         assert_ne!(content_hash(&[a[1].clone(), a[0].clone()], None), h);
         let model = EmbeddingInfo {
+            provider: String::new(),
             model: "m".into(),
             dimensions: 3,
             quantization: "int8".into(),
@@ -78,6 +83,22 @@ mod tests {
         };
         assert_ne!(
             content_hash(&a, Some(&prefixed)),
+            content_hash(&a, Some(&model))
+        );
+        let openai = EmbeddingInfo {
+            provider: "openai".into(),
+            ..model.clone()
+        };
+        assert_eq!(
+            content_hash(&a, Some(&openai)),
+            content_hash(&a, Some(&model))
+        );
+        let bedrock = EmbeddingInfo {
+            provider: "bedrock".into(),
+            ..model.clone()
+        };
+        assert_ne!(
+            content_hash(&a, Some(&bedrock)),
             content_hash(&a, Some(&model))
         );
     }

@@ -21,6 +21,10 @@ pub(crate) const ANALYZER: &str = "simple+lowercase+stop_en+stem_en";
 /// The embedding model of a bundle's vectors.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EmbeddingInfo {
+    /// Who computed the vectors: `openai` (an OpenAI-compatible server) or `bedrock`. Empty in
+    /// bundles written before providers were recorded (they are `openai`'s).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub provider: String,
     /// Model name as sent to the embeddings endpoint.
     pub model: String,
     /// Dimensions of every vector.
@@ -72,6 +76,17 @@ pub struct Manifest {
     /// The metadata keys documents carry (filterable); empty in bundles without metadata.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metadata_keys: Vec<String>,
+}
+
+impl EmbeddingInfo {
+    /// [`EmbeddingInfo::provider`], `openai` when the bundle predates it.
+    pub fn provider(&self) -> &str {
+        if self.provider.is_empty() {
+            "openai"
+        } else {
+            &self.provider
+        }
+    }
 }
 
 impl Manifest {

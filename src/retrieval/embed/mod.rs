@@ -1,13 +1,16 @@
-//! Embeddings: the [`Embedder`] trait and an OpenAI-compatible client ([`EmbeddingsClient`],
-//! `POST {EMBEDDINGS_BASE_URL}/embeddings`), which OpenAI, Ollama, vLLM and TEI all serve.
+//! Embeddings: the [`Embedder`] trait, an OpenAI-compatible client ([`EmbeddingsClient`],
+//! `POST {EMBEDDINGS_BASE_URL}/embeddings`), which OpenAI, Ollama, vLLM and TEI all serve, and
+//! Amazon Bedrock's Titan Text Embeddings v2 ([`BedrockEmbeddings`], `InvokeModel`).
 //!
 //! One call per batch, one attempt per call: the caller owns retries (the engine's policy
 //! during a run, a bounded loop at ingest). Every call reports its [`Usage`] as one model call,
 //! with the server's `usage.prompt_tokens` or an estimate marked as such.
 
+mod bedrock;
 mod client;
 mod error;
 
+pub use bedrock::BedrockEmbeddings;
 pub use client::{EmbeddingsClient, EmbeddingsConfig};
 pub use error::EmbedError;
 
@@ -32,4 +35,10 @@ pub trait Embedder: Send + Sync {
 
     /// The model name sent with each call and recorded in a bundle's manifest.
     fn model(&self) -> &str;
+
+    /// The provider, recorded in a bundle's manifest: `openai` (an OpenAI-compatible server,
+    /// the default) or `bedrock`.
+    fn provider(&self) -> &'static str {
+        "openai"
+    }
 }

@@ -1,0 +1,215 @@
+//! Streamed replies: the `ConverseStream` event stream, read as it arrives.
+//!
+//! Bedrock sends `messageStart`, then per content block `contentBlockStart`,
+//! `contentBlockDelta`s and `contentBlockStop`, then `messageStop` (with the stop reason) and
+//! `metadata` (with `usage`). The forced tool's input arrives as pieces of JSON text in
+//! `toolUse` deltas: each is handed to the caller's sink at once, and the pieces are joined
+//! into the [`Completion`]. Text deltas (a model that did not call the tool) are kept and
+//! handed over in one piece at the end: [`crate::llm::ask`] will find them malformed.
+//!
+//! A stream that ends before `messageStop` was cut: a transient [`LlmError::Transport`], as is
+//! a throttling, unavailable, internal or model-stream error reported inside the stream; a
+//! validation error reported there is permanent.
+
+use super::wire::{no_content, tokens};
+use crate::bedrock::TRANSIENT_CODES;
+use crate::http::error_chain;
+use crate::llm::{Completion, DeltaSink, LlmError, TokenCount};
+use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_bedrockruntime::primitives::event_stream::EventReceiver;
+use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
+use aws_sdk_bedrockruntime::types::{ContentBlockDelta, ConverseStreamOutput};
+
+/// Reads the event stream to its end, calling `on_delta` with each piece of the tool's input.
+pub(super) async fn read(
+    mut events: EventReceiver<ConverseStreamOutput, ConverseStreamOutputError>,
+    on_delta: DeltaSink<'_>,
+) -> Result<Completion, LlmError> {
+    let mut reply = Assembly::default();
+    loop {
+        match events.recv().await {
+            Ok(Some(event)) => {
+                if let Some(piece) = reply.add(event) {
+                    on_delta(&piece);
+                }
+            }
+            Ok(None) => break,
+            Err(e) => return Err(stream_error(&e)),
+        }
+    }
+    let text_only = reply.tool_input.is_none();
+    let completion = reply.finish()?;
+    if text_only {
+        on_delta(&completion.content);
+    }
+    Ok(completion)
+}
+
+/// A streamed reply being put together, event by event.
+#[derive(Debug, Default)]
+struct Assembly {
+    /// The tool's input so far; `None` until a `toolUse` delta arrives.
+    tool_input: Option<String>,
+    /// Text so far (a reply that did not call the tool).
+    text: String,
+    /// From the `metadata` event.
+    tokens: Option<TokenCount>,
+    /// From `messageStop`: the message is whole.
+    stop_reason: Option<String>,
+}
+
+impl Assembly {
+    /// Takes one event; returns the piece of the tool's input it carries, if any.
+    fn add(&mut self, event: ConverseStreamOutput) -> Option<String> {
+        match event {
+            ConverseStreamOutput::ContentBlockDelta(delta) => match delta.delta? {
+                ContentBlockDelta::ToolUse(piece) => {
+                    let piece = piece.input;
+                    self.tool_input.get_or_insert_default().push_str(&piece);
+                    (!piece.is_empty()).then_some(piece)
+                }
+                ContentBlockDelta::Text(piece) => {
+                    self.text.push_str(&piece);
+                    None
+                }
+                _ => None,
+            },
+            ConverseStreamOutput::MessageStop(stop) => {
+                self.stop_reason = Some(stop.stop_reason.as_str().to_owned());
+                None
+            }
+            ConverseStreamOutput::Metadata(metadata) => {
+                self.tokens = metadata.usage.as_ref().map(tokens);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The whole reply, once the stream has ended.
+    fn finish(self) -> Result<Completion, LlmError> {
+        let Some(stop_reason) = self.stop_reason else {
+            return Err(LlmError::Transport(
+                "the Bedrock reply stream ended before messageStop".into(),
+            ));
+        };
+        let content = match (self.tool_input, self.text) {
+            (Some(input), _) => input,
+            (None, text) if !text.is_empty() => text,
+            (None, _) => return Err(no_content(&stop_reason)),
+        };
+        Ok(Completion {
+            content,
+            tokens: self.tokens,
+            cached: false,
+        })
+    }
+}
+
+/// An error read from the stream: an exception event, a frame that cannot be decoded, or the
+/// connection breaking.
+fn stream_error<R: std::fmt::Debug>(err: &SdkError<ConverseStreamOutputError, R>) -> LlmError {
+    match err {
+        SdkError::ServiceError(service) => {
+            let code = err.code().unwrap_or("UnknownError");
+            let message = err.message().unwrap_or("no message");
+            let text = format!("Bedrock reported {code} mid-stream: {message}");
+            let transient = TRANSIENT_CODES.contains(&code)
+                || matches!(
+                    service.err(),
+                    ConverseStreamOutputError::ModelStreamErrorException(_)
+                        | ConverseStreamOutputError::InternalServerException(_)
+                );
+            if transient {
+                LlmError::Transport(text)
+            } else {
+                LlmError::InvalidResponse(text)
+            }
+        }
+        other => LlmError::Transport(format!(
+            "the Bedrock reply stream broke: {}",
+            error_chain(other)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Classify, ErrorClass};
+    use aws_sdk_bedrockruntime::types::{
+        ContentBlockDeltaEvent, ConverseStreamMetadataEvent, MessageStopEvent, StopReason,
+        TokenUsage, ToolUseBlockDelta,
+    };
+
+    fn tool_piece(input: &str) -> ConverseStreamOutput {
+        ConverseStreamOutput::ContentBlockDelta(
+            ContentBlockDeltaEvent::builder()
+                .content_block_index(0)
+                .delta(ContentBlockDelta::ToolUse(
+                    ToolUseBlockDelta::builder().input(input).build().unwrap(),
+                ))
+                .build()
+                .unwrap(),
+        )
+    }
+
+    fn stop() -> ConverseStreamOutput {
+        ConverseStreamOutput::MessageStop(
+            MessageStopEvent::builder()
+                .stop_reason(StopReason::ToolUse)
+                .build()
+                .unwrap(),
+        )
+    }
+
+    fn usage() -> ConverseStreamOutput {
+        ConverseStreamOutput::Metadata(
+            ConverseStreamMetadataEvent::builder()
+                .usage(
+                    TokenUsage::builder()
+                        .input_tokens(7)
+                        .output_tokens(3)
+                        .total_tokens(10)
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+    }
+
+    #[test]
+    fn tool_pieces_are_returned_as_they_come_and_joined_with_the_usage() {
+        let mut reply = Assembly::default();
+        assert_eq!(reply.add(tool_piece("{\"ans")), Some("{\"ans".into()));
+        assert_eq!(reply.add(tool_piece("wer\": 1}")), Some("wer\": 1}".into()));
+        assert_eq!(reply.add(stop()), None);
+        assert_eq!(reply.add(usage()), None);
+        let completion = reply.finish().unwrap();
+        assert_eq!(completion.content, "{\"answer\": 1}");
+        assert_eq!(
+            completion.tokens,
+            Some(TokenCount {
+                prompt: 7,
+                completion: 3
+            })
+        );
+    }
+
+    #[test]
+    fn a_stream_without_message_stop_was_cut_and_is_transient() {
+        let mut reply = Assembly::default();
+        reply.add(tool_piece("{\"answer\""));
+        let error = reply.finish().unwrap_err();
+        assert!(matches!(error, LlmError::Transport(_)), "{error:?}");
+        assert_eq!(error.class(), ErrorClass::Transient);
+    }
+
+    #[test]
+    fn nothing_at_all_is_permanent() {
+        let mut reply = Assembly::default();
+        reply.add(stop());
+        let error = reply.finish().unwrap_err();
+        assert_eq!(error.class(), ErrorClass::Permanent);
+    }
+}

@@ -1,0 +1,255 @@
+//! The Converse request of a [`ChatRequest`] and the content of a Converse reply. Private to
+//! the Bedrock client; callers see [`ChatRequest`] and [`Completion`].
+//!
+//! Structured output is a forced tool: the request carries one tool named after the task's
+//! schema, whose input schema is the task's JSON schema, and `toolChoice` names it, so the
+//! model answers with that tool's input (a JSON object). System messages go to `system`;
+//! consecutive messages of one role are merged into one message (Converse wants user and
+//! assistant turns to alternate). A reply without the tool call (text only) is handed on as
+//! text: [`crate::llm::ask`] finds it malformed and re-asks, as for any other provider.
+
+use crate::llm::{ChatRequest, LlmError, Role, TokenCount};
+use aws_sdk_bedrockruntime::types::{
+    ContentBlock, ConversationRole, InferenceConfiguration, Message, SpecificToolChoice,
+    SystemContentBlock, TokenUsage, Tool, ToolChoice, ToolConfiguration, ToolInputSchema,
+    ToolSpecification,
+};
+use aws_smithy_types::{Document, Number};
+use serde_json::Value;
+
+/// What a Converse or ConverseStream call sends besides the model id.
+pub(super) struct Parts {
+    pub system: Vec<SystemContentBlock>,
+    pub messages: Vec<Message>,
+    pub tools: ToolConfiguration,
+    pub inference: InferenceConfiguration,
+}
+
+/// The Converse request for `request`: its messages, and its task as a forced tool.
+pub(super) fn parts(request: &ChatRequest<'_>) -> Result<Parts, LlmError> {
+    let build = |e: aws_smithy_types::error::operation::BuildError| {
+        LlmError::Config(format!("cannot build the Converse request: {e}"))
+    };
+    let mut system = Vec::new();
+    let mut turns: Vec<(ConversationRole, Vec<ContentBlock>)> = Vec::new();
+    for message in &request.messages {
+        let role = match message.role {
+            Role::System => {
+                system.push(SystemContentBlock::Text(message.content.clone()));
+                continue;
+            }
+            Role::User => ConversationRole::User,
+            Role::Assistant => ConversationRole::Assistant,
+        };
+        let block = ContentBlock::Text(message.content.clone());
+        match turns.last_mut() {
+            Some((last, blocks)) if *last == role => blocks.push(block),
+            _ => turns.push((role, vec![block])),
+        }
+    }
+    let messages = turns
+        .into_iter()
+        .map(|(role, content)| {
+            Message::builder()
+                .role(role)
+                .set_content(Some(content))
+                .build()
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(build)?;
+    let name = request.task.schema_name();
+    let spec = ToolSpecification::builder()
+        .name(name)
+        .description(format!("Reply with the {name} result."))
+        .input_schema(ToolInputSchema::Json(to_document(&request.task.schema())))
+        .build()
+        .map_err(build)?;
+    let tools = ToolConfiguration::builder()
+        .tools(Tool::ToolSpec(spec))
+        .tool_choice(ToolChoice::Tool(
+            SpecificToolChoice::builder()
+                .name(name)
+                .build()
+                .map_err(build)?,
+        ))
+        .build()
+        .map_err(build)?;
+    Ok(Parts {
+        system,
+        messages,
+        tools,
+        inference: InferenceConfiguration::builder().temperature(0.0).build(),
+    })
+}
+
+/// The reply's content: the forced tool's input as JSON text, else the reply's text.
+///
+/// # Errors
+///
+/// [`LlmError::InvalidResponse`] when the reply has neither (permanent, like a reply without
+/// choices from an OpenAI-compatible server).
+pub(super) fn content(
+    blocks: &[ContentBlock],
+    tool: &str,
+    stop_reason: &str,
+) -> Result<String, LlmError> {
+    let mut text = String::new();
+    for block in blocks {
+        match block {
+            ContentBlock::ToolUse(call) if call.name() == tool => {
+                return Ok(to_json(call.input()).to_string());
+            }
+            ContentBlock::Text(piece) => text.push_str(piece),
+            _ => {}
+        }
+    }
+    if text.is_empty() {
+        return Err(no_content(stop_reason));
+    }
+    Ok(text)
+}
+
+/// A reply with neither the tool call nor text.
+pub(super) fn no_content(stop_reason: &str) -> LlmError {
+    LlmError::InvalidResponse(format!(
+        "the Bedrock reply has no tool call and no text (stop reason {stop_reason})"
+    ))
+}
+
+/// Converse's `usage`.
+pub(super) fn tokens(usage: &TokenUsage) -> TokenCount {
+    TokenCount {
+        prompt: u64::try_from(usage.input_tokens()).unwrap_or(0),
+        completion: u64::try_from(usage.output_tokens()).unwrap_or(0),
+    }
+}
+
+/// A JSON value as a smithy document.
+pub(crate) fn to_document(value: &Value) -> Document {
+    match value {
+        Value::Null => Document::Null,
+        Value::Bool(b) => Document::Bool(*b),
+        Value::Number(n) => Document::Number(match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => Number::PosInt(u),
+            (None, Some(i)) => Number::NegInt(i),
+            _ => Number::Float(n.as_f64().unwrap_or(0.0)),
+        }),
+        Value::String(s) => Document::String(s.clone()),
+        Value::Array(items) => Document::Array(items.iter().map(to_document).collect()),
+        Value::Object(map) => Document::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), to_document(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// A smithy document as a JSON value (a non-finite float, which JSON cannot hold, as null).
+pub(crate) fn to_json(document: &Document) -> Value {
+    match document {
+        Document::Null => Value::Null,
+        Document::Bool(b) => Value::Bool(*b),
+        Document::Number(Number::PosInt(u)) => Value::from(*u),
+        Document::Number(Number::NegInt(i)) => Value::from(*i),
+        Document::Number(Number::Float(f)) => serde_json::Number::from_f64(*f)
+            .map(Value::Number)
+            .unwrap_or(Value::Null),
+        Document::String(s) => Value::String(s.clone()),
+        Document::Array(items) => Value::Array(items.iter().map(to_json).collect()),
+        Document::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), to_json(v))).collect())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::Task;
+    use crate::llm::{Message as ChatMessage, TaskInputs};
+    use aws_sdk_bedrockruntime::types::ToolUseBlock;
+    use serde_json::json;
+    use std::time::Duration;
+
+    fn request(messages: Vec<ChatMessage>) -> ChatRequest<'static> {
+        ChatRequest {
+            task: Task::GradeDocuments,
+            messages,
+            inputs: TaskInputs {
+                question: "q",
+                documents: &[],
+                answer: None,
+            },
+            timeout: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn the_task_is_a_forced_tool_and_turns_alternate() {
+        let parts = parts(&request(vec![
+            ChatMessage::new(Role::System, "grade"),
+            ChatMessage::new(Role::User, "question"),
+            ChatMessage::new(Role::Assistant, "maybe?"),
+            ChatMessage::new(Role::User, "again"),
+            ChatMessage::new(Role::User, "as JSON"),
+        ]))
+        .unwrap();
+        assert_eq!(parts.system, [SystemContentBlock::Text("grade".into())]);
+        let roles: Vec<_> = parts.messages.iter().map(|m| m.role().clone()).collect();
+        assert_eq!(
+            roles,
+            [
+                ConversationRole::User,
+                ConversationRole::Assistant,
+                ConversationRole::User
+            ]
+        );
+        assert_eq!(parts.messages[2].content().len(), 2, "merged user turns");
+        let Tool::ToolSpec(spec) = &parts.tools.tools()[0] else {
+            panic!("a tool spec")
+        };
+        assert_eq!(spec.name(), "grade_documents");
+        let schema = spec.input_schema().unwrap().as_json().unwrap();
+        assert_eq!(to_json(schema), Task::GradeDocuments.schema());
+        assert_eq!(
+            parts.tools.tool_choice(),
+            Some(&ToolChoice::Tool(
+                SpecificToolChoice::builder()
+                    .name("grade_documents")
+                    .build()
+                    .unwrap()
+            ))
+        );
+    }
+
+    #[test]
+    fn the_tool_input_is_the_content_and_text_is_the_fallback() {
+        let call = ContentBlock::ToolUse(
+            ToolUseBlock::builder()
+                .tool_use_id("t1")
+                .name("grade_documents")
+                .input(to_document(&json!({"binary_score": "yes"})))
+                .build()
+                .unwrap(),
+        );
+        let text = ContentBlock::Text("Sure: ".into());
+        assert_eq!(
+            content(&[text.clone(), call], "grade_documents", "tool_use").unwrap(),
+            r#"{"binary_score":"yes"}"#
+        );
+        assert_eq!(
+            content(&[text], "grade_documents", "end_turn").unwrap(),
+            "Sure: "
+        );
+        assert!(matches!(
+            content(&[], "grade_documents", "max_tokens"),
+            Err(LlmError::InvalidResponse(m)) if m.contains("max_tokens")
+        ));
+    }
+
+    #[test]
+    fn documents_round_trip_json() {
+        let value = json!({"a": [1, -2, 2.5, "x", null, true], "b": {"c": {}}});
+        assert_eq!(to_json(&to_document(&value)), value);
+    }
+}
