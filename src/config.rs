@@ -435,14 +435,14 @@ fn embeddings(env: &Env<'_>) -> Result<Option<EmbeddingsSettings>, ConfigError> 
         (Some(value), Some(base_url)) if value.eq_ignore_ascii_case("openai") => {
             EmbeddingsProvider::OpenAi { base_url }
         }
-        (Some(value), _) if !value.eq_ignore_ascii_case("openai") => {
+        (Some(value), _) => {
             return Err(ConfigError::Invalid {
                 var: "EMBEDDINGS_PROVIDER",
                 value,
                 expected: "one of: openai (with EMBEDDINGS_BASE_URL), bedrock".into(),
             })
         }
-        (_, Some(base_url)) => EmbeddingsProvider::OpenAi { base_url },
+        (None, Some(base_url)) => EmbeddingsProvider::OpenAi { base_url },
         (_, None) => return Ok(None),
     };
     let model = env

@@ -235,7 +235,23 @@ fn provider_is_chosen_or_inferred() {
     }
     assert_eq!(
         error(&[("LLM_PROVIDER", "anthropic")]),
-        "LLM_PROVIDER=\"anthropic\" is invalid; expected one of: openai, offline"
+        "LLM_PROVIDER=\"anthropic\" is invalid; expected one of: openai, offline, bedrock"
+    );
+}
+
+#[test]
+fn bedrock_needs_a_model_and_no_key() {
+    let model = "us.anthropic.claude-3-5-haiku-20241022-v1:0";
+    let s = settings(&[("LLM_PROVIDER", "Bedrock"), ("LLM_MODEL", model)]).unwrap();
+    assert_eq!(s.llm.provider, LlmProvider::Bedrock);
+    assert_eq!(s.llm.model, model);
+    assert!(s.llm.api_key.is_none());
+    let err = settings(&[("LLM_PROVIDER", "bedrock")]).unwrap_err();
+    assert_eq!(err.var(), "LLM_MODEL");
+    assert!(
+        err.to_string()
+            .contains("Bedrock model id or inference profile"),
+        "{err}"
     );
 }
 

@@ -1,5 +1,5 @@
 //! The knowledge-base and embeddings variables: parsed, validated, and named in errors.
-use bounded_rag::config::{ConfigError, Settings};
+use bounded_rag::config::{ConfigError, EmbeddingsProvider, Settings};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -52,4 +52,54 @@ fn kb_uri_refresh_and_embeddings_are_read_and_checked() {
         !err.to_string().contains("a b"),
         "keys are never echoed: {err}"
     );
+}
+
+#[test]
+fn bedrock_embeddings_need_a_model_and_take_titan_dimensions() {
+    let model = "amazon.titan-embed-text-v2:0";
+    let e = settings(&[
+        ("EMBEDDINGS_PROVIDER", "bedrock"),
+        ("EMBEDDINGS_MODEL", model),
+    ])
+    .unwrap()
+    .embeddings
+    .unwrap();
+    assert_eq!(e.provider, EmbeddingsProvider::Bedrock { dimensions: 1024 });
+    assert_eq!(e.model, model);
+    let e = settings(&[
+        ("EMBEDDINGS_PROVIDER", "bedrock"),
+        ("EMBEDDINGS_MODEL", model),
+        ("EMBEDDINGS_DIMENSIONS", "256"),
+    ])
+    .unwrap()
+    .embeddings
+    .unwrap();
+    assert_eq!(e.provider, EmbeddingsProvider::Bedrock { dimensions: 256 });
+    for (vars, var) in [
+        (
+            &[("EMBEDDINGS_PROVIDER", "bedrock")][..],
+            "EMBEDDINGS_MODEL",
+        ),
+        (
+            &[
+                ("EMBEDDINGS_PROVIDER", "bedrock"),
+                ("EMBEDDINGS_MODEL", model),
+                ("EMBEDDINGS_DIMENSIONS", "384"),
+            ],
+            "EMBEDDINGS_DIMENSIONS",
+        ),
+        (&[("EMBEDDINGS_PROVIDER", "cohere")], "EMBEDDINGS_PROVIDER"),
+        (&[("EMBEDDINGS_PROVIDER", "openai")], "EMBEDDINGS_PROVIDER"),
+    ] {
+        assert_eq!(settings(vars).unwrap_err().var(), var, "{vars:?}");
+    }
+    let e = settings(&[
+        ("EMBEDDINGS_PROVIDER", "openai"),
+        ("EMBEDDINGS_BASE_URL", "http://127.0.0.1:11434/v1"),
+        ("EMBEDDINGS_MODEL", "all-minilm"),
+    ])
+    .unwrap()
+    .embeddings
+    .unwrap();
+    assert!(matches!(e.provider, EmbeddingsProvider::OpenAi { .. }));
 }
