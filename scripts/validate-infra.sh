@@ -6,6 +6,7 @@
 #   4. cfn-lint template.yaml (warnings count as failures)
 #   5. python -m json.tool on every events/*.json, then payload-shape checks
 #   6. the routes `sam local start-api` would serve
+#   7. the Bedrock statement and environment, resolved for several parameter sets
 # Exits non-zero if any step fails; all steps run so one report shows every problem.
 set -uo pipefail
 
@@ -81,6 +82,7 @@ step "cfn-lint template.yaml" "$VENV/bin/cfn-lint" --include-checks I -- templat
 step "json.tool events/*.json" json_tool_all
 step "event payload shapes" "$VENV/bin/python" infra/check_events.py
 step "sam local start-api routes" "$VENV/bin/python" infra/check_sam_local_routes.py
+step "Bedrock permissions and environment" "$VENV/bin/python" infra/check_bedrock_policy.py
 
 echo
 if ((${#failures[@]})); then

@@ -1,0 +1,145 @@
+"""Checks what template.yaml grants and sets for Amazon Bedrock under several parameter sets
+(run by scripts/validate-infra.sh with the SAM CLI venv's python).
+
+cfn-lint checks the template's shape; this resolves the Bedrock conditions, the
+`InvokeBedrockModels` statement of RuntimeAccessPolicy and the functions' environment the way
+CloudFormation would, so a condition or ARN mistake shows up here instead of as an
+AccessDeniedException after deploy: nothing is granted with the OpenAI-compatible or offline
+provider, and with Bedrock exactly the configured model, inference profile (and the foundation
+model behind it) and embeddings model are.
+"""
+
+import os
+import re
+import sys
+
+from cfnlint.decode import decode
+
+NO_VALUE = object()
+ACCOUNT, REGION = "123456789012", "us-east-1"
+
+
+def resolve(template, params):
+    values = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
+    values.update(params)
+    values.update({"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT})
+    conditions = {}
+
+    def condition(name):
+        if name not in conditions:
+            conditions[name] = ev(template["Conditions"][name])
+        return conditions[name]
+
+    def sub(text, extra):
+        return re.sub(
+            r"\$\{([^}]+)\}", lambda m: str(extra.get(m.group(1), values.get(m.group(1), "<?>"))), text
+        )
+
+    def ev(x):
+        if isinstance(x, dict) and len(x) == 1:
+            ((k, v),) = x.items()
+            if k == "Ref":
+                return NO_VALUE if v == "AWS::NoValue" else values.get(v, "<resource>")
+            if k == "Fn::If":
+                return ev(v[1]) if condition(v[0]) else ev(v[2])
+            if k == "Condition":
+                return condition(v)
+            if k == "Fn::Equals":
+                return ev(v[0]) == ev(v[1])
+            if k == "Fn::Or":
+                return any(ev(i) for i in v)
+            if k == "Fn::And":
+                return all(ev(i) for i in v)
+            if k == "Fn::Not":
+                return not ev(v[0])
+            if k == "Fn::Split":
+                return ev(v[1]).split(v[0])
+            if k == "Fn::Select":
+                return ev(v[1])[int(ev(v[0]))]
+            if k == "Fn::Join":
+                return v[0].join(ev(i) for i in ev(v[1]))
+            if k == "Fn::Sub":
+                if isinstance(v, str):
+                    return sub(v, {})
+                return sub(v[0], {a: ev(b) for a, b in v[1].items()})
+            if k == "Fn::GetAtt":
+                return "<attribute>"
+        if isinstance(x, dict):
+            return {k: r for k, r in ((k, ev(v)) for k, v in x.items()) if r is not NO_VALUE}
+        if isinstance(x, list):
+            return [r for r in (ev(i) for i in x) if r is not NO_VALUE]
+        return x
+
+    statements = ev(template["Resources"]["RuntimeAccessPolicy"]["Properties"]["PolicyDocument"]["Statement"])
+    bedrock = [s for s in statements if s.get("Sid") == "InvokeBedrockModels"]
+    env = ev(template["Globals"]["Function"]["Environment"]["Variables"])
+    return (bedrock[0] if bedrock else None), env
+
+
+def fm(model, region=REGION):
+    return f"arn:aws:bedrock:{region}::foundation-model/{model}"
+
+
+CASES = [
+    ({}, None, {"LLM_PROVIDER": "offline", "EMBEDDINGS_PROVIDER": ""}),
+    ({"LlmProvider": "openai"}, None, {"LLM_MODEL": "gpt-4o-mini", "EMBEDDINGS_PROVIDER": ""}),
+    (
+        {"LlmProvider": "bedrock", "BedrockModelId": "anthropic.claude-3-5-haiku-20241022-v1:0"},
+        [fm("anthropic.claude-3-5-haiku-20241022-v1:0")],
+        {"LLM_PROVIDER": "bedrock", "LLM_MODEL": "anthropic.claude-3-5-haiku-20241022-v1:0"},
+    ),
+    (
+        {
+            "LlmProvider": "bedrock",
+            "BedrockModelId": "us.anthropic.claude-3-5-haiku-20241022-v1:0",
+            "BedrockEmbeddingModelId": "amazon.titan-embed-text-v2:0",
+            "BedrockEmbeddingDimensions": "512",
+        },
+        [
+            f"arn:aws:bedrock:{REGION}:{ACCOUNT}:inference-profile/us.anthropic.claude-3-5-haiku-20241022-v1:0",
+            fm("anthropic.claude-3-5-haiku-20241022-v1:0", "*"),
+            fm("amazon.titan-embed-text-v2:0"),
+        ],
+        {
+            "LLM_MODEL": "us.anthropic.claude-3-5-haiku-20241022-v1:0",
+            "EMBEDDINGS_PROVIDER": "bedrock",
+            "EMBEDDINGS_MODEL": "amazon.titan-embed-text-v2:0",
+            "EMBEDDINGS_DIMENSIONS": "512",
+        },
+    ),
+    (
+        {"LlmProvider": "openai", "BedrockEmbeddingModelId": "amazon.titan-embed-text-v2:0"},
+        [fm("amazon.titan-embed-text-v2:0")],
+        {"LLM_PROVIDER": "openai", "EMBEDDINGS_PROVIDER": "bedrock"},
+    ),
+]
+
+
+def main():
+    template, matches = decode(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "template.yaml"))
+    if matches:
+        print(matches)
+        return 1
+    failed = 0
+    for params, resources, env in CASES:
+        statement, got_env = resolve(template, params)
+        got = statement and statement["Resource"]
+        if statement and sorted(statement["Action"]) != [
+            "bedrock:InvokeModel",
+            "bedrock:InvokeModelWithResponseStream",
+        ]:
+            print(f"{params}: actions {statement['Action']}")
+            failed += 1
+        if got != resources:
+            print(f"{params}: Bedrock resources {got}, expected {resources}")
+            failed += 1
+        for var, value in env.items():
+            if got_env.get(var) != value:
+                print(f"{params}: {var}={got_env.get(var)!r}, expected {value!r}")
+                failed += 1
+    print(f"bedrock policy: {len(CASES) - failed}/{len(CASES)} parameter sets as expected")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
