@@ -30,7 +30,8 @@ pub enum Command {
     /// Answer a question, or continue a stopped run with --resume.
     Ask(AskArgs),
     /// Build a knowledge-base bundle from a folder of Markdown, text and HTML documents and
-    /// JSONL entities; embeds every passage when EMBEDDINGS_BASE_URL is set.
+    /// JSONL entities; embeds every passage when EMBEDDINGS_BASE_URL (or
+    /// EMBEDDINGS_PROVIDER=bedrock) is set.
     Ingest {
         /// Folder with .md/.txt/.html documents and optional nodes.jsonl / edges.jsonl /
         /// communities.jsonl.
