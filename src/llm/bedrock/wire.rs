@@ -5,7 +5,8 @@
 //! schema, whose input schema is the task's JSON schema, and `toolChoice` names it, so the
 //! model answers with that tool's input (a JSON object). System messages go to `system`;
 //! consecutive messages of one role are merged into one message (Converse wants user and
-//! assistant turns to alternate). A reply without the tool call (text only) is handed on as
+//! assistant turns to alternate); empty messages are left out (Converse refuses empty text
+//! blocks). A reply without the tool call (text only) is handed on as
 //! text: [`crate::llm::ask`] finds it malformed and re-asks, as for any other provider.
 
 use crate::llm::{ChatRequest, LlmError, Role, TokenCount};
@@ -33,6 +34,10 @@ pub(super) fn parts(request: &ChatRequest<'_>) -> Result<Parts, LlmError> {
     let mut system = Vec::new();
     let mut turns: Vec<(ConversationRole, Vec<ContentBlock>)> = Vec::new();
     for message in &request.messages {
+        // Converse refuses empty text blocks; an empty turn says nothing anyway.
+        if message.content.trim().is_empty() {
+            continue;
+        }
         let role = match message.role {
             Role::System => {
                 system.push(SystemContentBlock::Text(message.content.clone()));
@@ -191,6 +196,7 @@ mod tests {
             ChatMessage::new(Role::User, "question"),
             ChatMessage::new(Role::Assistant, "maybe?"),
             ChatMessage::new(Role::User, "again"),
+            ChatMessage::new(Role::Assistant, " "),
             ChatMessage::new(Role::User, "as JSON"),
         ]))
         .unwrap();
@@ -204,7 +210,11 @@ mod tests {
                 ConversationRole::User
             ]
         );
-        assert_eq!(parts.messages[2].content().len(), 2, "merged user turns");
+        assert_eq!(
+            parts.messages[2].content().len(),
+            2,
+            "an empty turn left out, the user turns around it merged"
+        );
         let Tool::ToolSpec(spec) = &parts.tools.tools()[0] else {
             panic!("a tool spec")
         };
