@@ -62,6 +62,10 @@ pub struct RunRequest {
     /// carry one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filters: Option<Box<Filter>>,
+    /// `off` turns speculation off for this run (`on`, the default, leaves it to
+    /// `SPECULATION`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculation: Option<crate::config::Speculation>,
 }
 
 /// A minimal valid body, quoted in messages about malformed ones.
@@ -113,6 +117,7 @@ impl RunRequest {
             enable_answer_quality_checking: None,
             max_tokens: None,
             filters: None,
+            speculation: None,
         }
     }
 
