@@ -213,3 +213,7 @@ fn discard(graph: &RagGraph, state: &mut RagState, answer: SpeculativeAnswer) {
         attempt: answer.attempt,
     });
 }
+
+#[cfg(test)]
+#[path = "speculation_tests.rs"]
+mod tests;
