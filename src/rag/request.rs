@@ -350,6 +350,20 @@ mod tests {
     }
 
     #[test]
+    fn speculation_can_be_turned_off_per_request() {
+        let off = RunRequest::from_json(br#"{"question": "q", "speculation": "off"}"#).unwrap();
+        assert_eq!(off.speculation, Some(crate::config::Speculation::Off));
+        assert_eq!(
+            RunRequest::from_json(br#"{"question": "q"}"#)
+                .unwrap()
+                .speculation,
+            None
+        );
+        let bad = RunRequest::from_json(br#"{"question": "q", "speculation": "maybe"}"#);
+        assert_eq!(bad.unwrap_err().field, "speculation");
+    }
+
+    #[test]
     fn question_of_exactly_2000_chars_is_accepted() {
         let q = "é".repeat(2000);
         assert!(RunRequest::new(q).validate().is_ok());
