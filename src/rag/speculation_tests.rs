@@ -375,3 +375,59 @@ async fn speculation_in_a_speed_request_skips_grading_and_uses_the_answer() {
     assert_eq!(r.response.metadata.model_calls, 2);
     assert_eq!(r.response.metadata.speculation.used, 1);
 }
+
+/// The same scripted run with speculation on and off: (on, off).
+async fn both(model: impl Fn() -> ScriptedModel) -> (Run, Run) {
+    let on = run(model(), 0, Speculation::On, request()).await;
+    let off = run(model(), 0, Speculation::Off, request()).await;
+    (on, off)
+}
+
+#[tokio::test]
+async fn rewrites_and_the_web_fallback_cost_one_discarded_answer() {
+    let (on, off) = both(|| {
+        script("kg_retrieval", &["no"]).reply(
+            Task::RefineQuery,
+            json!({ "refined_question": "durian trunk disease" }),
+        )
+    })
+    .await;
+    let (m, o) = (&on.response.metadata, &off.response.metadata);
+    assert_eq!(m.query_transformation_retry_count, 3);
+    assert!(m.web_fallback && o.web_fallback);
+    assert_eq!(m.model_calls, o.model_calls + 1, "one speculative answer");
+    assert_eq!(
+        o.model_calls, 17,
+        "route, 4 x 3 grades, 3 rewrites, 1 answer"
+    );
+    assert_eq!(
+        on.calls(Task::GradeDocuments),
+        off.calls(Task::GradeDocuments)
+    );
+    assert_eq!((m.speculation.used, m.speculation.discarded), (0, 1));
+    assert_eq!(m.total_steps, o.total_steps + 1);
+}
+
+#[tokio::test]
+async fn regenerations_cost_nothing_extra_when_the_speculative_answer_is_used() {
+    let (on, off) = both(|| {
+        ScriptedModel::new()
+            .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
+            .reply(Task::GradeDocuments, json!({ "binary_score": "yes" }))
+            .reply(Task::GenerateAnswer, json!({ "answer": ANSWER }))
+            .reply(Task::GradeHallucinations, json!({ "binary_score": "no" }))
+            .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
+            .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }))
+    })
+    .await;
+    let (m, o) = (&on.response.metadata, &off.response.metadata);
+    // the first answer (speculative when on) is not grounded: one regeneration either way
+    assert_eq!(
+        (m.hallucination_retry_count, o.hallucination_retry_count),
+        (1, 1)
+    );
+    assert_eq!((m.model_calls, o.model_calls), (10, 10));
+    assert_eq!(on.calls(Task::GenerateAnswer), 2);
+    assert_eq!((m.speculation.used, m.speculation.discarded), (1, 0));
+    assert!(on.position("discarded:1") < on.position("token:2"));
+}
