@@ -31,10 +31,10 @@ impl NodeId for N {
 
 #[derive(Debug, thiserror::Error)]
 #[error("boom")]
-struct Boom;
+struct Boom(ErrorClass);
 impl Classify for Boom {
     fn class(&self) -> ErrorClass {
-        ErrorClass::Permanent
+        self.0
     }
 }
 
@@ -46,6 +46,8 @@ struct ForkToy {
     barrier: Option<Barrier>,
     c_first: Option<Semaphore>,
     tokens: u64,
+    /// `b` fails with a transient error while this is set (then clears it).
+    b_fails: Mutex<bool>,
 }
 
 impl ForkToy {
@@ -55,6 +57,7 @@ impl ForkToy {
             barrier: None,
             c_first: None,
             tokens: 0,
+            b_fails: Mutex::new(false),
         }
     }
 
@@ -104,7 +107,7 @@ impl Graph for ForkToy {
     ) -> Result<StepOutput, Boom> {
         match node {
             N::After => Ok(crate::engine::StepOutput::end(serde_json::json!({}))),
-            _ => Err(Boom),
+            _ => Err(Boom(ErrorClass::Permanent)),
         }
     }
     async fn branch(
@@ -121,8 +124,12 @@ impl Graph for ForkToy {
             if branch == N::C {
                 gate.add_permits(2);
             } else {
-                gate.acquire().await.map_err(|_| Boom)?.forget();
+                let permit = gate.acquire().await;
+                permit.map_err(|_| Boom(ErrorClass::Permanent))?.forget();
             }
+        }
+        if branch == N::B && std::mem::take(&mut *self.b_fails.lock().unwrap()) {
+            return Err(Boom(ErrorClass::Transient));
         }
         ctx.meter().charge(&Usage {
             prompt_tokens: self.token_estimate(branch, state),
@@ -326,4 +333,26 @@ async fn a_branch_that_cannot_fit_the_deadline_is_not_started() {
     assert_eq!(g.calls.lock().unwrap().len(), 0);
     assert_eq!((cp.phase, cp.steps), (Phase::Stopped, 0));
     assert_eq!(cp.limits_hit, vec![Limit::Deadline]);
+}
+
+#[tokio::test]
+async fn a_failed_branch_lets_its_siblings_finish_and_a_resume_runs_it_alone() {
+    let clock = FakeClock::at_ms(0);
+    let g = ForkToy::new();
+    *g.b_fails.lock().unwrap() = true;
+    let mut cp = Checkpoint::new("r", N::Fork, Vec::new());
+    let mut saves = Saves::default();
+    run(&g, &mut cp, &budget(&clock), &clock, &mut saves).await;
+    assert_eq!(cp.phase, Phase::Failed);
+    assert_eq!(cp.failure.as_ref().unwrap().node, "b");
+    assert_eq!(names(&cp), ["a", "c"], "the siblings are recorded");
+    assert_eq!(cp.steps, 2);
+    assert!(
+        cp.can_advance(&budget(&clock)),
+        "a transient failure resumes"
+    );
+    run(&g, &mut cp, &budget(&clock), &clock, &mut Saves::default()).await;
+    assert_eq!(cp.phase, Phase::Finished);
+    assert_eq!([g.calls(N::A), g.calls(N::B), g.calls(N::C)], [1, 2, 1]);
+    assert_eq!(names(&cp), ["a", "b", "c", "after"]);
 }
