@@ -100,7 +100,7 @@ pub(super) async fn branch(
     state: &RagState,
     ctx: &StepCtx<'_>,
 ) -> Result<BranchOutput<RagMerge>, RagError> {
-    let question = state.request.question.as_str();
+    let question = state.question();
     match node {
         RagNode::GradeDocuments => {
             let grades = futures::future::try_join_all(state.documents.iter().map(|doc| {

@@ -143,6 +143,13 @@ impl RagState {
         }
     }
 
+    /// The question the speculative branches route, grade and answer: the one the ordinary
+    /// nodes ask about. One place to change should a node before the workflow proper rewrite
+    /// it (the retrieval itself searches `query`, which such a node would set too).
+    pub(crate) fn question(&self) -> &str {
+        &self.request.question
+    }
+
     /// The citations of the current context, deduplicated by URL, in order.
     pub fn citations(&self) -> Vec<Citation> {
         let mut seen = std::collections::HashSet::new();
