@@ -12,8 +12,8 @@
 
 use async_trait::async_trait;
 use bounded_rag::engine::{
-    advance, Budget, Checkpoint, Clock, EngineError, Graph, NodeId, Persist, RetryPolicy, Session,
-    StepCtx, StepOutput, SystemClock,
+    advance, BranchOutput, Budget, Checkpoint, Clock, EngineError, Graph, NodeId, Persist,
+    RetryPolicy, Session, StepCtx, StepOutput, SystemClock, Transition,
 };
 use bounded_rag::error::{Classify, ErrorClass};
 use bounded_rag::store::{Lease, MemoryStore};
@@ -58,6 +58,7 @@ impl Graph for Noop {
     type State = u32;
     type Node = Node;
     type Error = Never;
+    type Merge = ();
 
     fn start(&self, _: &u32) -> Node {
         Node::First
@@ -80,6 +81,13 @@ impl Graph for Noop {
         } else {
             StepOutput::next(Node::Next, serde_json::Value::Null)
         })
+    }
+    async fn branch(&self, _: Node, _: &u32, _: &StepCtx<'_>) -> Result<BranchOutput<()>, Never> {
+        Err(Never)
+    }
+    fn merge(&self, _: &mut u32, _: ()) {}
+    fn join(&self, _: Node, _: &mut u32) -> Transition<Node> {
+        Transition::End
     }
 }
 

@@ -14,8 +14,10 @@ mod error;
 
 pub use error::ConfigError;
 mod retrieval;
+mod speculation;
 
 pub use retrieval::{EmbeddingsTuning, RerankSettings};
+pub use speculation::Speculation;
 
 use crate::secrets::Secret;
 use env::{Env, Num};
@@ -80,6 +82,8 @@ pub struct Settings {
     pub web: Option<WebSettings>,
     /// Workflow loop limits.
     pub limits: Limits,
+    /// `SPECULATION`: `on` (default) or `off`.
+    pub speculation: Speculation,
     /// Wall-clock budgets.
     pub budgets: Budgets,
     /// AWS resources.
@@ -304,6 +308,7 @@ impl Settings {
             llm,
             web,
             limits,
+            speculation: speculation::from_env(&env)?,
             budgets,
             aws,
             kb_path: env.text("KB_PATH").map(PathBuf::from),

@@ -13,6 +13,8 @@ fn cli(state: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("STATE_DIR", state)
         .env("RUST_LOG", "bounded_rag=info")
+        // The sequential path's exact steps and events; a test may turn speculation on.
+        .env("SPECULATION", "off")
         .args(args);
     for (k, v) in env {
         cmd.env(k, v);
@@ -347,4 +349,50 @@ fn max_tokens_below_one_is_a_usage_error() {
     let out = cli(dir.path(), &[], &["ask", "--max-tokens", "0", QUESTION]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--max-tokens"), "{}", stderr(&out));
+}
+
+#[test]
+fn ask_stream_with_speculation_searches_first_and_uses_the_speculative_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let on = [("SPECULATION", "on")];
+    let out = cli(dir.path(), &on, &["ask", "--stream", "--json", QUESTION]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let names: Vec<String> = lines
+        .iter()
+        .map(|l| match l["event"].as_str().unwrap() {
+            "step" => format!("step:{}", l["data"]["name"].as_str().unwrap()),
+            other => other.to_owned(),
+        })
+        .collect();
+    // The search first; routing, grading and the answer (its token before its step) in
+    // whatever order they finish; then the checks.
+    assert_eq!(names[0], "step:kg_retrieval");
+    let mut fork = names[1..5].to_vec();
+    let token = fork.iter().position(|n| n == "token").unwrap();
+    assert!(token < fork.iter().position(|n| n == "step:generate").unwrap());
+    fork.sort();
+    assert_eq!(
+        fork,
+        [
+            "step:generate",
+            "step:grade_documents",
+            "step:route_question",
+            "token"
+        ]
+    );
+    assert_eq!(
+        names[5..],
+        ["step:grade_hallucinations", "step:grade_answer", "final"]
+    );
+    let last = &lines.last().unwrap()["data"];
+    assert_eq!(last["status"], "completed");
+    assert_eq!(last["metadata"]["model_calls"], 7);
+    assert_eq!(
+        last["metadata"]["speculation"],
+        serde_json::json!({"started": 1, "used": 1, "discarded": 0, "wasted_tokens": 0})
+    );
 }

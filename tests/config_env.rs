@@ -405,3 +405,20 @@ fn identifiers_are_validated() {
         format!("SECRETS_ID=\"my secret\" is invalid; expected {secret}")
     );
 }
+
+#[test]
+fn speculation_is_on_unless_turned_off() {
+    use bounded_rag::config::Speculation;
+    assert_eq!(settings(&[]).unwrap().speculation, Speculation::On);
+    let off = settings(&[("SPECULATION", "off")]).unwrap();
+    assert_eq!(off.speculation, Speculation::Off);
+    assert_eq!(
+        settings(&[("SPECULATION", "on")]).unwrap().speculation,
+        Speculation::On
+    );
+    let message = error(&[("SPECULATION", "yes")]);
+    assert!(
+        message.contains("SPECULATION") && message.contains("on or off"),
+        "{message}"
+    );
+}

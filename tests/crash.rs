@@ -48,6 +48,8 @@ fn env(
         ("LLM_MODEL", "scripted-model".to_owned()),
         ("LLM_API_KEY", "sk-test".to_owned()),
         ("RUN_TIMEOUT_MS", "8000".to_owned()),
+        // Crashes between the sequential path's steps (forks have the engine's own tests).
+        ("SPECULATION", "off".to_owned()),
         ("DEADLINE_MARGIN_MS", "500".to_owned()),
         ("RUST_LOG", "bounded_rag=info,warn".to_owned()),
     ]);
@@ -204,6 +206,7 @@ fn cli(state: &std::path::Path, llm: &ScriptedLlm, args: &[&str]) -> std::proces
         .env("LLM_MODEL", "scripted-model")
         .env("LLM_API_KEY", "sk-test")
         .env("RUN_TIMEOUT_MS", "3000")
+        .env("SPECULATION", "off")
         .env("DEADLINE_MARGIN_MS", "500")
         .env("RUST_LOG", "warn")
         .args(args)

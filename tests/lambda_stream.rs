@@ -24,6 +24,8 @@ fn env(moto: &Moto, table: &str, llm: &ScriptedLlm) -> Vec<(&'static str, String
         ("CHECKPOINT_TABLE", table.to_owned()),
         ("LLM_PROVIDER", "openai".to_owned()),
         ("LLM_BASE_URL", llm.base_url()),
+        // The sequential path's exact events (speculation's are tested in `rag`).
+        ("SPECULATION", "off".to_owned()),
         ("RUST_LOG", "bounded_rag=debug,warn".to_owned()),
     ]);
     env

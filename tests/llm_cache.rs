@@ -20,6 +20,8 @@ async fn app(llm: &ScriptedLlm, state_dir: &Path, model: &str, cache_ttl: &str) 
         ("LLM_MODEL", model.to_owned()),
         ("STATE_DIR", state_dir.display().to_string()),
         ("LLM_CACHE_TTL_SECONDS", cache_ttl.to_owned()),
+        // The sequential path's exact calls and cache hits.
+        ("SPECULATION", "off".to_owned()),
     ]);
     let settings = Settings::from_lookup(|name| vars.get(name).cloned()).expect("settings");
     App::build(settings).await.expect("app")

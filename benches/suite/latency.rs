@@ -1,9 +1,13 @@
 //! What a user waits for when every model call takes 300 ms: the release `bounded-rag` CLI,
 //! one process per question, against the scripted server process.
 //!
-//! - **Happy path:** `bounded-rag -q ask --json QUESTION` (full quality, the default mode): time
-//!   from process start to the answer on stdout (the JSON response is printed when the run
-//!   ends), checked to be a completed 7-call run.
+//! - **Happy path:** `bounded-rag -q ask --json QUESTION` (full quality, the default mode,
+//!   speculation on by default): time from process start to the answer on stdout (the JSON
+//!   response is printed when the run ends), checked to be a completed 7-call run whose
+//!   speculative answer was used. Also measured with `SPECULATION=off`.
+//! - **Round trips:** the server's busy time (the union of the intervals with a call in
+//!   flight) of a happy run, in multiples of the per-call delay: the model round trips the
+//!   run waited for, whatever else the machine was doing.
 //! - **First answer token:** `bounded-rag -q ask --stream QUESTION`: time from process start to
 //!   the first byte on stdout, which is the answer's first text (no progress on stdout), checked
 //!   to be the scripted answer's start and one streamed model call.
@@ -38,8 +42,16 @@ struct CliRun {
 }
 
 /// Runs `bounded-rag -q ask ARGS QUESTION` against `server` with an otherwise empty
-/// environment, `state_dir` as `STATE_DIR` and the response cache on when `cache`.
-fn cli(bin: &Path, server: &LlmServer, state_dir: &Path, args: &[&str], cache: bool) -> CliRun {
+/// environment, `state_dir` as `STATE_DIR`, the response cache on when `cache`, and the
+/// environment's `extra` variables.
+fn cli_with(
+    bin: &Path,
+    server: &LlmServer,
+    state_dir: &Path,
+    args: &[&str],
+    cache: bool,
+    extra: &[(&str, &str)],
+) -> CliRun {
     let mut cmd = Command::new(bin);
     cmd.env_clear()
         .env("LLM_PROVIDER", "openai")
@@ -55,6 +67,7 @@ fn cli(bin: &Path, server: &LlmServer, state_dir: &Path, args: &[&str], cache: b
     if cache {
         cmd.env("LLM_CACHE_TTL_SECONDS", "3600");
     }
+    cmd.envs(extra.iter().copied());
     let before = server.stats();
     let started = Instant::now();
     let mut child = cmd.spawn().expect("spawn the CLI");
@@ -79,6 +92,11 @@ fn cli(bin: &Path, server: &LlmServer, state_dir: &Path, args: &[&str], cache: b
     }
 }
 
+/// [`cli_with`] with no extra variables (speculation at its default, on).
+fn cli(bin: &Path, server: &LlmServer, state_dir: &Path, args: &[&str], cache: bool) -> CliRun {
+    cli_with(bin, server, state_dir, args, cache, &[])
+}
+
 /// Checks a `--json` response is a completed run; returns its (model calls, cache hits).
 fn completed(run: &CliRun) -> (u64, u64) {
     let v: serde_json::Value = serde_json::from_str(&run.stdout).expect("the response JSON");
@@ -100,6 +118,12 @@ pub struct Latency {
     pub happy_ms: Samples,
     /// Happy path, no stream: process start → exit, ms.
     pub happy_exit_ms: Samples,
+    /// Happy path: the server's busy time, in multiples of the delay (round trips waited).
+    pub happy_round_trips: Samples,
+    /// Happy path with `SPECULATION=off`: process start → answer printed, ms.
+    pub happy_off_ms: Samples,
+    /// Happy path with `SPECULATION=off`: round trips waited.
+    pub happy_off_round_trips: Samples,
     /// Streaming: process start → first answer text on stdout, ms.
     pub first_token_ms: Samples,
     /// Streaming: process start → exit, ms.
@@ -125,15 +149,30 @@ impl Latency {
 /// folders under `state`.
 pub fn measure(bin: &Path, server: &LlmServer, state: &Path, runs: usize) -> Latency {
     let dir = |label: &str, i: usize| state.join(format!("latency-{label}-{i}"));
-    let (mut happy, mut happy_exit) = (Vec::new(), Vec::new());
+    let trips = |run: &CliRun| run.served.busy.as_secs_f64() / server.delay().as_secs_f64();
+    let (mut happy, mut happy_exit, mut happy_trips) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..=runs {
         let run = cli(bin, server, &dir("happy", i), &["--json"], false);
         let (calls, _) = completed(&run);
         assert_eq!(calls, CALLS_PER_RUN, "a 7-call run");
         assert_eq!(run.served.requests, CALLS_PER_RUN, "7 requests served");
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+        assert_eq!(v["metadata"]["speculation"]["used"], 1, "speculation used");
         if i > 0 {
             happy.push(ms(run.to_stdout));
             happy_exit.push(ms(run.to_exit));
+            happy_trips.push(trips(&run));
+        }
+    }
+    let (mut off, mut off_trips) = (Vec::new(), Vec::new());
+    for i in 0..=runs {
+        let no = [("SPECULATION", "off")];
+        let run = cli_with(bin, server, &dir("off", i), &["--json"], false, &no);
+        let (calls, _) = completed(&run);
+        assert_eq!(calls, CALLS_PER_RUN, "a 7-call run");
+        if i > 0 {
+            off.push(ms(run.to_stdout));
+            off_trips.push(trips(&run));
         }
     }
     let (mut first_token, mut stream_exit) = (Vec::new(), Vec::new());
@@ -170,6 +209,9 @@ pub fn measure(bin: &Path, server: &LlmServer, state: &Path, runs: usize) -> Lat
         delay: server.delay(),
         happy_ms: Samples::new(happy),
         happy_exit_ms: Samples::new(happy_exit),
+        happy_round_trips: Samples::new(happy_trips),
+        happy_off_ms: Samples::new(off),
+        happy_off_round_trips: Samples::new(off_trips),
         first_token_ms: Samples::new(first_token),
         stream_exit_ms: Samples::new(stream_exit),
         cache_first_ms: Samples::new(first),

@@ -1,6 +1,6 @@
 //! The checkpoint: everything needed to resume a run, written after every step.
 
-use super::{Budget, NodeId, StepRecord, Usage};
+use super::{Budget, Fork, NodeId, StepRecord, Usage};
 use crate::error::ErrorClass;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -130,6 +130,14 @@ pub struct Checkpoint<S, N> {
     pub usage: Usage,
     /// Set when a node failed.
     pub failure: Option<NodeFailure<N>>,
+    /// The fork at `next` while its branches run: which ones are recorded already.
+    // A default function, not `default`: serde would require `N: Default` for that.
+    #[serde(default = "Option::default", skip_serializing_if = "Option::is_none")]
+    pub(crate) fork: Option<Fork<N>>,
+    /// Index of the record the latest step added (branches are recorded in their declared
+    /// order, so it need not be the last one). Not stored: it describes the last write.
+    #[serde(skip)]
+    pub(crate) latest: Option<usize>,
     /// Workflow state.
     pub state: S,
 }
@@ -147,8 +155,18 @@ impl<S, N> Checkpoint<S, N> {
             infra_retries: 0,
             usage: Usage::default(),
             failure: None,
+            fork: None,
+            latest: None,
             state,
         }
+    }
+
+    /// The record the latest step added: the last one, unless a branch recorded in its
+    /// declared place before a sibling that finished earlier.
+    pub fn latest_record(&self) -> Option<&StepRecord<N>> {
+        self.latest
+            .and_then(|i| self.records.get(i))
+            .or(self.records.last())
     }
 
     /// True when an invocation with `budget` could make progress: not finished, not failed

@@ -51,18 +51,31 @@ impl<N> StepOutput<N> {
     }
 }
 
+/// A finished branch: what to merge into the state and what its step record shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BranchOutput<M> {
+    /// Handed to [`Graph::merge`].
+    pub merge: M,
+    /// Small JSON shown in the branch's `workflow_steps[].details`.
+    pub details: serde_json::Value,
+}
+
 /// A bounded state graph.
 ///
 /// Contract for `step`: do the I/O first and mutate `state` only once it succeeded, so a step
 /// that fails (and is retried or resumed later) leaves the state as it was.
 #[async_trait]
 pub trait Graph: Send + Sync {
-    /// The run's state, checkpointed after every step.
-    type State: Serialize + DeserializeOwned + Send + Sync;
+    /// The run's state, checkpointed after every step (cloned once per fork, so its
+    /// branches can read it while finished ones are merged).
+    type State: Clone + Serialize + DeserializeOwned + Send + Sync;
     /// The node ids.
     type Node: NodeId;
     /// Errors of steps, classified once.
     type Error: std::error::Error + Classify + Send + Sync + 'static;
+    /// What a finished branch hands back, merged into the state by [`Graph::merge`] (`()`
+    /// for a graph without branches).
+    type Merge: Send;
 
     /// The first node of a new run.
     fn start(&self, state: &Self::State) -> Self::Node;
@@ -88,6 +101,32 @@ pub trait Graph: Send + Sync {
         state: &mut Self::State,
         ctx: &StepCtx<'_>,
     ) -> Result<StepOutput<Self::Node>, Self::Error>;
+
+    /// The branches `node` forks into, in the order their step records are kept: they run
+    /// concurrently instead of `node` running as one step, then [`Graph::join`] chooses
+    /// where the run goes. Empty (the default) for an ordinary node. The engine keeps the list
+    /// in the checkpoint, so a resumed fork runs the same branches.
+    fn branches(&self, _node: Self::Node, _state: &Self::State) -> Vec<Self::Node> {
+        Vec::new()
+    }
+
+    /// Runs one branch of a fork over the state as it was when the fork started (plus the
+    /// branches merged before a resume): it may not change the state, since its siblings run
+    /// at the same time; what it found goes into the state through [`Graph::merge`].
+    async fn branch(
+        &self,
+        branch: Self::Node,
+        state: &Self::State,
+        ctx: &StepCtx<'_>,
+    ) -> Result<BranchOutput<Self::Merge>, Self::Error>;
+
+    /// Puts a finished branch's result into the state, before its step is checkpointed.
+    /// Must not do I/O, nor change what a sibling branch still running reads.
+    fn merge(&self, state: &mut Self::State, merge: Self::Merge);
+
+    /// Called once every branch of the fork at `node` is merged: chooses where the run goes.
+    /// Must not do I/O.
+    fn join(&self, node: Self::Node, state: &mut Self::State) -> Transition<Self::Node>;
 
     /// Called once when a limit stops the run, before the final checkpoint, to leave the best
     /// answer so far in the state. Must not do I/O.

@@ -4,7 +4,10 @@
 //! the step limit (counted across resumes), the deadline budget, the token budget (a node is not started when
 //! the budget cannot cover it), per-node retry policies with full-jitter backoff, a
 //! [`StepRecord`] per step and a checkpoint write after every step through [`Persist`].
+//! A node may fork into branches that run concurrently ([`Graph::branches`]); each branch
+//! is admitted against every limit, recorded and checkpointed as a step of its own.
 
+mod branches;
 mod budget;
 mod checkpoint;
 mod ctx;
@@ -17,11 +20,12 @@ mod session;
 mod usage;
 
 pub use crate::clock::{Clock, FakeClock, SystemClock};
+pub use branches::Fork;
 pub use budget::Budget;
 pub use checkpoint::{Checkpoint, FailedAt, Limit, NodeFailure, Phase};
 pub use ctx::StepCtx;
 pub use error::EngineError;
-pub use graph::{Graph, NodeId, StepOutput, Transition};
+pub use graph::{BranchOutput, Graph, NodeId, StepOutput, Transition};
 pub use record::{utc_seconds, StepRecord};
 pub use retry::RetryPolicy;
 pub use runner::advance;

@@ -1,6 +1,7 @@
 //! The run loop: the one place that enforces the step limit, the deadline budget, the token
 //! budget and checkpointing after every step.
 
+use super::branches::{self, Flow};
 use super::{
     Budget, Checkpoint, Clock, EngineError, FailedAt, Graph, Limit, NodeFailure, NodeId, Persist,
     Phase, StepCtx, StepOutput, StepRecord, Transition, Usage,
@@ -37,7 +38,14 @@ where
             cp.phase = Phase::Finished;
             break;
         };
-        if let Some(limit) = limit_before(graph, cp, node, budget, clock) {
+        if branches::forks_at(graph, cp, node) {
+            match branches::run_fork(graph, cp, node, budget, clock, persist).await? {
+                Flow::Continue => continue,
+                Flow::Finished => return Ok(()),
+                Flow::Stopped => break,
+            }
+        }
+        if let Err(limit) = admit(graph, cp, node, budget, clock, InFlight::default()) {
             stop(graph, cp, limit);
             break;
         }
@@ -83,31 +91,43 @@ where
     persist.save(cp, true).await
 }
 
-/// The limit that forbids starting `node` now, if any: the step limit, then the deadline
-/// budget (the node's estimate or its longest run so far), then the token budget (its
-/// estimate or its largest use so far).
-fn limit_before<G: Graph>(
+/// Steps and tokens already promised to branches started alongside the one being admitted:
+/// they count against the limits as if they had been used.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct InFlight {
+    pub(super) steps: u32,
+    pub(super) tokens: u64,
+}
+
+/// Whether `node` may start now, with `in_flight` already promised to its running siblings:
+/// `Ok` with the tokens it is expected to use, or the limit that forbids it: the step limit,
+/// then the deadline budget (the node's estimate or its longest run so far), then the token
+/// budget (its estimate or its largest use so far).
+pub(super) fn admit<G: Graph>(
     graph: &G,
     cp: &Checkpoint<G::State, G::Node>,
     node: G::Node,
     budget: &Budget,
     clock: &dyn Clock,
-) -> Option<Limit> {
-    if cp.steps >= budget.max_steps {
-        return Some(Limit::StepLimit);
+    in_flight: InFlight,
+) -> Result<u64, Limit> {
+    if cp.steps.saturating_add(in_flight.steps) >= budget.max_steps {
+        return Err(Limit::StepLimit);
     }
     let needed = graph.estimate(node).max(longest_so_far(cp, node));
     if budget.remaining(clock.now_ms()) < needed {
-        return Some(Limit::Deadline);
+        return Err(Limit::Deadline);
     }
-    if let Some(max) = budget.max_tokens {
-        let needed =
-            largest_use_so_far(cp, node).unwrap_or_else(|| graph.token_estimate(node, &cp.state));
-        if cp.usage.total().saturating_add(needed) > max {
-            return Some(Limit::TokenBudget);
-        }
+    let Some(max) = budget.max_tokens else {
+        return Ok(0);
+    };
+    let tokens =
+        largest_use_so_far(cp, node).unwrap_or_else(|| graph.token_estimate(node, &cp.state));
+    let promised = cp.usage.total().saturating_add(in_flight.tokens);
+    if promised.saturating_add(tokens) > max {
+        return Err(Limit::TokenBudget);
     }
-    None
+    Ok(tokens)
 }
 
 /// Counts a successful step, records it and moves to its transition; `true` when it was the
@@ -129,6 +149,7 @@ fn record_step<S, N: NodeId>(
         out.details,
         used,
     ));
+    cp.latest = Some(cp.records.len() - 1);
     tracing::info!(node = node.name(), step = cp.steps, seconds, "step done");
     cp.next = match out.next {
         Transition::Next(next) => Some(next),
@@ -141,7 +162,7 @@ fn record_step<S, N: NodeId>(
     last
 }
 
-fn stop<G: Graph>(graph: &G, cp: &mut Checkpoint<G::State, G::Node>, limit: Limit) {
+pub(super) fn stop<G: Graph>(graph: &G, cp: &mut Checkpoint<G::State, G::Node>, limit: Limit) {
     tracing::warn!(
         steps = cp.steps,
         limit = limit.as_str(),
@@ -237,6 +258,7 @@ mod tests {
         type State = u32;
         type Node = N;
         type Error = Boom;
+        type Merge = ();
         fn start(&self, _: &u32) -> N {
             N::Start
         }
@@ -281,6 +303,18 @@ mod tests {
         }
         fn token_estimate(&self, _: N, _: &u32) -> u64 {
             self.tokens_per_step / 2
+        }
+        async fn branch(
+            &self,
+            _: N,
+            _: &u32,
+            _: &StepCtx<'_>,
+        ) -> Result<crate::engine::BranchOutput<()>, Boom> {
+            Err(Boom(ErrorClass::Permanent))
+        }
+        fn merge(&self, _: &mut u32, _: ()) {}
+        fn join(&self, _: N, _: &mut u32) -> Transition<N> {
+            Transition::End
         }
     }
 

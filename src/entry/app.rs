@@ -114,8 +114,9 @@ impl App {
         if let Some(ttl) = settings.llm.cache_ttl {
             model = Arc::new(CachingModel::new(model, cache, ttl));
         }
-        let mut graph =
-            RagGraph::new(model, kb, web, limits).with_tenant_key(settings.kb_tenant_key.clone());
+        let mut graph = RagGraph::new(model, kb, web, limits)
+            .with_tenant_key(settings.kb_tenant_key.clone())
+            .with_speculation(settings.speculation);
         if let Some(embedder) = embedder {
             graph = graph.with_embedder(embedder);
         }

@@ -8,8 +8,8 @@ use serde_json::{json, Map, Value};
 pub(crate) const NAMESPACE: &str = "BoundedRag";
 
 /// The EMF document for one run invocation: steps, retries, rewrites, regenerations,
-/// fallbacks, limits hit, model latency, model calls, cache hits and tokens, with the route as
-/// dimension.
+/// fallbacks, limits hit, model latency (summed over steps, so concurrent branches add up),
+/// model calls, cache hits, tokens and speculation, with the route as dimension.
 pub(crate) fn run_metrics(response: &RunResponse, timestamp_ms: u64) -> Value {
     let m = &response.metadata;
     let route = m.route.map(|r| r.as_str()).unwrap_or("none");
@@ -40,6 +40,18 @@ pub(crate) fn run_metrics(response: &RunResponse, timestamp_ms: u64) -> Value {
         ("PromptTokens", "Count", json!(m.tokens.prompt)),
         ("CompletionTokens", "Count", json!(m.tokens.completion)),
         ("Tokens", "Count", json!(m.tokens.total)),
+        ("SpeculationsStarted", "Count", json!(m.speculation.started)),
+        ("SpeculationsUsed", "Count", json!(m.speculation.used)),
+        (
+            "SpeculationsDiscarded",
+            "Count",
+            json!(m.speculation.discarded),
+        ),
+        (
+            "SpeculationWastedTokens",
+            "Count",
+            json!(m.speculation.wasted_tokens),
+        ),
     ];
     for limit in LimitHit::ALL {
         let hit = m.limits_hit.contains(&limit);
@@ -133,6 +145,12 @@ mod tests {
                 cache_hits: 1,
                 kb_version: None,
                 retrieval: None,
+                speculation: crate::rag::SpeculationStats {
+                    started: 1,
+                    used: 0,
+                    discarded: 1,
+                    wasted_tokens: 120,
+                },
             },
             error: None,
         };
@@ -162,5 +180,12 @@ mod tests {
             (Some(960), Some(7))
         );
         assert_eq!(doc["CacheHits"], 1);
+        assert_eq!(
+            (
+                doc["SpeculationsDiscarded"].as_u64(),
+                doc["SpeculationWastedTokens"].as_u64()
+            ),
+            (Some(1), Some(120))
+        );
     }
 }

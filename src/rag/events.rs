@@ -73,7 +73,7 @@ impl RunEvent {
 
     /// The `step` event of the checkpoint's latest step record.
     pub fn step(cp: &RagCheckpoint) -> Option<Self> {
-        let record = cp.records.last()?;
+        let record = cp.latest_record()?;
         Some(RunEvent::Step {
             name: record.name,
             details: record.details.clone(),

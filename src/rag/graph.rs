@@ -1,7 +1,11 @@
 //! The adaptive-RAG graph: its dependencies, limits and the engine hooks.
 
+use super::speculation::{self, RagMerge};
 use super::{nodes, prompts, BestEffortReason, Events, Outcome, RagError, RagNode, RagState};
-use crate::engine::{estimate_tokens, Graph, Limit, RetryPolicy, StepCtx, StepOutput};
+use crate::config::Speculation;
+use crate::engine::{
+    estimate_tokens, BranchOutput, Graph, Limit, RetryPolicy, StepCtx, StepOutput, Transition,
+};
 use crate::llm::{ChatModel, Task};
 use crate::retrieval::{Document, Embedder, Reranker, RetrievalMode, Retriever, WebSearch};
 use async_trait::async_trait;
@@ -39,6 +43,7 @@ pub struct RagGraph {
     pub(crate) tenant_key: Option<String>,
     pub(crate) remote_policy: RetryPolicy,
     pub(crate) events: Events,
+    pub(crate) speculation: Speculation,
 }
 
 impl RagGraph {
@@ -59,6 +64,25 @@ impl RagGraph {
             tenant_key: None,
             remote_policy: RetryPolicy::REMOTE,
             events: Events::default(),
+            speculation: Speculation::Off,
+        }
+    }
+
+    /// Speculates on knowledge-base questions when `on` (`SPECULATION`; a graph built with
+    /// [`RagGraph::new`] does not until told), unless a request turns it off.
+    pub fn with_speculation(mut self, speculation: Speculation) -> Self {
+        self.speculation = speculation;
+        self
+    }
+
+    /// The first node of a run's workflow proper (a node that prepares the question may run
+    /// before it): `kg_retrieval` when the run speculates, else `route_question`.
+    pub(crate) fn entry(&self, state: &RagState) -> RagNode {
+        let off = state.request.speculation == Some(Speculation::Off);
+        if self.speculation.is_on() && !off {
+            RagNode::KgRetrieval
+        } else {
+            RagNode::RouteQuestion
         }
     }
 
@@ -131,9 +155,10 @@ impl Graph for RagGraph {
     type State = RagState;
     type Node = RagNode;
     type Error = RagError;
+    type Merge = RagMerge;
 
-    fn start(&self, _state: &RagState) -> RagNode {
-        RagNode::RouteQuestion
+    fn start(&self, state: &RagState) -> RagNode {
+        self.entry(state)
     }
 
     fn retry_policy(&self, node: RagNode) -> RetryPolicy {
@@ -169,7 +194,7 @@ impl Graph for RagGraph {
                 Some(mode) if mode.is_hybrid() => estimate_tokens(&state.query),
                 _ => 0,
             },
-            RagNode::WebSearch => 0,
+            RagNode::WebSearch | RagNode::Speculate => 0,
             RagNode::RouteQuestion => one(Task::RouteQuery, &[], None),
             RagNode::TransformQuery => one(Task::RefineQuery, &[], None),
             RagNode::GradeDocuments => state
@@ -198,7 +223,10 @@ impl Graph for RagGraph {
         ctx: &StepCtx<'_>,
     ) -> Result<StepOutput<RagNode>, RagError> {
         match node {
-            RagNode::RouteQuestion => nodes::route_question(self, state, ctx).await,
+            // A fork always has branches; run as a step, it would start by routing.
+            RagNode::RouteQuestion | RagNode::Speculate => {
+                nodes::route_question(self, state, ctx).await
+            }
             RagNode::KgRetrieval => nodes::kg_retrieval(self, state, ctx).await,
             RagNode::GradeDocuments => nodes::grade_documents(self, state, ctx).await,
             RagNode::TransformQuery => nodes::transform_query(self, state, ctx).await,
@@ -207,6 +235,30 @@ impl Graph for RagGraph {
             RagNode::GradeHallucinations => nodes::grade_hallucinations(self, state, ctx).await,
             RagNode::GradeAnswer => nodes::grade_answer(self, state, ctx).await,
         }
+    }
+
+    fn branches(&self, node: RagNode, state: &RagState) -> Vec<RagNode> {
+        match node {
+            RagNode::Speculate => speculation::branches(state),
+            _ => Vec::new(),
+        }
+    }
+
+    async fn branch(
+        &self,
+        node: RagNode,
+        state: &RagState,
+        ctx: &StepCtx<'_>,
+    ) -> Result<BranchOutput<RagMerge>, RagError> {
+        speculation::branch(self, node, state, ctx).await
+    }
+
+    fn merge(&self, state: &mut RagState, merge: RagMerge) {
+        speculation::merge(state, merge);
+    }
+
+    fn join(&self, _node: RagNode, state: &mut RagState) -> Transition<RagNode> {
+        speculation::join(self, state)
     }
 
     fn on_limit(&self, state: &mut RagState, limit: Limit) {
@@ -224,6 +276,9 @@ impl Graph for RagGraph {
 fn best_answer_so_far(state: &RagState) -> String {
     if let Some(generation) = &state.generation {
         return generation.clone();
+    }
+    if let Some(speculative) = &state.speculation.answer {
+        return speculative.answer.clone();
     }
     if state.documents.is_empty() {
         return "No answer could be produced before the workflow was stopped.".to_owned();

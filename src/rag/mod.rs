@@ -11,6 +11,10 @@
 //!             : grounded -> grade_answer (uses that verdict) | not grounded -> generate (bounded)
 //! grade_answer: useful -> END | not useful -> transform_query (bounded) | exhausted -> END best-effort
 //! ```
+//!
+//! With speculation on (`SPECULATION`, the default), a run starts with `kg_retrieval`, then
+//! the fork `speculate` runs `route_question`, `grade_documents` and `generate` at once; its
+//! join uses the answer or discards it and goes on as above ([`speculation`](self) module).
 
 pub mod active;
 mod caller;
@@ -26,6 +30,7 @@ mod request;
 mod rerank;
 mod response;
 mod service;
+mod speculation;
 mod state;
 mod tenant;
 
@@ -38,4 +43,5 @@ pub use node::RagNode;
 pub use request::{Mode, RunRequest, ValidationError};
 pub use response::{Metadata, RunError, RunResponse, RunStatus, Tokens};
 pub use service::{RagCheckpoint, Workflow, QUEUED_LEASE};
+pub use speculation::SpeculationStats;
 pub use state::{BestEffortReason, Citation, Outcome, RagState};

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 pub enum RagNode {
     /// Choose knowledge base, web search or the model alone.
     RouteQuestion,
+    /// Route, grade and answer at once over the passages found first (an engine fork whose
+    /// branches are `route_question`, `grade_documents` and `generate`; never a step itself).
+    Speculate,
     /// Search the knowledge base.
     KgRetrieval,
     /// Keep the relevant documents, then `decide_to_generate`.
@@ -30,6 +33,7 @@ impl RagNode {
     pub fn as_str(self) -> &'static str {
         match self {
             RagNode::RouteQuestion => "route_question",
+            RagNode::Speculate => "speculate",
             RagNode::KgRetrieval => "kg_retrieval",
             RagNode::GradeDocuments => "grade_documents",
             RagNode::TransformQuery => "transform_query",
@@ -72,8 +76,9 @@ mod tests {
     use super::*;
     use crate::engine::FailedAt;
 
-    const ALL: [RagNode; 8] = [
+    const ALL: [RagNode; 9] = [
         RagNode::RouteQuestion,
+        RagNode::Speculate,
         RagNode::KgRetrieval,
         RagNode::GradeDocuments,
         RagNode::TransformQuery,

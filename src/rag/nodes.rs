@@ -18,7 +18,7 @@ use std::sync::Mutex;
 type Step = Result<StepOutput<RagNode>, RagError>;
 
 /// One structured model call with the node's retry policy; its tokens go to the step's meter.
-async fn call<T: DeserializeOwned>(
+pub(super) async fn call<T: DeserializeOwned>(
     graph: &RagGraph,
     ctx: &StepCtx<'_>,
     task: Task,
@@ -57,7 +57,7 @@ fn request<'a>(
 /// The answer call, streamed to the run's events as `token`s when someone listens. Every try
 /// is a new generation attempt; a try whose stream broke is `discarded` before the retry.
 /// Returns the answer and the number of the attempt that produced it.
-async fn generate_answer(
+pub(super) async fn generate_answer(
     graph: &RagGraph,
     ctx: &StepCtx<'_>,
     state: &RagState,
@@ -182,6 +182,11 @@ pub(super) async fn kg_retrieval(
         details["rerank_failed"] = json!(error);
     }
     state.documents = documents;
+    if state.route.is_none() {
+        // Searched before routing: route, grade and answer at once over what was found.
+        details["speculative"] = json!(true);
+        return Ok(StepOutput::next(RagNode::Speculate, details));
+    }
     if state.request.grade_documents() {
         return Ok(StepOutput::next(RagNode::GradeDocuments, details));
     }
@@ -220,7 +225,7 @@ pub(super) async fn grade_documents(
 
 /// `decide_to_generate`: relevant documents -> generate; none -> rewrite while rewrites remain;
 /// rewrites exhausted -> web-search fallback.
-fn decide_to_generate(
+pub(super) fn decide_to_generate(
     graph: &RagGraph,
     state: &mut RagState,
     relevant: usize,
@@ -294,19 +299,27 @@ pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepC
         "regeneration": state.hallucination_retry_count,
         "attempt": attempt,
     });
+    Ok(after_answer(state, details))
+}
+
+/// Where the run goes once an answer is written (by `generate`, or by speculation).
+pub(super) fn after_answer(
+    state: &mut RagState,
+    details: serde_json::Value,
+) -> StepOutput<RagNode> {
     let no_context = state.documents.is_empty();
     if no_context && state.route != Some(DataSource::LlmInternal) {
         // Wanted sources, found none: answer from the model alone, clearly marked.
-        return Ok(end(
+        return end(
             state,
             Outcome::BestEffort(BestEffortReason::NoSources),
             details,
-        ));
+        );
     }
     if state.request.check_hallucinations() && !no_context {
-        return Ok(StepOutput::next(RagNode::GradeHallucinations, details));
+        return StepOutput::next(RagNode::GradeHallucinations, details);
     }
-    Ok(grade_answer_or_end(state, details))
+    grade_answer_or_end(state, details)
 }
 
 /// After a grounded (or unchecked) answer: check its usefulness if asked, else finish.

@@ -62,6 +62,10 @@ pub struct RunRequest {
     /// carry one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filters: Option<Box<Filter>>,
+    /// `off` turns speculation off for this run (`on`, the default, leaves it to
+    /// `SPECULATION`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculation: Option<crate::config::Speculation>,
 }
 
 /// A minimal valid body, quoted in messages about malformed ones.
@@ -113,6 +117,7 @@ impl RunRequest {
             enable_answer_quality_checking: None,
             max_tokens: None,
             filters: None,
+            speculation: None,
         }
     }
 
@@ -342,6 +347,20 @@ mod tests {
         assert_eq!(r.token_budget(None), Some(800));
         assert_eq!(r.token_budget(Some(5000)), Some(800));
         assert_eq!(r.token_budget(Some(300)), Some(300));
+    }
+
+    #[test]
+    fn speculation_can_be_turned_off_per_request() {
+        let off = RunRequest::from_json(br#"{"question": "q", "speculation": "off"}"#).unwrap();
+        assert_eq!(off.speculation, Some(crate::config::Speculation::Off));
+        assert_eq!(
+            RunRequest::from_json(br#"{"question": "q"}"#)
+                .unwrap()
+                .speculation,
+            None
+        );
+        let bad = RunRequest::from_json(br#"{"question": "q", "speculation": "maybe"}"#);
+        assert_eq!(bad.unwrap_err().field, "speculation");
     }
 
     #[test]

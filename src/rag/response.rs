@@ -1,6 +1,6 @@
 //! The caller-facing answer (DESIGN.md "HTTP API"), built from a checkpoint.
 
-use super::{Citation, LimitHit, Outcome, RagNode, RagState};
+use super::{Citation, LimitHit, Outcome, RagNode, RagState, SpeculationStats};
 use crate::engine::{Checkpoint, FailedAt, NodeFailure, Phase, StepRecord, Usage};
 use crate::llm::DataSource;
 use crate::retrieval::RetrievalMode;
@@ -57,6 +57,9 @@ pub struct Metadata {
     /// The knowledge-base retrieval of the run: `bm25` or `hybrid`.
     #[serde(default)]
     pub retrieval: Option<RetrievalMode>,
+    /// Speculative answers started, used and discarded, and the tokens speculation wasted.
+    #[serde(default)]
+    pub speculation: SpeculationStats,
 }
 
 /// Tokens used by a run: as the provider reported them, or estimated when it reported none.
@@ -179,6 +182,7 @@ impl RunResponse {
                 cache_hits: cp.usage.cache_hits,
                 kb_version: state.kb_version.clone(),
                 retrieval: state.retrieval,
+                speculation: state.speculation.stats,
             },
             error: cp
                 .failure

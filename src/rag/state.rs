@@ -1,5 +1,6 @@
 //! The workflow state checkpointed after every step: typed counters, never string keys.
 
+use super::speculation::Speculating;
 use super::{Caller, RunRequest};
 use crate::engine::Limit;
 use crate::llm::DataSource;
@@ -112,6 +113,9 @@ pub struct RagState {
     /// The retrieval a knowledge-base step of this run runs (`bm25` or `hybrid`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrieval: Option<RetrievalMode>,
+    /// What a speculation fork found until it joins, and the run's speculation counters.
+    #[serde(default, skip_serializing_if = "Speculating::is_empty")]
+    pub(crate) speculation: Speculating,
 }
 
 impl RagState {
@@ -135,7 +139,15 @@ impl RagState {
             caller: Caller::Anonymous,
             kb_version: None,
             retrieval: None,
+            speculation: Speculating::default(),
         }
+    }
+
+    /// The question the speculative branches route, grade and answer: the one the ordinary
+    /// nodes ask about. One place to change should a node before the workflow proper rewrite
+    /// it (the retrieval itself searches `query`, which such a node would set too).
+    pub(crate) fn question(&self) -> &str {
+        &self.request.question
     }
 
     /// The citations of the current context, deduplicated by URL, in order.

@@ -1,0 +1,257 @@
+//! Forks: a node whose branches run concurrently ([`Graph::branches`]).
+//!
+//! Each branch is admitted against the step limit, the deadline budget and the token budget
+//! before it starts, counting the steps and tokens promised to the siblings started with it;
+//! a branch that cannot fit is not started (nor any declared after it), and the run stops
+//! with that limit once the started ones finished, exactly where a sequential run would have.
+//! Each finished branch is merged into the state, recorded as a step of its own in the order
+//! the graph declared (whatever order they finish in) and checkpointed at once: one write per
+//! branch, as for any step. The fork stays in the checkpoint until it joins, so a resumed run
+//! (after a crash, a deadline or a transient failure) runs only the branches not recorded yet.
+//! Once every branch is merged, [`Graph::join`] chooses where the run goes, in the same write
+//! as the last branch's record.
+
+use super::runner::{admit, stop, InFlight};
+use super::{
+    BranchOutput, Budget, Checkpoint, Clock, EngineError, FailedAt, Graph, Limit, NodeFailure,
+    NodeId, Persist, Phase, StepCtx, StepRecord, Transition, Usage,
+};
+use crate::error::Classify;
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde::{Deserialize, Serialize};
+
+/// A fork in progress, kept in the checkpoint until it joins.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fork<N> {
+    /// The branches, in record order.
+    branches: Vec<N>,
+    /// The branches recorded so far, in the order they finished.
+    done: Vec<N>,
+    /// Where the fork's records start among the checkpoint's records.
+    first_record: usize,
+}
+
+impl<N: NodeId> Fork<N> {
+    /// The branches not recorded yet, in declared order.
+    fn pending(&self) -> Vec<N> {
+        let done = |b: &N| self.done.contains(b);
+        self.branches.iter().copied().filter(|b| !done(b)).collect()
+    }
+
+    fn rank(&self, branch: N) -> usize {
+        let position = self.branches.iter().position(|b| *b == branch);
+        position.unwrap_or(self.branches.len())
+    }
+
+    /// Where the record of `branch` goes: after the records of the branches declared
+    /// before it that are recorded already.
+    fn slot(&self, branch: N) -> usize {
+        let rank = self.rank(branch);
+        let before = self.done.iter().filter(|d| self.rank(**d) < rank).count();
+        self.first_record + before
+    }
+
+    fn complete(&self) -> bool {
+        self.done.len() >= self.branches.len()
+    }
+}
+
+/// How the run goes on after a fork ran.
+pub(super) enum Flow {
+    /// Joined: the run goes on at the join's choice.
+    Continue,
+    /// Joined at the end of the graph: the last write (releasing the lease) is done.
+    Finished,
+    /// A limit or a failure stopped the fork; the checkpoint keeps it for a resume.
+    Stopped,
+}
+
+/// True when `node` is a fork: one is in progress there, or the graph declares branches for
+/// it now (the list is then kept in the checkpoint, so a resume runs the same branches).
+pub(super) fn forks_at<G: Graph>(
+    graph: &G,
+    cp: &mut Checkpoint<G::State, G::Node>,
+    node: G::Node,
+) -> bool {
+    if cp.fork.is_some() {
+        return true;
+    }
+    let branches = graph.branches(node, &cp.state);
+    if branches.is_empty() {
+        return false;
+    }
+    cp.fork = Some(Fork {
+        branches,
+        done: Vec::new(),
+        first_record: cp.records.len(),
+    });
+    true
+}
+
+/// Runs the fork at `node`: admits its pending branches, runs those admitted concurrently,
+/// records and checkpoints each as it finishes, and joins once all are recorded.
+///
+/// While a finished branch is checkpointed its siblings are not polled (their requests stay
+/// in flight); a store write takes milliseconds, far less than a model call.
+pub(super) async fn run_fork<G, P>(
+    graph: &G,
+    cp: &mut Checkpoint<G::State, G::Node>,
+    node: G::Node,
+    budget: &Budget,
+    clock: &dyn Clock,
+    persist: &mut P,
+) -> Result<Flow, EngineError>
+where
+    G: Graph,
+    P: Persist<Checkpoint<G::State, G::Node>> + ?Sized,
+{
+    let pending = cp.fork.as_ref().map(Fork::pending).unwrap_or_default();
+    if pending.is_empty() {
+        // Recorded but not joined (not written by this engine, which joins in the last
+        // branch's write): join now; the next write persists it.
+        join(graph, cp, node);
+        return Ok(Flow::Continue);
+    }
+    let mut in_flight = InFlight::default();
+    let mut admitted = Vec::new();
+    let mut refused = None;
+    for branch in pending {
+        match admit(graph, cp, branch, budget, clock, in_flight) {
+            Ok(tokens) => {
+                in_flight.steps += 1;
+                in_flight.tokens = in_flight.tokens.saturating_add(tokens);
+                admitted.push(branch);
+            }
+            Err(limit) => {
+                tracing::warn!(
+                    branch = branch.name(),
+                    limit = limit.as_str(),
+                    "branch not started"
+                );
+                refused = Some(limit);
+                break;
+            }
+        }
+    }
+
+    // Branches read a copy of the state taken now; finished ones are merged into the real
+    // one while the others still run.
+    let snapshot = cp.state.clone();
+    let run_id = cp.run_id.clone();
+    let ctxs: Vec<StepCtx<'_>> = admitted
+        .iter()
+        .map(|&b| StepCtx::new(b.name(), &run_id, clock, budget, graph.retry_policy(b)))
+        .collect();
+    let mut running: FuturesUnordered<_> = admitted
+        .iter()
+        .zip(&ctxs)
+        .map(|(&branch, ctx)| {
+            let state = &snapshot;
+            async move {
+                let started = clock.now_micros();
+                let result = graph.branch(branch, state, ctx).await;
+                let elapsed = clock.now_micros().saturating_sub(started);
+                (branch, ctx, started, elapsed, result)
+            }
+        })
+        .collect();
+    tracing::info!(
+        node = node.name(),
+        branches = admitted.len(),
+        "fork started"
+    );
+
+    let mut failed = None;
+    while let Some((branch, ctx, started, elapsed, result)) = running.next().await {
+        cp.infra_retries += ctx.retries();
+        let used = ctx.usage();
+        cp.usage.add(&used);
+        match result {
+            Ok(out) => {
+                let timing = (started, elapsed);
+                let last = record_branch(graph, cp, node, branch, out, timing, used);
+                persist.save(cp, last).await?;
+                if last {
+                    return Ok(Flow::Finished);
+                }
+            }
+            Err(error) => {
+                // The siblings still finish and are recorded: a resume will not repeat them.
+                let out_of_budget = error.is_transient() && ctx.ran_out_of_budget();
+                failed.get_or_insert((branch, error, out_of_budget));
+            }
+        }
+    }
+    drop(running);
+
+    if let Some((branch, error, out_of_budget)) = failed {
+        if out_of_budget {
+            tracing::warn!(branch = branch.name(), %error, "deadline reached while retrying");
+            stop(graph, cp, Limit::Deadline);
+        } else {
+            tracing::error!(branch = branch.name(), %error, class = ?error.class(), "branch failed");
+            cp.phase = Phase::Failed;
+            cp.failure = Some(NodeFailure {
+                node: FailedAt::Node(branch),
+                class: error.class(),
+                message: error.to_string(),
+            });
+        }
+        return Ok(Flow::Stopped);
+    }
+    if let Some(limit) = refused {
+        stop(graph, cp, limit);
+        return Ok(Flow::Stopped);
+    }
+    Ok(Flow::Continue)
+}
+
+/// Merges a finished branch, records it in its declared place and, when it was the last one,
+/// joins; `true` when the join ended the run.
+fn record_branch<G: Graph>(
+    graph: &G,
+    cp: &mut Checkpoint<G::State, G::Node>,
+    node: G::Node,
+    branch: G::Node,
+    out: BranchOutput<G::Merge>,
+    (started_micros, elapsed_micros): (u64, u64),
+    used: Usage,
+) -> bool {
+    graph.merge(&mut cp.state, out.merge);
+    let seconds = elapsed_micros as f64 / 1e6;
+    let record = StepRecord::new(branch, started_micros, seconds, out.details, used);
+    let Some(fork) = cp.fork.as_mut() else {
+        return false;
+    };
+    let slot = fork.slot(branch).min(cp.records.len());
+    fork.done.push(branch);
+    let complete = fork.complete();
+    cp.records.insert(slot, record);
+    cp.latest = Some(slot);
+    cp.steps += 1;
+    tracing::info!(
+        branch = branch.name(),
+        step = cp.steps,
+        seconds,
+        "branch done"
+    );
+    complete && join(graph, cp, node)
+}
+
+/// Ends the fork at `node`: the graph chooses where the run goes; `true` when it ended.
+fn join<G: Graph>(graph: &G, cp: &mut Checkpoint<G::State, G::Node>, node: G::Node) -> bool {
+    cp.fork = None;
+    cp.next = match graph.join(node, &mut cp.state) {
+        Transition::Next(next) => Some(next),
+        Transition::End => None,
+    };
+    let ended = cp.next.is_none();
+    if ended {
+        cp.phase = Phase::Finished;
+    }
+    ended
+}
+
+#[cfg(test)]
+#[path = "branches_tests.rs"]
+mod tests;

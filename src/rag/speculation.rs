@@ -1,0 +1,219 @@
+//! Speculation: a question that may go to the knowledge base is searched first (locally, in
+//! milliseconds), then routing, document grading and a first answer over the passages found
+//! run at once as branches of the engine fork `speculate`.
+//!
+//! The rule, applied by [`join`] once all three are recorded:
+//! - route `kg_retrieval` and grading kept every passage (or grading is off): the speculative
+//!   answer is the answer, and the run goes on to the checks as after `generate`;
+//! - route `kg_retrieval` and grading dropped a passage: the answer is discarded (it was written
+//!   from a passage judged irrelevant); the run goes on with the kept passages exactly as
+//!   after `grade_documents` (generate, rewrite, or the web fallback);
+//! - route `web_search` or `llm_internal`: the answer is discarded, and so are the passages;
+//!   the run goes on as after `route_question`.
+//!
+//! A discarded answer is told to watchers as `discarded` for its attempt (after its `token`s),
+//! as for any rejected answer. Every speculative call counts in `model_calls` and tokens; the
+//! tokens of calls whose result went unused (a discarded answer, and the grading of passages
+//! the route did not use) are `wasted_tokens` in the metadata's `speculation`.
+
+use super::nodes::{self, call};
+use super::{RagError, RagGraph, RagNode, RagState, RunEvent};
+use crate::engine::{BranchOutput, StepCtx, Transition};
+use crate::llm::{BinaryScore, DataSource, RouteDecision, Task};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// The run's speculation counters (metadata `speculation`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpeculationStats {
+    /// Speculative answers started.
+    pub started: u32,
+    /// Speculative answers that became the answer.
+    pub used: u32,
+    /// Speculative answers discarded.
+    pub discarded: u32,
+    /// Tokens of speculative calls whose result went unused.
+    pub wasted_tokens: u64,
+}
+
+/// The verdicts of the speculative grading, one per passage, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grades {
+    keep: Vec<bool>,
+    tokens: u64,
+}
+
+/// The speculative answer, waiting for the join.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpeculativeAnswer {
+    pub(crate) answer: String,
+    attempt: u32,
+    tokens: u64,
+}
+
+/// What the branches of a fork found, until it joins, and the run's counters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Speculating {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    grades: Option<Grades>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) answer: Option<SpeculativeAnswer>,
+    #[serde(default)]
+    pub(crate) stats: SpeculationStats,
+}
+
+impl Speculating {
+    /// True when nothing speculative happened (kept out of the checkpoint).
+    pub(crate) fn is_empty(&self) -> bool {
+        *self == Speculating::default()
+    }
+}
+
+/// A finished branch's result.
+#[derive(Debug)]
+pub enum RagMerge {
+    /// The route chosen.
+    Route(DataSource),
+    /// The grading.
+    Grades(Grades),
+    /// The speculative answer.
+    Answer(SpeculativeAnswer),
+}
+
+/// The branches of the fork over the passages found: routing always; grading (when the
+/// request grades) and an answer only when there are passages to grade and answer from.
+pub(super) fn branches(state: &RagState) -> Vec<RagNode> {
+    let mut branches = vec![RagNode::RouteQuestion];
+    if !state.documents.is_empty() {
+        if state.request.grade_documents() {
+            branches.push(RagNode::GradeDocuments);
+        }
+        branches.push(RagNode::Generate);
+    }
+    branches
+}
+
+/// Runs one branch over the state as it was when the fork started.
+pub(super) async fn branch(
+    graph: &RagGraph,
+    node: RagNode,
+    state: &RagState,
+    ctx: &StepCtx<'_>,
+) -> Result<BranchOutput<RagMerge>, RagError> {
+    let question = state.question();
+    match node {
+        RagNode::GradeDocuments => {
+            let grades = futures::future::try_join_all(state.documents.iter().map(|doc| {
+                let doc = std::slice::from_ref(doc);
+                call::<BinaryScore>(graph, ctx, Task::GradeDocuments, question, doc, None)
+            }))
+            .await?;
+            let keep: Vec<bool> = grades.into_iter().map(BinaryScore::yes).collect();
+            let relevant = keep.iter().filter(|k| **k).count();
+            Ok(BranchOutput {
+                details: json!({ "graded": keep.len(), "relevant": relevant, "speculative": true }),
+                merge: RagMerge::Grades(Grades {
+                    keep,
+                    tokens: ctx.usage().total(),
+                }),
+            })
+        }
+        RagNode::Generate => {
+            let (generated, attempt) = nodes::generate_answer(graph, ctx, state).await?;
+            Ok(BranchOutput {
+                details: json!({
+                    "documents": state.documents.len(),
+                    "regeneration": state.hallucination_retry_count,
+                    "attempt": attempt,
+                    "speculative": true,
+                }),
+                merge: RagMerge::Answer(SpeculativeAnswer {
+                    answer: generated.answer,
+                    attempt,
+                    tokens: ctx.usage().total(),
+                }),
+            })
+        }
+        // Routing is the one branch every fork has.
+        _ => {
+            let decision: RouteDecision =
+                call(graph, ctx, Task::RouteQuery, question, &[], None).await?;
+            tracing::info!(route = decision.data_source.as_str(), "route chosen");
+            Ok(BranchOutput {
+                details: json!({ "data_source": decision.data_source }),
+                merge: RagMerge::Route(decision.data_source),
+            })
+        }
+    }
+}
+
+/// Keeps a finished branch's result until the join; the passages the siblings read stay as
+/// they are.
+pub(super) fn merge(state: &mut RagState, merge: RagMerge) {
+    match merge {
+        RagMerge::Route(route) => state.route = Some(route),
+        RagMerge::Grades(grades) => state.speculation.grades = Some(grades),
+        RagMerge::Answer(answer) => {
+            state.speculation.stats.started += 1;
+            state.speculation.answer = Some(answer);
+        }
+    }
+}
+
+/// Applies the rule of this module's documentation once every branch is merged.
+pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode> {
+    let grades = state.speculation.grades.take();
+    let answer = state.speculation.answer.take();
+    let route = state.route.unwrap_or(DataSource::KgRetrieval);
+    if route != DataSource::KgRetrieval {
+        // The passages were not wanted: their grading and the answer from them are wasted.
+        let graded = grades.as_ref().map_or(0, |g| g.tokens);
+        state.speculation.stats.wasted_tokens += graded;
+        if let Some(answer) = answer {
+            discard(graph, state, answer);
+        }
+        state.documents.clear();
+        let next = match route {
+            DataSource::WebSearch => RagNode::WebSearch,
+            _ => RagNode::Generate,
+        };
+        return Transition::Next(next);
+    }
+    let kept_all = grades.as_ref().is_none_or(|g| g.keep.iter().all(|k| *k));
+    if let Some(grades) = grades {
+        let mut keep = grades.keep.into_iter();
+        state.documents.retain(|_| keep.next().unwrap_or(false));
+    }
+    match answer {
+        Some(answer) if kept_all => {
+            state.speculation.stats.used += 1;
+            state.generations = answer.attempt;
+            state.generation = Some(answer.answer);
+            state.answer_check = None;
+            nodes::after_answer(state, json!({})).next
+        }
+        answer => {
+            if let Some(answer) = answer {
+                discard(graph, state, answer);
+            }
+            let relevant = state.documents.len();
+            Transition::Next(nodes::decide_to_generate(graph, state, relevant).0)
+        }
+    }
+}
+
+/// Drops a speculative answer: counted, its tokens wasted, and its attempt `discarded`.
+fn discard(graph: &RagGraph, state: &mut RagState, answer: SpeculativeAnswer) {
+    let stats = &mut state.speculation.stats;
+    stats.discarded += 1;
+    stats.wasted_tokens += answer.tokens;
+    state.generations = answer.attempt;
+    tracing::info!(attempt = answer.attempt, "speculative answer discarded");
+    graph.events.emit(RunEvent::Discarded {
+        attempt: answer.attempt,
+    });
+}
+
+#[cfg(test)]
+#[path = "speculation_tests.rs"]
+mod tests;

@@ -1,0 +1,433 @@
+//! Speculation through the whole workflow: exact model calls, steps and events when the
+//! speculative answer is used, discarded (grading dropped a passage; the route was web or
+//! the model alone), and when speculation is off.
+
+use crate::config::Speculation;
+use crate::engine::{Budget, Clock, SystemClock};
+use crate::llm::{ChatModel, ChatRequest, Completion, LlmError, ScriptedModel, Task};
+use crate::rag::{Events, RagGraph, RagLimits, RunEvent, RunRequest, RunResponse, Workflow};
+use crate::retrieval::KnowledgeBase;
+use crate::store::MemoryStore;
+use async_trait::async_trait;
+use serde_json::json;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Barrier, Semaphore};
+
+const QUESTION: &str = "What causes patch canker in durian?";
+const ANSWER: &str = "Patch canker is caused by Phytophthora palmivora [1].";
+
+/// Wraps the scripted model: the first `together` calls each wait until all of them are in
+/// flight (a barrier, so only concurrent calls get past it), and document grades are
+/// answered only once the answer has been generated and streamed.
+struct Gated {
+    inner: ScriptedModel,
+    started: AtomicUsize,
+    together: usize,
+    barrier: Barrier,
+    answered: Semaphore,
+}
+
+impl Gated {
+    fn new(inner: ScriptedModel, together: usize) -> Self {
+        Self {
+            inner,
+            started: AtomicUsize::new(0),
+            together,
+            barrier: Barrier::new(together.max(1)),
+            answered: Semaphore::new(0),
+        }
+    }
+
+    async fn gate(&self, task: Task) {
+        if self.started.fetch_add(1, Ordering::SeqCst) < self.together {
+            self.barrier.wait().await;
+        }
+        if task == Task::GradeDocuments && self.together > 0 {
+            if let Ok(permit) = self.answered.acquire().await {
+                permit.forget();
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl ChatModel for Gated {
+    async fn complete(&self, request: &ChatRequest<'_>) -> Result<Completion, LlmError> {
+        self.gate(request.task).await;
+        let out = self.inner.complete(request).await;
+        if request.task == Task::GenerateAnswer {
+            self.answered.add_permits(1_000);
+        }
+        out
+    }
+
+    async fn complete_streaming(
+        &self,
+        request: &ChatRequest<'_>,
+        on_delta: crate::llm::DeltaSink<'_>,
+    ) -> Result<Completion, LlmError> {
+        self.gate(request.task).await;
+        let out = self.inner.complete(request).await?;
+        on_delta(&out.content);
+        self.answered.add_permits(1_000);
+        Ok(out)
+    }
+
+    fn name(&self) -> &'static str {
+        "scripted"
+    }
+}
+
+fn script(route: &str, grades: &[&str]) -> ScriptedModel {
+    let mut model = ScriptedModel::new()
+        .reply(Task::RouteQuery, json!({ "data_source": route }))
+        .reply(Task::GenerateAnswer, json!({ "answer": ANSWER }))
+        .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
+        .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }));
+    for grade in grades {
+        model = model.reply(Task::GradeDocuments, json!({ "binary_score": grade }));
+    }
+    model
+}
+
+struct Run {
+    response: RunResponse,
+    events: Vec<RunEvent>,
+    model: Arc<Gated>,
+}
+
+impl Run {
+    fn calls(&self, task: Task) -> usize {
+        self.model.inner.calls(task)
+    }
+
+    fn steps(&self) -> Vec<&str> {
+        let steps = &self.response.workflow_steps;
+        steps.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// Event names with their attempt (`token:1`, `discarded:1`) or step name.
+    fn events(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for e in &self.events {
+            let label = match e {
+                RunEvent::Step { name, .. } => format!("step:{name}"),
+                RunEvent::Token { attempt, .. } => format!("token:{attempt}"),
+                RunEvent::Discarded { attempt } => format!("discarded:{attempt}"),
+            };
+            // one label per run of tokens
+            if out.last() != Some(&label) {
+                out.push(label);
+            }
+        }
+        out
+    }
+
+    fn position(&self, label: &str) -> usize {
+        let events = self.events();
+        let at = events.iter().position(|e| e == label);
+        at.unwrap_or_else(|| panic!("no {label} in {events:?}"))
+    }
+}
+
+/// Runs `request` with speculation `on`; `together` calls must be in flight at once first.
+async fn run(model: ScriptedModel, together: usize, on: Speculation, request: RunRequest) -> Run {
+    let model = Arc::new(Gated::new(model, together));
+    let kb = Arc::new(KnowledgeBase::embedded().unwrap());
+    let graph = RagGraph::new(model.clone(), kb, None, RagLimits::default()).with_speculation(on);
+    let (events, mut receiver) = Events::channel();
+    let graph = graph.with_events(events);
+    let store = MemoryStore::new();
+    let budget = Budget::new(50, SystemClock.now_ms() + 60_000);
+    let workflow = Workflow::new(&graph, &store, &SystemClock);
+    let running = workflow.run_new("spec-run", request, &budget);
+    // The guard only turns a deadlock (calls not concurrent) into a failure.
+    let response = tokio::time::timeout(Duration::from_secs(30), running)
+        .await
+        .expect("the speculative calls were not in flight together")
+        .unwrap();
+    let mut events = Vec::new();
+    while let Ok(event) = receiver.try_recv() {
+        events.push(event);
+    }
+    Run {
+        response,
+        events,
+        model,
+    }
+}
+
+fn request() -> RunRequest {
+    RunRequest::new(QUESTION)
+}
+
+#[tokio::test]
+async fn used_two_round_trips_seven_calls_and_the_first_token_before_grading_finishes() {
+    // route + three grades + the answer: five calls in flight together
+    let r = run(
+        script("kg_retrieval", &["yes"]),
+        5,
+        Speculation::On,
+        request(),
+    )
+    .await;
+    let m = &r.response.metadata;
+    assert_eq!(r.response.answer, ANSWER);
+    assert_eq!(
+        r.steps(),
+        [
+            "kg_retrieval",
+            "route_question",
+            "grade_documents",
+            "generate",
+            "grade_hallucinations",
+            "grade_answer"
+        ]
+    );
+    assert_eq!(
+        [Task::RouteQuery, Task::GradeDocuments, Task::GenerateAnswer].map(|t| r.calls(t)),
+        [1, 3, 1]
+    );
+    assert_eq!(
+        r.calls(Task::GradeHallucinations) + r.calls(Task::GradeAnswer),
+        2
+    );
+    assert_eq!((m.model_calls, m.total_steps), (7, 6));
+    assert_eq!(
+        (
+            m.speculation.started,
+            m.speculation.used,
+            m.speculation.discarded
+        ),
+        (1, 1, 0)
+    );
+    assert_eq!(m.speculation.wasted_tokens, 0);
+    // the answer streamed before grading finished, and nothing was discarded
+    assert!(r.position("token:1") < r.position("step:grade_documents"));
+    assert!(!r.events().iter().any(|e| e.starts_with("discarded")));
+    assert_eq!(r.response.workflow_steps[3].details["speculative"], true);
+}
+
+#[tokio::test]
+async fn discarded_when_grading_drops_a_passage_then_answered_from_the_kept_ones() {
+    let r = run(
+        script("kg_retrieval", &["yes", "no", "yes"]),
+        5,
+        Speculation::On,
+        request(),
+    )
+    .await;
+    let m = &r.response.metadata;
+    assert_eq!(
+        r.steps(),
+        [
+            "kg_retrieval",
+            "route_question",
+            "grade_documents",
+            "generate",
+            "generate",
+            "grade_hallucinations",
+            "grade_answer"
+        ]
+    );
+    assert_eq!(r.calls(Task::GenerateAnswer), 2);
+    assert_eq!(r.calls(Task::GradeDocuments), 3);
+    assert_eq!(m.model_calls, 8);
+    assert_eq!(r.response.workflow_steps[4].details["documents"], 2);
+    assert_eq!(r.response.citations.len(), 2);
+    assert_eq!(
+        (
+            m.speculation.started,
+            m.speculation.used,
+            m.speculation.discarded
+        ),
+        (1, 0, 1)
+    );
+    let speculative = r.response.workflow_steps[3].usage.total();
+    assert!(speculative > 0);
+    assert_eq!(m.speculation.wasted_tokens, speculative);
+    // attempt 1 streamed, was discarded, then attempt 2 streamed and stood
+    let (t1, d1, t2) = (
+        r.position("token:1"),
+        r.position("discarded:1"),
+        r.position("token:2"),
+    );
+    assert!(t1 < d1 && d1 < t2, "{:?}", r.events());
+    assert_eq!(
+        r.events()
+            .iter()
+            .filter(|e| e.starts_with("discarded"))
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn discarded_when_the_route_is_web_search_with_its_grading_wasted() {
+    // Web search is not configured here: the run answers from the model, marked best-effort.
+    let r = run(
+        script("web_search", &["yes"]),
+        5,
+        Speculation::On,
+        request(),
+    )
+    .await;
+    let m = &r.response.metadata;
+    assert_eq!(
+        r.steps(),
+        [
+            "kg_retrieval",
+            "route_question",
+            "grade_documents",
+            "generate",
+            "web_search",
+            "generate"
+        ]
+    );
+    assert_eq!(
+        [Task::RouteQuery, Task::GradeDocuments, Task::GenerateAnswer].map(|t| r.calls(t)),
+        [1, 3, 2]
+    );
+    assert_eq!(m.model_calls, 6);
+    assert_eq!(
+        (
+            m.speculation.started,
+            m.speculation.used,
+            m.speculation.discarded
+        ),
+        (1, 0, 1)
+    );
+    let wasted: u64 = r.response.workflow_steps[2..4]
+        .iter()
+        .map(|s| s.usage.total())
+        .sum();
+    assert_eq!(m.speculation.wasted_tokens, wasted, "grading and answer");
+    assert!(
+        r.response.citations.is_empty(),
+        "knowledge-base passages dropped"
+    );
+    assert!(r.position("discarded:1") < r.position("token:2"));
+}
+
+#[tokio::test]
+async fn discarded_when_the_route_is_the_model_alone() {
+    let r = run(
+        script("llm_internal", &["yes"]),
+        5,
+        Speculation::On,
+        request(),
+    )
+    .await;
+    let m = &r.response.metadata;
+    assert_eq!(
+        r.steps(),
+        [
+            "kg_retrieval",
+            "route_question",
+            "grade_documents",
+            "generate",
+            "generate",
+            "grade_answer"
+        ]
+    );
+    assert_eq!(r.calls(Task::GenerateAnswer), 2);
+    assert_eq!(r.calls(Task::GradeHallucinations), 0, "no context to check");
+    assert_eq!(m.model_calls, 7);
+    assert_eq!(r.response.workflow_steps[4].details["documents"], 0);
+    assert_eq!((m.speculation.used, m.speculation.discarded), (0, 1));
+    assert!(r.position("discarded:1") < r.position("token:2"));
+}
+
+#[tokio::test]
+async fn off_by_request_or_setting_keeps_the_sequential_path_and_its_counts() {
+    let mut off = request();
+    off.speculation = Some(Speculation::Off);
+    for (on, request) in [(Speculation::On, off), (Speculation::Off, request())] {
+        let r = run(script("kg_retrieval", &["yes"]), 0, on, request).await;
+        let m = &r.response.metadata;
+        assert_eq!(
+            r.steps(),
+            [
+                "route_question",
+                "kg_retrieval",
+                "grade_documents",
+                "generate",
+                "grade_hallucinations",
+                "grade_answer"
+            ]
+        );
+        assert_eq!(m.model_calls, 7);
+        assert_eq!(m.speculation, crate::rag::SpeculationStats::default());
+        // the answer streams only after grading
+        assert!(r.position("step:grade_documents") < r.position("token:1"));
+    }
+}
+
+#[tokio::test]
+async fn speculation_in_a_speed_request_skips_grading_and_uses_the_answer() {
+    let mut speed = request();
+    speed.mode = crate::rag::Mode::Speed;
+    // route and answer in flight together
+    let r = run(script("kg_retrieval", &["yes"]), 2, Speculation::On, speed).await;
+    assert_eq!(r.steps(), ["kg_retrieval", "route_question", "generate"]);
+    assert_eq!(r.response.metadata.model_calls, 2);
+    assert_eq!(r.response.metadata.speculation.used, 1);
+}
+
+/// The same scripted run with speculation on and off: (on, off).
+async fn both(model: impl Fn() -> ScriptedModel) -> (Run, Run) {
+    let on = run(model(), 0, Speculation::On, request()).await;
+    let off = run(model(), 0, Speculation::Off, request()).await;
+    (on, off)
+}
+
+#[tokio::test]
+async fn rewrites_and_the_web_fallback_cost_one_discarded_answer() {
+    let (on, off) = both(|| {
+        script("kg_retrieval", &["no"]).reply(
+            Task::RefineQuery,
+            json!({ "refined_question": "durian trunk disease" }),
+        )
+    })
+    .await;
+    let (m, o) = (&on.response.metadata, &off.response.metadata);
+    assert_eq!(m.query_transformation_retry_count, 3);
+    assert!(m.web_fallback && o.web_fallback);
+    assert_eq!(m.model_calls, o.model_calls + 1, "one speculative answer");
+    assert_eq!(
+        o.model_calls, 17,
+        "route, 4 x 3 grades, 3 rewrites, 1 answer"
+    );
+    assert_eq!(
+        on.calls(Task::GradeDocuments),
+        off.calls(Task::GradeDocuments)
+    );
+    assert_eq!((m.speculation.used, m.speculation.discarded), (0, 1));
+    assert_eq!(m.total_steps, o.total_steps + 1);
+}
+
+#[tokio::test]
+async fn regenerations_cost_nothing_extra_when_the_speculative_answer_is_used() {
+    let (on, off) = both(|| {
+        ScriptedModel::new()
+            .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
+            .reply(Task::GradeDocuments, json!({ "binary_score": "yes" }))
+            .reply(Task::GenerateAnswer, json!({ "answer": ANSWER }))
+            .reply(Task::GradeHallucinations, json!({ "binary_score": "no" }))
+            .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
+            .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }))
+    })
+    .await;
+    let (m, o) = (&on.response.metadata, &off.response.metadata);
+    // the first answer (speculative when on) is not grounded: one regeneration either way
+    assert_eq!(
+        (m.hallucination_retry_count, o.hallucination_retry_count),
+        (1, 1)
+    );
+    assert_eq!((m.model_calls, o.model_calls), (10, 10));
+    assert_eq!(on.calls(Task::GenerateAnswer), 2);
+    assert_eq!((m.speculation.used, m.speculation.discarded), (1, 0));
+    assert!(on.position("discarded:1") < on.position("token:2"));
+}
