@@ -16,6 +16,8 @@ pub use error::ConfigError;
 mod retrieval;
 
 pub use retrieval::{EmbeddingsTuning, RerankSettings};
+mod threads;
+pub use threads::ThreadSettings;
 
 use crate::secrets::Secret;
 use env::{Env, Num};
@@ -103,6 +105,8 @@ pub struct Settings {
     pub state_dir: PathBuf,
     /// `MAX_BODY_BYTES`: largest accepted request body (1024..=1048576, default 65536).
     pub max_body_bytes: usize,
+    /// `THREAD_HISTORY_TURNS`, `THREAD_HISTORY_TOKENS`, `THREAD_TTL_SECONDS`.
+    pub threads: ThreadSettings,
 }
 
 /// Chat model settings.
@@ -291,6 +295,7 @@ impl Settings {
                     .unwrap_or_else(|| DEFAULT_STATE_DIR.to_owned()),
             ),
             max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),
+            threads: threads::threads(&env)?,
         })
     }
 }

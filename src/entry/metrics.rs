@@ -133,6 +133,9 @@ mod tests {
                 cache_hits: 1,
                 kb_version: None,
                 retrieval: None,
+                thread_id: None,
+                turn: None,
+                standalone_question: None,
             },
             error: None,
         };

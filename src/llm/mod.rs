@@ -4,6 +4,7 @@
 
 mod answer_stream;
 mod cache;
+mod contextualize;
 mod error;
 mod lexical;
 mod offline;
@@ -19,7 +20,9 @@ pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER};
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use scripted::{Reply, ScriptedModel};
 pub use structured::{ask, ask_metered};
-pub use task::{Answer, BinaryScore, DataSource, Generated, Refined, RouteDecision, Task};
+pub use task::{
+    Answer, BinaryScore, Contextualized, DataSource, Generated, Refined, RouteDecision, Task,
+};
 
 use crate::retrieval::Document;
 use async_trait::async_trait;

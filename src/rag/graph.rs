@@ -132,7 +132,11 @@ impl Graph for RagGraph {
     type Node = RagNode;
     type Error = RagError;
 
-    fn start(&self, _state: &RagState) -> RagNode {
+    fn start(&self, state: &RagState) -> RagNode {
+        // A thread's follow-up is made to stand alone first.
+        if state.thread.as_ref().is_some_and(|t| !t.history.is_empty()) {
+            return RagNode::ContextualizeQuestion;
+        }
         RagNode::RouteQuestion
     }
 
@@ -170,6 +174,9 @@ impl Graph for RagGraph {
                 _ => 0,
             },
             RagNode::WebSearch => 0,
+            RagNode::ContextualizeQuestion => {
+                one(Task::ContextualizeQuestion, &[], None) + super::thread::estimate_history(state)
+            }
             RagNode::RouteQuestion => one(Task::RouteQuery, &[], None),
             RagNode::TransformQuery => one(Task::RefineQuery, &[], None),
             RagNode::GradeDocuments => state
@@ -177,7 +184,10 @@ impl Graph for RagGraph {
                 .iter()
                 .map(|d| one(Task::GradeDocuments, std::slice::from_ref(d), None))
                 .sum(),
-            RagNode::Generate => one(Task::GenerateAnswer, &state.documents, None),
+            RagNode::Generate => {
+                one(Task::GenerateAnswer, &state.documents, None)
+                    + super::thread::estimate_history(state)
+            }
             RagNode::GradeHallucinations => {
                 let answer_check = if state.request.check_answer() {
                     one(Task::GradeAnswer, &[], answer)
@@ -198,6 +208,9 @@ impl Graph for RagGraph {
         ctx: &StepCtx<'_>,
     ) -> Result<StepOutput<RagNode>, RagError> {
         match node {
+            RagNode::ContextualizeQuestion => {
+                super::thread::contextualize_question(self, state, ctx).await
+            }
             RagNode::RouteQuestion => nodes::route_question(self, state, ctx).await,
             RagNode::KgRetrieval => nodes::kg_retrieval(self, state, ctx).await,
             RagNode::GradeDocuments => nodes::grade_documents(self, state, ctx).await,

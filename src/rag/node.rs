@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RagNode {
+    /// Rewrite a thread's follow-up to stand alone (only when the thread has earlier turns).
+    ContextualizeQuestion,
     /// Choose knowledge base, web search or the model alone.
     RouteQuestion,
     /// Search the knowledge base.
@@ -29,6 +31,7 @@ impl RagNode {
     /// The node's name, as step records, events and logs show it.
     pub fn as_str(self) -> &'static str {
         match self {
+            RagNode::ContextualizeQuestion => "contextualize_question",
             RagNode::RouteQuestion => "route_question",
             RagNode::KgRetrieval => "kg_retrieval",
             RagNode::GradeDocuments => "grade_documents",
@@ -72,7 +75,8 @@ mod tests {
     use super::*;
     use crate::engine::FailedAt;
 
-    const ALL: [RagNode; 8] = [
+    const ALL: [RagNode; 9] = [
+        RagNode::ContextualizeQuestion,
         RagNode::RouteQuestion,
         RagNode::KgRetrieval,
         RagNode::GradeDocuments,

@@ -62,6 +62,9 @@ pub struct RunRequest {
     /// carry one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filters: Option<Box<Filter>>,
+    /// The conversation this run is a turn of (see [`super::thread`]); none: a single turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
 }
 
 /// A minimal valid body, quoted in messages about malformed ones.
@@ -113,6 +116,7 @@ impl RunRequest {
             enable_answer_quality_checking: None,
             max_tokens: None,
             filters: None,
+            thread_id: None,
         }
     }
 
@@ -187,6 +191,9 @@ impl RunRequest {
                     format!("must be between 1 and {MAX_TOKENS_LIMIT}, got {max}"),
                 ));
             }
+        }
+        if let Some(id) = &self.thread_id {
+            super::thread::validate_id(id).map_err(|m| ValidationError::new("thread_id", m))?;
         }
         if let Some(filter) = &self.filters {
             filter

@@ -112,6 +112,9 @@ pub struct RagState {
     /// The retrieval a knowledge-base step of this run runs (`bm25` or `hybrid`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrieval: Option<RetrievalMode>,
+    /// The thread this run is a turn of, with the recent turns its prompts see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<super::thread::ThreadContext>,
 }
 
 impl RagState {
@@ -135,6 +138,7 @@ impl RagState {
             caller: Caller::Anonymous,
             kb_version: None,
             retrieval: None,
+            thread: None,
         }
     }
 
