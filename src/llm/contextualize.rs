@@ -32,6 +32,28 @@ const ASPECTS: &[&str] = &[
     "deal", "handl", "fight", "protect",
 ];
 
+/// What a rewritten follow-up adds for an aspect it asks about, so a lexical search finds
+/// passages that name it otherwise (a "Management" section for "treated").
+const EXPANSIONS: &[(&str, &str)] = &[
+    ("treat", "treatment, control and management"),
+    ("cure", "treatment, control and management"),
+    ("prevent", "prevention and management"),
+    ("control", "control and management"),
+    ("symptom", "symptoms and signs"),
+];
+
+/// `rewritten` with the expansion of the first aspect `asked` names, if any.
+fn expanded(rewritten: String, asked: &[String]) -> String {
+    let Some((_, more)) = EXPANSIONS
+        .iter()
+        .find(|(aspect, _)| asked.iter().any(|a| a.starts_with(aspect)))
+    else {
+        return rewritten;
+    };
+    let body = rewritten.trim_end_matches(['?', '.', '!', ' ']);
+    format!("{body} ({more})?")
+}
+
 /// The follow-up `question`, standing alone given the earlier turns `history` (oldest
 /// first; each turn's standalone question is its title).
 pub(crate) fn standalone(question: &str, history: &[Document]) -> String {
@@ -48,7 +70,7 @@ pub(crate) fn standalone(question: &str, history: &[Document]) -> String {
         return question.to_owned();
     }
     if let Some(rewritten) = replace_reference(question, &subject) {
-        return rewritten;
+        return expanded(rewritten, &asked);
     }
     let lower = question.to_lowercase();
     let opens_with_aspect = ASPECT_OPENINGS
@@ -57,7 +79,7 @@ pub(crate) fn standalone(question: &str, history: &[Document]) -> String {
     let only_aspects = !asked.is_empty() && asked.iter().all(|s| is_aspect(s));
     if opens_with_aspect || only_aspects {
         let body = question.trim_end_matches(['?', '.', '!', ' ']);
-        return format!("{body} of {subject}?");
+        return expanded(format!("{body} of {subject}?"), &asked);
     }
     question.to_owned()
 }
