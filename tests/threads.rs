@@ -348,7 +348,10 @@ async fn a_thousand_turn_thread_keeps_a_bounded_head_and_pages_its_turns() {
     v["queryStringParameters"] = serde_json::json!({ "after": "995", "limit": "10" });
     v["rawQueryString"] = Value::String("after=995&limit=10".into());
     // The turns were asked as the anonymous caller (no authorizer).
-    v["requestContext"].as_object_mut().unwrap().remove("authorizer");
+    v["requestContext"]
+        .as_object_mut()
+        .unwrap()
+        .remove("authorizer");
     let (s, thread, _) = call(&app, &v.to_string()).await;
     assert_eq!(s, 200, "{thread}");
     assert_eq!(thread["turn_count"], 1_000);

@@ -170,7 +170,7 @@ mod tests {
         for (follow_up, expected) in [
             (
                 "How is it treated?",
-                "How is patch canker in durian treated?",
+                "How is patch canker in durian treated (treatment, control and management)?",
             ),
             (
                 "How does this disease spread?",
@@ -178,13 +178,13 @@ mod tests {
             ),
             (
                 "What are its symptoms?",
-                "What are patch canker in durian's symptoms?",
+                "What are patch canker in durian's symptoms (symptoms and signs)?",
             ),
             (
                 "What about treatment?",
-                "What about treatment of patch canker in durian?",
+                "What about treatment of patch canker in durian (treatment, control and management)?",
             ),
-            ("Treatment?", "Treatment of patch canker in durian?"),
+            ("Treatment?", "Treatment of patch canker in durian (treatment, control and management)?"),
             ("What causes pink disease?", "What causes pink disease?"),
             (
                 "Is patch canker in durian contagious?",
