@@ -338,6 +338,13 @@ async fn a_thousand_turn_thread_keeps_a_bounded_head_and_pages_its_turns() {
             sizes.push(store.get(&head_key).await.unwrap().unwrap().body.len());
         }
     }
+    // O(1) writes per turn: two head writes (start, record) and one write of its turn item.
+    let head = store.get(&head_key).await.unwrap().unwrap();
+    assert_eq!(head.version, 2 * 1_000);
+    for n in [1u32, 500, 1_000] {
+        let turn_key = format!("turn#{digest}#long#{n:010}");
+        assert_eq!(store.get(&turn_key).await.unwrap().unwrap().version, 1);
+    }
     // The head holds THREAD_HISTORY_TURNS turns whatever the thread's length.
     let (min, max) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
     assert!(max - min < 200, "{sizes:?}");
