@@ -531,6 +531,16 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     answers.push(call(&chat, None, &turn("What causes patch canker in durian?")).await);
     answers.push(call(&chat, None, &turn("How is it treated?")).await);
     answers.push(call(&chat, None, &thread_event("GET", "/threads", &[])).await);
+    for cursor in ["", "bm90LWEtY3Vyc29y"] {
+        let page = call(
+            &chat,
+            None,
+            &thread_event("GET", "/threads", &[("cursor", cursor)]),
+        )
+        .await;
+        assert_eq!(page.status, 400, "{page:?}");
+        answers.push(page);
+    }
     let page = call(
         &chat,
         None,

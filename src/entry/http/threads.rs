@@ -72,6 +72,7 @@ pub(super) async fn list(api: Api<'_>, caller: &Caller, request: &Request) -> Re
                 .decode(c.as_bytes())
                 .ok()
                 .and_then(|b| String::from_utf8(b).ok())
+                .filter(|c| is_sort_key(c))
                 .ok_or_else(|| {
                     error_field(
                         StatusCode::BAD_REQUEST,
@@ -148,6 +149,13 @@ pub(super) async fn delete(api: Api<'_>, caller: &Caller, id: &str) -> Reply {
     let mut response = Response::new(Body::Empty);
     *response.status_mut() = StatusCode::NO_CONTENT;
     Ok(response)
+}
+
+/// The shape of a listing's sort key (`<15 digits>#<thread id>`), which a cursor encodes.
+fn is_sort_key(text: &str) -> bool {
+    text.split_once('#').is_some_and(|(ms, id)| {
+        ms.len() == 15 && ms.bytes().all(|b| b.is_ascii_digit()) && validate_id(id).is_ok()
+    })
 }
 
 fn check_id(id: &str) -> Result<(), ApiError> {
