@@ -3,7 +3,8 @@
 //! | file | owns |
 //! |---|---|
 //! | `mod.rs` | the thread's stored shapes and the context a turn's state carries |
-//! | `service.rs` | [`Threads`]: start a turn (or answer busy), record a finished one, read, list, delete |
+//! | `service.rs` | [`Threads`]: start a turn (or answer busy), read, list, delete |
+//! | `record.rs` | recording a finished turn |
 //! | `history.rs` | which earlier turns a prompt sees, and how they are shown |
 //! | `contextualize.rs` | the `contextualize_question` node |
 //!
@@ -13,11 +14,14 @@
 
 mod contextualize;
 mod history;
+mod record;
 mod service;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use contextualize::contextualize_question;
 pub(crate) use history::{answer_history, estimate as estimate_history};
-pub(crate) use service::record_finished;
+pub(crate) use record::record_finished;
 pub use service::{ThreadError, ThreadPage, Threads};
 
 use super::{Citation, RunStatus};
@@ -149,47 +153,5 @@ impl ThreadHead {
     /// The run id of the unfinished turn, if any.
     pub fn active_run(&self) -> Option<&str> {
         self.active.as_ref().map(|a| a.run_id.as_str())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn turn(n: u32) -> TurnRecord {
-        TurnRecord {
-            turn: n,
-            run_id: format!("r{n}"),
-            status: RunStatus::Completed,
-            question: format!("q{n}"),
-            standalone_question: format!("q{n}"),
-            answer: format!("a{n}"),
-            citations: Vec::new(),
-            started_at_ms: 0,
-            finished_at_ms: 0,
-        }
-    }
-
-    #[test]
-    fn the_head_keeps_a_bounded_window_of_turns() {
-        let mut head = ThreadHead::new("t", 0);
-        for n in 1..=1_000 {
-            head.append(turn(n), 6, n.into());
-        }
-        assert_eq!(head.turns, 1_000);
-        let kept: Vec<u32> = head.recent.iter().map(|t| t.turn).collect();
-        assert_eq!(kept, [995, 996, 997, 998, 999, 1_000]);
-        // Recording a turn again (a retried finish) does not duplicate it.
-        head.append(turn(1_000), 6, 1_001);
-        assert_eq!(head.recent.len(), 6);
-        assert_eq!(head.turns, 1_000);
-    }
-
-    #[test]
-    fn ids_are_checked() {
-        assert!(validate_id("chat-42_a.b:c").is_ok());
-        assert!(validate_id("").is_err());
-        assert!(validate_id("a b").is_err());
-        assert!(validate_id(&"a".repeat(129)).is_err());
     }
 }

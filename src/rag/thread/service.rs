@@ -6,21 +6,22 @@
 //!   head again and finds it busy. An active turn whose run has in fact ended (its invocation
 //!   died before recording it) is recorded first; one whose run never got stored is dropped
 //!   after [`CREATE_GRACE`].
-//! - **Record a finished turn** ([`record_finished`], called by the workflow when a thread's
-//!   run ends): the turn item, then the head (window of recent turns, active cleared).
+//! - **Record a finished turn** (`record.rs`, called by the workflow when a thread's run
+//!   ends): the turn item, then the head (window of recent turns, active cleared).
 //! - Read, list and delete (the HTTP routes and the CLI).
 //!
 //! Cost per turn: one turn write and two head writes, whatever the thread's length.
 
+use super::record::{encode, ended, turn_record};
 use super::{history, ActiveTurn, ThreadContext, ThreadHead, TurnRecord};
 use crate::config::ThreadSettings;
-use crate::engine::{Clock, EngineError, Phase, Session};
+use crate::engine::{Clock, EngineError, Session};
 use crate::rag::active::CREATE_GRACE;
-use crate::rag::{Caller, Outcome, RagCheckpoint, RunResponse};
+use crate::rag::{Caller, RagCheckpoint};
 use crate::store::{CheckpointStore, HeadWrite, StoreError, ThreadKey, ThreadStore};
 
 /// Head writes retried after losing a race to another request on the same thread.
-const ATTEMPTS: usize = 8;
+pub(super) const ATTEMPTS: usize = 8;
 /// Longest `Retry-After` suggested for a busy thread.
 const MAX_RETRY_AFTER_MS: u64 = 30_000;
 /// Shortest `Retry-After` suggested for a busy thread.
@@ -103,13 +104,16 @@ impl<'a> Threads<'a> {
         }
     }
 
-    fn threads(&self) -> Result<&'a dyn ThreadStore, ThreadError> {
+    pub(super) fn threads(&self) -> Result<&'a dyn ThreadStore, ThreadError> {
         self.store.threads().ok_or(ThreadError::Unsupported {
             store: self.store.name(),
         })
     }
 
-    async fn read(&self, key: ThreadKey<'_>) -> Result<Option<(u64, ThreadHead)>, ThreadError> {
+    pub(super) async fn read(
+        &self,
+        key: ThreadKey<'_>,
+    ) -> Result<Option<(u64, ThreadHead)>, ThreadError> {
         let Some(stored) = self.threads()?.head(key).await? else {
             return Ok(None);
         };
@@ -117,7 +121,7 @@ impl<'a> Threads<'a> {
         Ok(Some((stored.version, head)))
     }
 
-    async fn write(
+    pub(super) async fn write(
         &self,
         key: ThreadKey<'_>,
         expected: u64,
@@ -241,11 +245,7 @@ impl<'a> Threads<'a> {
         };
         let cp = &loaded.checkpoint;
         if ended(cp) {
-            return Ok(Settled::Ended(turn_record(
-                cp,
-                active.started_at_ms,
-                now_ms,
-            )));
+            return Ok(Settled::Ended(turn_record(cp, active, now_ms)));
         }
         let until = loaded
             .lease
@@ -380,91 +380,7 @@ impl<'a> Threads<'a> {
     }
 }
 
-/// Records the turn of `cp` in its thread when its run has ended (the workflow calls this
-/// after every invocation of a thread's run). Failures are logged, not raised: the next turn
-/// records an ended run it finds still active.
-pub(crate) async fn record_finished(
-    store: &dyn CheckpointStore,
-    clock: &dyn Clock,
-    cp: &RagCheckpoint,
-) {
-    let Some(thread) = &cp.state.thread else {
-        return;
-    };
-    if !ended(cp) {
-        return;
-    }
-    if let Err(e) = record(store, clock, cp, thread).await {
-        tracing::warn!(run_id = cp.run_id, error = %e, "could not record the thread's turn; the next turn will");
-    }
-}
-
-async fn record(
-    store: &dyn CheckpointStore,
-    clock: &dyn Clock,
-    cp: &RagCheckpoint,
-    thread: &ThreadContext,
-) -> Result<(), ThreadError> {
-    let owner = cp.state.caller.digest();
-    let key = ThreadKey {
-        owner: &owner,
-        thread_id: &thread.thread_id,
-    };
-    let threads = Threads::new(store, clock, ThreadSettings::default());
-    for _ in 0..ATTEMPTS {
-        let now_ms = clock.now_ms();
-        let Some((version, mut head)) = threads.read(key).await? else {
-            return Ok(()); // deleted meanwhile
-        };
-        let Some(active) = head.active.clone().filter(|a| a.run_id == cp.run_id) else {
-            return Ok(()); // already recorded
-        };
-        let record = turn_record(cp, active.started_at_ms, now_ms);
-        let expires = now_ms + thread.ttl_secs * 1_000;
-        threads
-            .threads()?
-            .put_turn(key, record.turn, &encode(&record)?, expires)
-            .await?;
-        head.append(record, thread.keep_turns, now_ms);
-        match threads.write(key, version, &head, thread.ttl_secs).await {
-            Ok(_) => return Ok(()),
-            Err(StoreError::Conflict { .. }) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
-}
-
-/// True when the run will not be advanced again.
-fn ended(cp: &RagCheckpoint) -> bool {
-    match cp.phase {
-        Phase::Running => false,
-        Phase::Finished | Phase::Failed => true,
-        Phase::Stopped => cp.state.outcome != Some(Outcome::Suspended),
-    }
-}
-
-fn turn_record(cp: &RagCheckpoint, started_at_ms: u64, now_ms: u64) -> TurnRecord {
-    let response = RunResponse::from_checkpoint(cp, "");
-    let thread = cp.state.thread.as_ref();
-    TurnRecord {
-        turn: thread.map_or(0, |t| t.turn),
-        run_id: cp.run_id.clone(),
-        status: response.status,
-        question: response.question,
-        standalone_question: cp.state.request.question.clone(),
-        answer: response.answer,
-        citations: response.citations,
-        started_at_ms,
-        finished_at_ms: now_ms,
-    }
-}
-
-fn encode(record: &TurnRecord) -> Result<Vec<u8>, ThreadError> {
-    serde_json::to_vec(record).map_err(|e| StoreError::Permanent(e.to_string()).into())
-}
-
-fn corrupt(key: ThreadKey<'_>, e: serde_json::Error) -> ThreadError {
+pub(super) fn corrupt(key: ThreadKey<'_>, e: serde_json::Error) -> ThreadError {
     ThreadError::Engine(EngineError::Corrupt {
         run_id: format!("thread {}", key.thread_id),
         message: e.to_string(),
