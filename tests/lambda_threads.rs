@@ -3,7 +3,8 @@
 //! model. A thread's first turn goes through the queue; while it is queued, a second turn is
 //! `409 thread_busy` naming it (with `Retry-After`); once the worker has finished it, the
 //! follow-up is turn 2, made to stand alone, and cites the patch-canker treatment passage;
-//! the thread is then listed, read and deleted, after which nothing of it can be read.
+//! the thread is then listed, read and deleted, after which nothing of it can be read. A
+//! streamed follow-up (the `stream` function) starts with its `contextualize_question` step.
 //!
 //! Needs `scripts/setup-test-tools.sh` (moto_server and cargo-lambda in `.local/venv`).
 
@@ -128,4 +129,67 @@ async fn a_conversation_through_the_queue_the_api_and_the_delete_route() {
         let read = watch.url_request("api", "GET", &path, None, &[]).await;
         assert_eq!(read.status, 404, "{read:?}");
     }
+}
+
+/// The `final` event's JSON of a streamed run, and the names of its `step` events in order.
+async fn streamed(watch: &LambdaWatch, body: &Value) -> (Value, Vec<String>) {
+    let response = watch
+        .url_stream("stream", "/workflow/run", &body.to_string(), JSON)
+        .await;
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    let mut steps = Vec::new();
+    let mut last = Value::Null;
+    for event in text.split("\n\n").filter(|e| !e.trim().is_empty()) {
+        let name = event
+            .lines()
+            .find_map(|l| l.strip_prefix("event: "))
+            .unwrap_or("");
+        let data = event
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .unwrap_or("null");
+        match name {
+            "step" => steps.push(
+                serde_json::from_str::<Value>(data).unwrap()["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            ),
+            "final" => last = serde_json::from_str(data).unwrap(),
+            _ => {}
+        }
+    }
+    (last, steps)
+}
+
+#[tokio::test]
+async fn a_streamed_follow_up_starts_with_its_contextualize_step() {
+    let moto = moto().await;
+    let table = moto.create_table().await;
+    let mut env = moto.function_env();
+    env.extend([
+        ("CHECKPOINT_TABLE", table),
+        ("LLM_PROVIDER", "offline".to_owned()),
+    ]);
+    let watch = LambdaWatch::start(&env).await;
+    let first = json!({ "question": "What causes patch canker in durian?", "thread_id": "s-1" });
+    let (answer, steps) = streamed(&watch, &first).await;
+    assert_eq!(answer["metadata"]["turn"], 1, "{answer}");
+    assert_eq!(steps[0], "route_question");
+    let follow_up = json!({ "question": "How is it treated?", "thread_id": "s-1" });
+    let (answer, steps) = streamed(&watch, &follow_up).await;
+    assert_eq!(answer["metadata"]["turn"], 2, "{answer}");
+    assert_eq!(steps[0], "contextualize_question");
+    assert_eq!(
+        steps
+            .iter()
+            .filter(|s| *s == "contextualize_question")
+            .count(),
+        1
+    );
+    assert_eq!(
+        answer["citations"][0]["url"], "kb://patch-canker.md#4",
+        "{answer:#}"
+    );
 }
