@@ -18,6 +18,8 @@ mod speculation;
 
 pub use retrieval::{EmbeddingsTuning, RerankSettings};
 pub use speculation::Speculation;
+mod threads;
+pub use threads::ThreadSettings;
 
 use crate::secrets::Secret;
 use env::{Env, Num};
@@ -112,6 +114,8 @@ pub struct Settings {
     pub state_dir: PathBuf,
     /// `MAX_BODY_BYTES`: largest accepted request body (1024..=1048576, default 65536).
     pub max_body_bytes: usize,
+    /// `THREAD_HISTORY_TURNS`, `THREAD_HISTORY_TOKENS`, `THREAD_TTL_SECONDS`.
+    pub threads: ThreadSettings,
 }
 
 /// Chat model settings.
@@ -327,6 +331,7 @@ impl Settings {
                     .unwrap_or_else(|| DEFAULT_STATE_DIR.to_owned()),
             ),
             max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),
+            threads: threads::threads(&env)?,
         })
     }
 }

@@ -122,7 +122,20 @@ impl Spec {
             x.status,
             String::from_utf8_lossy(&x.body)
         );
-        let content_type = x.headers["content-type"].to_str().unwrap().to_owned();
+        let Some(content_type) = x.headers.get("content-type") else {
+            // Only a documented answer without content (`204`) has no content type.
+            let (template, operation) = self.operation(&x.method, &x.path).expect(&context);
+            let status = x.status.to_string();
+            let response = self.resolve(&operation["responses"][&status]);
+            assert!(
+                response.get("content").is_none() && x.body.is_empty(),
+                "{context}"
+            );
+            self.seen
+                .insert((x.method.to_ascii_lowercase(), template, status));
+            return;
+        };
+        let content_type = content_type.to_str().unwrap().to_owned();
         let Some((template, operation)) = self.operation(&x.method, &x.path) else {
             // Not an operation (unknown route, another method): still the documented Error.
             assert!(matches!(x.status, 404 | 405), "{context}");
@@ -195,6 +208,35 @@ impl Spec {
 }
 
 // ---- events ----
+
+/// A `/threads` request of the IAM caller of `events/apigw-runs-get.json`.
+fn thread_event(method: &str, path: &str, query: &[(&str, &str)]) -> String {
+    let mut v: Value = serde_json::from_str(RUNS_GET).unwrap();
+    v["rawPath"] = json!(path);
+    v["requestContext"]["http"]["method"] = json!(method);
+    v["requestContext"]["http"]["path"] = json!(path);
+    v["routeKey"] = json!(format!("{method} {path}"));
+    v.as_object_mut().unwrap().remove("pathParameters");
+    if !query.is_empty() {
+        let map: serde_json::Map<String, Value> = query
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), json!(v)))
+            .collect();
+        v["queryStringParameters"] = Value::Object(map);
+        let raw: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        v["rawQueryString"] = json!(raw.join("&"));
+    }
+    v.to_string()
+}
+
+/// The caller of `events/apigw-runs-get.json`.
+fn iam_caller() -> bounded_rag::rag::Caller {
+    let v: Value = serde_json::from_str(RUNS_GET).unwrap();
+    let arn = v["requestContext"]["authorizer"]["iam"]["userArn"]
+        .as_str()
+        .unwrap();
+    bounded_rag::rag::Caller::Iam(arn.to_owned())
+}
 
 fn with_body(event: &str, body: &str) -> String {
     let mut v: Value = serde_json::from_str(event).unwrap();
@@ -477,6 +519,81 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
         (202, json!("running"))
     );
     answers.push(repeat);
+
+    // Threads: two turns, the routes, a busy thread and the deletion path.
+    let chat = app(&llm, Arc::new(MemoryStore::new()), false);
+    let turn = |q: &str| {
+        with_body(
+            RUN,
+            &json!({ "question": q, "thread_id": "chat" }).to_string(),
+        )
+    };
+    answers.push(call(&chat, None, &turn("What causes patch canker in durian?")).await);
+    answers.push(call(&chat, None, &turn("How is it treated?")).await);
+    answers.push(call(&chat, None, &thread_event("GET", "/threads", &[])).await);
+    for cursor in ["", "bm90LWEtY3Vyc29y"] {
+        let page = call(
+            &chat,
+            None,
+            &thread_event("GET", "/threads", &[("cursor", cursor)]),
+        )
+        .await;
+        assert_eq!(page.status, 400, "{page:?}");
+        answers.push(page);
+    }
+    let page = call(
+        &chat,
+        None,
+        &thread_event("GET", "/threads", &[("limit", "0")]),
+    )
+    .await;
+    assert_eq!(page.status, 400);
+    answers.push(page);
+    answers.push(
+        call(
+            &chat,
+            None,
+            &thread_event("GET", "/threads/chat", &[("limit", "1")]),
+        )
+        .await,
+    );
+    answers.push(call(&chat, None, &thread_event("GET", "/threads/no.such", &[])).await);
+    answers.push(call(&chat, None, &thread_event("GET", "/threads/bad%20id", &[])).await);
+    answers.push(
+        call(
+            &chat,
+            None,
+            &thread_event("DELETE", "/threads/no.such", &[]),
+        )
+        .await,
+    );
+    answers.push(
+        call(
+            &chat,
+            None,
+            &thread_event("DELETE", "/threads/bad%20id", &[]),
+        )
+        .await,
+    );
+    chat.runs()
+        .threads()
+        .begin(&iam_caller(), "held", "held-run", "q")
+        .await
+        .unwrap();
+    let busy = with_body(
+        RUN,
+        r#"{"question":"How is it treated?","thread_id":"held"}"#,
+    );
+    let refused = call(&chat, None, &busy).await;
+    assert_eq!(
+        (refused.status, json_of(&refused)["error"].clone()),
+        (409, json!("thread_busy"))
+    );
+    answers.push(refused);
+    answers.push(call(&chat, None, &thread_event("DELETE", "/threads/held", &[])).await);
+    let deleted = call(&chat, None, &thread_event("DELETE", "/threads/chat", &[])).await;
+    assert_eq!(deleted.status, 204);
+    answers.push(deleted);
 
     for answer in &answers {
         spec.check(answer);

@@ -1,7 +1,7 @@
 """Creates the bounded-rag resources in a moto server (or any AWS-compatible endpoint).
 
 Mirrors template.yaml: the checkpoint table (pk S / sk S, on-demand, TTL on expires_at, the
-sparse `leases` index the sweeper queries), the work queue with its dead-letter queue (redrive
+sparse `leases` index the sweeper queries, the `by_owner` index of GET /threads), the work queue with its dead-letter queue (redrive
 after 3 receives), the API-keys secret and the knowledge-base bucket (the functions get
 KB_URI=s3://BUCKET/PREFIX; scripts/local-stack.sh publishes the sample bundle there). Safe to
 run again: existing resources are kept (a table without the index gets it), the secret gets the
@@ -51,11 +51,23 @@ LEASE_INDEX = {
         "NonKeyAttributes": ["lease_owner", "requeued_for", "requeued_at"],
     },
 }
+# A caller's threads (owner "threads#<digest>") and runs, newest first (GET /threads).
+OWNER_INDEX = {
+    "IndexName": "by_owner",
+    "KeySchema": [
+        {"AttributeName": "owner", "KeyType": "HASH"},
+        {"AttributeName": "owner_sort", "KeyType": "RANGE"},
+    ],
+    "Projection": {"ProjectionType": "ALL"},
+}
+INDEXES = [LEASE_INDEX, OWNER_INDEX]
 ATTRIBUTES = [
     {"AttributeName": "pk", "AttributeType": "S"},
     {"AttributeName": "sk", "AttributeType": "S"},
     {"AttributeName": "lease_shard", "AttributeType": "S"},
     {"AttributeName": "lease_expires_at", "AttributeType": "N"},
+    {"AttributeName": "owner", "AttributeType": "S"},
+    {"AttributeName": "owner_sort", "AttributeType": "S"},
 ]
 
 
@@ -79,7 +91,7 @@ def create_table(ddb, name):
                 {"AttributeName": "pk", "KeyType": "HASH"},
                 {"AttributeName": "sk", "KeyType": "RANGE"},
             ],
-            GlobalSecondaryIndexes=[LEASE_INDEX],
+            GlobalSecondaryIndexes=INDEXES,
             BillingMode="PAY_PER_REQUEST",
         )
         ddb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1})
@@ -87,13 +99,14 @@ def create_table(ddb, name):
     except ddb.exceptions.ResourceInUseException:
         state = "exists"
         indexes = ddb.describe_table(TableName=name)["Table"].get("GlobalSecondaryIndexes", [])
-        if not any(i["IndexName"] == LEASE_INDEX["IndexName"] for i in indexes):
-            ddb.update_table(
-                TableName=name,
-                AttributeDefinitions=ATTRIBUTES,
-                GlobalSecondaryIndexUpdates=[{"Create": LEASE_INDEX}],
-            )
-            state = "exists, lease index added"
+        for index in INDEXES:
+            if not any(i["IndexName"] == index["IndexName"] for i in indexes):
+                ddb.update_table(
+                    TableName=name,
+                    AttributeDefinitions=ATTRIBUTES,
+                    GlobalSecondaryIndexUpdates=[{"Create": index}],
+                )
+                state = f"exists, {index['IndexName']} index added"
     ddb.update_time_to_live(
         TableName=name,
         TimeToLiveSpecification={"AttributeName": "expires_at", "Enabled": True},

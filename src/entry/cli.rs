@@ -1,4 +1,4 @@
-//! The `bounded-rag` command line: `ask`, `ingest`, `kb`, `eval`, `status`. This file is the
+//! The `bounded-rag` command line: `ask`, `ingest`, `kb`, `eval`, `thread`, `status`. This file is the
 //! top of the CLI: it parses the command and dispatches to the sub-command files, which share
 //! only what lies below them (`cli_args`, `cli_output`).
 
@@ -6,8 +6,10 @@ pub use super::cli_args::{AskArgs, ModeArg};
 use super::cli_kb::{ingest_command, kb_command, KbCommand};
 use super::cli_output::{exit_code, fail, fail_engine, print_response};
 use super::cli_stream::Job;
+use super::cli_thread::{thread_command, ThreadCommand};
 use super::eval::{eval_command, EvalArgs};
 use super::App;
+use crate::rag::Caller;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -49,6 +51,9 @@ pub enum Command {
     /// Run a labelled question set through the workflow and report retrieval and answer
     /// quality.
     Eval(EvalArgs),
+    /// Read, list or delete conversation threads (`ask --thread ID`).
+    #[command(subcommand)]
+    Thread(ThreadCommand),
     /// Show a stored run.
     Status {
         /// Run id.
@@ -81,6 +86,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             Err(e) => fail(1, &e),
         },
         Command::Eval(args) => eval_command(args).await,
+        Command::Thread(command) => thread_command(command).await,
         Command::Status { run_id, json } => {
             let app = match App::from_env().await {
                 Ok(app) => app,
@@ -109,9 +115,25 @@ async fn ask(args: AskArgs) -> ExitCode {
     };
     let runs = app.runs();
     let budget = runs.budget(None);
+    let run_id = uuid::Uuid::new_v4().to_string();
+    // A thread's turn is started before its run (the CLI asks as the anonymous caller).
+    let thread = match request.as_ref().and_then(|r| r.thread_id.as_deref()) {
+        Some(thread_id) => {
+            let question = request.as_ref().map_or("", |r| r.question.as_str());
+            match runs
+                .threads()
+                .begin(&Caller::Anonymous, thread_id, &run_id, question)
+                .await
+            {
+                Ok(context) => Some(context),
+                Err(e) => return super::cli_thread::fail_thread(&e),
+            }
+        }
+        None => None,
+    };
     if args.stream {
         let job = match (request, args.resume) {
-            (Some(request), _) => Job::New(uuid::Uuid::new_v4().to_string(), request),
+            (Some(request), _) => Job::New(run_id, request, thread),
             (None, Some(run_id)) => Job::Resume(run_id),
             (None, None) => return fail(2, NO_QUESTION),
         };
@@ -123,7 +145,7 @@ async fn ask(args: AskArgs) -> ExitCode {
     let workflow = runs.workflow();
     let result = match (request, &args.resume) {
         (Some(request), _) => {
-            let run_id = uuid::Uuid::new_v4().to_string();
+            let workflow = workflow.in_thread(thread.as_ref());
             workflow.run_new(&run_id, request, &budget).await
         }
         (None, Some(run_id)) => workflow.resume(run_id, &budget).await,

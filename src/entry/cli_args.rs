@@ -43,6 +43,10 @@ pub struct AskArgs {
     /// Print the answer as it is generated (steps on stderr).
     #[arg(long)]
     pub stream: bool,
+    /// Ask as the next turn of this conversation (created on first use); a follow-up may
+    /// refer to earlier turns ("How is it treated?").
+    #[arg(long, value_name = "THREAD_ID", conflicts_with = "resume")]
+    pub thread: Option<String>,
     /// Most tokens the run may use (capped by MAX_TOKENS_PER_RUN).
     #[arg(long)]
     pub max_tokens: Option<u64>,
@@ -102,6 +106,7 @@ impl AskArgs {
         r.enable_hallucination_checking = self.enable_hallucination_checking;
         r.enable_answer_quality_checking = self.enable_answer_quality_checking;
         r.max_tokens = self.max_tokens;
+        r.thread_id = self.thread.clone();
         r.filters = self
             .filters
             .iter()

@@ -5,13 +5,14 @@
 use super::cli_output::render;
 use super::runs::Runs;
 use crate::engine::{Budget, EngineError};
+use crate::rag::thread::ThreadContext;
 use crate::rag::{Events, RunEvent, RunRequest, RunResponse};
 use std::io::Write;
 
 /// What to run: a new run, or the continuation of a stored one.
 pub(crate) enum Job {
-    /// A new run with this id.
-    New(String, RunRequest),
+    /// A new run with this id (a thread's turn when a context is given).
+    New(String, RunRequest, Option<ThreadContext>),
     /// Continue this run.
     Resume(String),
 }
@@ -29,7 +30,10 @@ pub async fn run(
     let mut printer = Printer::new(json);
     let run = async {
         match job {
-            Job::New(run_id, request) => workflow.run_new(&run_id, request, budget).await,
+            Job::New(run_id, request, thread) => {
+                let workflow = workflow.in_thread(thread.as_ref());
+                workflow.run_new(&run_id, request, budget).await
+            }
             Job::Resume(run_id) => workflow.resume(&run_id, budget).await,
         }
     };

@@ -151,6 +151,9 @@ mod tests {
                     discarded: 1,
                     wasted_tokens: 120,
                 },
+                thread_id: None,
+                turn: None,
+                standalone_question: None,
             },
             error: None,
         };

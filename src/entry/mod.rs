@@ -8,6 +8,7 @@ mod cli_args;
 mod cli_kb;
 mod cli_output;
 mod cli_stream;
+mod cli_thread;
 pub mod eval;
 pub mod http;
 pub mod logging;

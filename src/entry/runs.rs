@@ -4,8 +4,9 @@
 //! [`Runs::budget`], so a deadline is handled the same way everywhere.
 
 use crate::aws;
-use crate::config::{Budgets, Settings};
+use crate::config::{Budgets, Settings, ThreadSettings};
 use crate::engine::{Budget, Clock};
+use crate::rag::thread::Threads;
 use crate::rag::{RagGraph, Workflow};
 use crate::store::CheckpointStore;
 use lambda_runtime::Context;
@@ -26,6 +27,8 @@ pub struct Runs {
     budgets: Budgets,
     /// Whether a deadline stop is continued by another invocation (a work queue exists).
     continue_on_deadline: bool,
+    /// `THREAD_HISTORY_TURNS`, `THREAD_HISTORY_TOKENS`, `THREAD_TTL_SECONDS`.
+    threads: ThreadSettings,
 }
 
 impl Runs {
@@ -44,12 +47,18 @@ impl Runs {
             max_tokens: settings.limits.max_tokens_per_run,
             budgets: settings.budgets,
             continue_on_deadline: settings.aws.work_queue_url.is_some(),
+            threads: settings.threads,
         }
     }
 
     /// The workflow service over these clients.
     pub fn workflow(&self) -> Workflow<'_> {
         self.workflow_on(&self.graph)
+    }
+
+    /// The conversation threads kept in the checkpoint store.
+    pub fn threads(&self) -> Threads<'_> {
+        Threads::new(self.store.as_ref(), self.clock.as_ref(), self.threads)
     }
 
     /// The workflow service over `graph` (this graph reporting events) and these clients.

@@ -180,6 +180,7 @@ fn well_formed(task: Task, content: &str) -> bool {
         }
         Task::RefineQuery => is::<Refined>(value),
         Task::GenerateAnswer => is::<Generated>(value),
+        Task::ContextualizeQuestion => is::<super::Contextualized>(value),
     }
 }
 

@@ -5,6 +5,7 @@
 mod answer_stream;
 mod bedrock;
 mod cache;
+mod contextualize;
 mod error;
 mod lexical;
 mod offline;
@@ -21,7 +22,9 @@ pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER};
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use scripted::{Reply, ScriptedModel};
 pub use structured::{ask, ask_metered};
-pub use task::{Answer, BinaryScore, DataSource, Generated, Refined, RouteDecision, Task};
+pub use task::{
+    Answer, BinaryScore, Contextualized, DataSource, Generated, Refined, RouteDecision, Task,
+};
 
 use crate::retrieval::Document;
 use async_trait::async_trait;

@@ -17,6 +17,8 @@
 //! - `grade_answer`: `yes` when the answer shares a content stem with the question and is not
 //!   one of the provider's "cannot answer" messages.
 //! - `refine_query`: the question's content words, deduplicated (it cannot paraphrase).
+//! - `contextualize_question`: a follow-up that refers back carries the previous turn's
+//!   subject (see `contextualize`).
 
 use super::lexical::{content_words, sentences, shorten, stem, stems, strip_markers, words};
 use super::{ChatModel, ChatRequest, Completion, DataSource, LlmError, Task};
@@ -81,6 +83,9 @@ impl ChatModel for OfflineModel {
             Task::GenerateAnswer => {
                 json!({ "answer": extractive_answer(inputs.question, inputs.documents) })
             }
+            Task::ContextualizeQuestion => json!({
+                "standalone_question": super::contextualize::standalone(inputs.question, inputs.documents)
+            }),
         };
         // No tokenizer here: the caller estimates the tokens and marks them as estimated.
         Ok(Completion::new(reply.to_string()))

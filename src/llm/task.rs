@@ -19,17 +19,20 @@ pub enum Task {
     RefineQuery,
     /// Write the answer.
     GenerateAnswer,
+    /// Rewrite a thread's follow-up question to stand alone.
+    ContextualizeQuestion,
 }
 
 impl Task {
     /// All tasks, for tables and tests.
-    pub const ALL: [Task; 6] = [
+    pub const ALL: [Task; 7] = [
         Task::RouteQuery,
         Task::GradeDocuments,
         Task::GradeHallucinations,
         Task::GradeAnswer,
         Task::RefineQuery,
         Task::GenerateAnswer,
+        Task::ContextualizeQuestion,
     ];
 
     /// The `response_format.json_schema.name` sent on the wire.
@@ -41,6 +44,7 @@ impl Task {
             Task::GradeAnswer => "grade_answer",
             Task::RefineQuery => "refine_query",
             Task::GenerateAnswer => "generate_answer",
+            Task::ContextualizeQuestion => "contextualize_question",
         }
     }
 
@@ -49,7 +53,7 @@ impl Task {
         match self {
             Task::RouteQuery => 16,
             Task::GradeDocuments | Task::GradeHallucinations | Task::GradeAnswer => 12,
-            Task::RefineQuery => 64,
+            Task::RefineQuery | Task::ContextualizeQuestion => 64,
             Task::GenerateAnswer => 320,
         }
     }
@@ -67,6 +71,7 @@ impl Task {
             ),
             Task::RefineQuery => ("refined_question", json!({"type": "string"})),
             Task::GenerateAnswer => ("answer", json!({"type": "string"})),
+            Task::ContextualizeQuestion => ("standalone_question", json!({"type": "string"})),
         };
         json!({
             "type": "object",
@@ -136,6 +141,13 @@ impl BinaryScore {
 pub struct Refined {
     /// The rewritten question.
     pub refined_question: String,
+}
+
+/// `contextualize_question` reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Contextualized {
+    /// The follow-up, rewritten to be understood without the conversation.
+    pub standalone_question: String,
 }
 
 /// `generate_answer` reply.

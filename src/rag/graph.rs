@@ -158,6 +158,10 @@ impl Graph for RagGraph {
     type Merge = RagMerge;
 
     fn start(&self, state: &RagState) -> RagNode {
+        // A thread's follow-up is made to stand alone first.
+        if state.thread.as_ref().is_some_and(|t| !t.history.is_empty()) {
+            return RagNode::ContextualizeQuestion;
+        }
         self.entry(state)
     }
 
@@ -195,6 +199,9 @@ impl Graph for RagGraph {
                 _ => 0,
             },
             RagNode::WebSearch | RagNode::Speculate => 0,
+            RagNode::ContextualizeQuestion => {
+                one(Task::ContextualizeQuestion, &[], None) + super::thread::estimate_history(state)
+            }
             RagNode::RouteQuestion => one(Task::RouteQuery, &[], None),
             RagNode::TransformQuery => one(Task::RefineQuery, &[], None),
             RagNode::GradeDocuments => state
@@ -202,7 +209,10 @@ impl Graph for RagGraph {
                 .iter()
                 .map(|d| one(Task::GradeDocuments, std::slice::from_ref(d), None))
                 .sum(),
-            RagNode::Generate => one(Task::GenerateAnswer, &state.documents, None),
+            RagNode::Generate => {
+                one(Task::GenerateAnswer, &state.documents, None)
+                    + super::thread::estimate_history(state)
+            }
             RagNode::GradeHallucinations => {
                 let answer_check = if state.request.check_answer() {
                     one(Task::GradeAnswer, &[], answer)
@@ -223,6 +233,9 @@ impl Graph for RagGraph {
         ctx: &StepCtx<'_>,
     ) -> Result<StepOutput<RagNode>, RagError> {
         match node {
+            RagNode::ContextualizeQuestion => {
+                super::thread::contextualize_question(self, state, ctx).await
+            }
             // A fork always has branches; run as a step, it would start by routing.
             RagNode::RouteQuestion | RagNode::Speculate => {
                 nodes::route_question(self, state, ctx).await

@@ -33,6 +33,7 @@ mod service;
 mod speculation;
 mod state;
 mod tenant;
+pub mod thread;
 
 pub use caller::Caller;
 pub use error::RagError;

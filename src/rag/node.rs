@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RagNode {
+    /// Rewrite a thread's follow-up to stand alone (only when the thread has earlier turns).
+    ContextualizeQuestion,
     /// Choose knowledge base, web search or the model alone.
     RouteQuestion,
     /// Route, grade and answer at once over the passages found first (an engine fork whose
@@ -32,6 +34,7 @@ impl RagNode {
     /// The node's name, as step records, events and logs show it.
     pub fn as_str(self) -> &'static str {
         match self {
+            RagNode::ContextualizeQuestion => "contextualize_question",
             RagNode::RouteQuestion => "route_question",
             RagNode::Speculate => "speculate",
             RagNode::KgRetrieval => "kg_retrieval",
@@ -76,7 +79,8 @@ mod tests {
     use super::*;
     use crate::engine::FailedAt;
 
-    const ALL: [RagNode; 9] = [
+    const ALL: [RagNode; 10] = [
+        RagNode::ContextualizeQuestion,
         RagNode::RouteQuestion,
         RagNode::Speculate,
         RagNode::KgRetrieval,

@@ -64,8 +64,25 @@ pub(super) async fn generate_answer(
 ) -> Result<(Generated, u32), RagError> {
     let question = state.request.question.as_str();
     let documents = state.documents.as_slice();
+    // A thread's answer prompt also sees the recent turns.
+    let history = super::thread::answer_history(state);
+    let answer_request = || {
+        let mut request = request(ctx, Task::GenerateAnswer, question, documents, None);
+        if let (Some(history), Some(user)) = (&history, request.messages.last_mut()) {
+            user.content.insert_str(0, history);
+        }
+        request
+    };
     if !graph.events.is_on() {
-        let generated = call(graph, ctx, Task::GenerateAnswer, question, documents, None).await?;
+        let generated = ctx
+            .retry(Task::GenerateAnswer.schema_name(), || {
+                let request = answer_request();
+                async move {
+                    ask_metered::<Generated>(graph.model.as_ref(), &request, ctx.meter(), None)
+                        .await
+                }
+            })
+            .await?;
         return Ok((generated, state.generations + 1));
     }
     let attempt = AtomicU32::new(state.generations);
@@ -75,7 +92,7 @@ pub(super) async fn generate_answer(
             if n > state.generations + 1 {
                 graph.events.emit(RunEvent::Discarded { attempt: n - 1 });
             }
-            let request = request(ctx, Task::GenerateAnswer, question, documents, None);
+            let request = answer_request();
             async move {
                 let decoder = Mutex::new(AnswerDeltas::new());
                 let sink = |raw: &str| {

@@ -27,6 +27,9 @@ pub fn messages(
         Task::RefineQuery => {
             "You rewrite a question into a better version for search retrieval, keeping its meaning. Reply with the rewritten question as JSON."
         }
+        Task::ContextualizeQuestion => {
+            "You rewrite the user's latest question, a follow-up in a conversation, into a standalone question that can be understood and searched without the conversation: replace words such as `it` or `this` with what they refer to, and keep everything else as asked. If it already stands alone, return it unchanged. Reply as JSON."
+        }
         Task::GenerateAnswer => {
             "You answer questions using the numbered context documents. Cite the documents you use with their numbers in square brackets, like [1]. If the context does not contain the answer, say so. Be concise (at most five sentences). Reply as JSON."
         }
@@ -34,6 +37,13 @@ pub fn messages(
     let mut user = format!("Question: {question}\n");
     match task {
         Task::RouteQuery | Task::RefineQuery => {}
+        Task::ContextualizeQuestion => {
+            // The earlier turns come as documents: the question searched, then the answer.
+            user.push_str("\nConversation so far:\n");
+            for doc in documents {
+                let _ = write!(user, "User: {}\nAssistant: {}\n", doc.title, doc.content);
+            }
+        }
         Task::GradeDocuments => {
             if let Some(doc) = documents.first() {
                 let _ = write!(user, "\nDocument:\n{}\n{}\n", doc.title, doc.content);

@@ -66,6 +66,9 @@ pub struct RunRequest {
     /// `SPECULATION`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speculation: Option<crate::config::Speculation>,
+    /// The conversation this run is a turn of (see [`super::thread`]); none: a single turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
 }
 
 /// A minimal valid body, quoted in messages about malformed ones.
@@ -118,6 +121,7 @@ impl RunRequest {
             max_tokens: None,
             filters: None,
             speculation: None,
+            thread_id: None,
         }
     }
 
@@ -192,6 +196,9 @@ impl RunRequest {
                     format!("must be between 1 and {MAX_TOKENS_LIMIT}, got {max}"),
                 ));
             }
+        }
+        if let Some(id) = &self.thread_id {
+            super::thread::validate_id(id).map_err(|m| ValidationError::new("thread_id", m))?;
         }
         if let Some(filter) = &self.filters {
             filter

@@ -60,6 +60,15 @@ pub struct Metadata {
     /// Speculative answers started, used and discarded, and the tokens speculation wasted.
     #[serde(default)]
     pub speculation: SpeculationStats,
+    /// The thread the run is a turn of (request field `thread_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    /// The run's turn number in its thread (1 for the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// The follow-up rewritten to stand alone (`contextualize_question`), when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standalone_question: Option<String>,
 }
 
 /// Tokens used by a run: as the provider reported them, or estimated when it reported none.
@@ -158,7 +167,12 @@ impl RunResponse {
             status,
             run_id: cp.run_id.clone(),
             answer: state.answer.clone().unwrap_or_default(),
-            question: state.request.question.clone(),
+            // As asked: a follow-up's standalone rewrite is in the metadata.
+            question: state
+                .thread
+                .as_ref()
+                .map_or(&state.request.question, |t| &t.question)
+                .clone(),
             workflow_steps: cp.records.clone(),
             // A best-effort answer extracted from the documents cites them too.
             citations: if answered {
@@ -183,6 +197,12 @@ impl RunResponse {
                 kb_version: state.kb_version.clone(),
                 retrieval: state.retrieval,
                 speculation: state.speculation.stats,
+                thread_id: state.thread.as_ref().map(|t| t.thread_id.clone()),
+                turn: state.thread.as_ref().map(|t| t.turn),
+                standalone_question: state
+                    .thread
+                    .as_ref()
+                    .and_then(|t| t.standalone_question.clone()),
             },
             error: cp
                 .failure

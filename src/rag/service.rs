@@ -44,6 +44,8 @@ pub struct Workflow<'a> {
     lease_grace: Duration,
     /// The caller whose runs these are; `None` for the operator's view (any run).
     caller: Option<&'a Caller>,
+    /// The thread turn a new run answers ([`Workflow::in_thread`]).
+    thread: Option<&'a super::thread::ThreadContext>,
 }
 
 impl<'a> Workflow<'a> {
@@ -56,6 +58,7 @@ impl<'a> Workflow<'a> {
             continue_on_deadline: false,
             lease_grace: LEASE_GRACE,
             caller: None,
+            thread: None,
         }
     }
 
@@ -95,6 +98,12 @@ impl<'a> Workflow<'a> {
         }
     }
 
+    /// The same workflow whose new runs answer the thread turn `thread` (started with
+    /// [`super::thread::Threads::begin`]); `None`: single-turn runs.
+    pub fn in_thread(self, thread: Option<&'a super::thread::ThreadContext>) -> Self {
+        Self { thread, ..self }
+    }
+
     /// Starts a new run (of this workflow's caller, else anonymous) and advances it within
     /// `budget`.
     pub async fn run_new(
@@ -114,6 +123,7 @@ impl<'a> Workflow<'a> {
             let session = Session::create(self.store, run_id, &cp, self.lease(budget)).await?;
             let mut persist = Observed::new(session, &self.graph.events, &cp);
             advance(graph, &mut cp, budget, self.clock, &mut persist).await?;
+            super::thread::record_finished(self.store, self.clock, &cp).await;
             Ok(self.respond(&cp))
         }
         .instrument(span)
@@ -188,6 +198,7 @@ impl<'a> Workflow<'a> {
         advance(graph, &mut cp, budget, self.clock, &mut persist)
             .instrument(tracing::info_span!("run", run_id))
             .await?;
+        super::thread::record_finished(self.store, self.clock, &cp).await;
         Ok(self.respond(&cp))
     }
 
@@ -275,6 +286,7 @@ impl<'a> Workflow<'a> {
         state.continue_on_deadline = self.continue_on_deadline;
         state.kb_version = graph.kb_version();
         state.retrieval = Some(graph.retrieval_mode());
+        state.thread = self.thread.cloned();
         Checkpoint::new(run_id, crate::engine::Graph::start(graph, &state), state)
     }
 

@@ -116,6 +116,9 @@ pub struct RagState {
     /// What a speculation fork found until it joins, and the run's speculation counters.
     #[serde(default, skip_serializing_if = "Speculating::is_empty")]
     pub(crate) speculation: Speculating,
+    /// The thread this run is a turn of, with the recent turns its prompts see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<super::thread::ThreadContext>,
 }
 
 impl RagState {
@@ -140,6 +143,7 @@ impl RagState {
             kb_version: None,
             retrieval: None,
             speculation: Speculating::default(),
+            thread: None,
         }
     }
 

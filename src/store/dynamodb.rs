@@ -22,6 +22,7 @@
 mod cache;
 mod head;
 mod leases;
+mod thread;
 
 pub use leases::{LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
 
@@ -381,6 +382,10 @@ impl CheckpointStore for DynamoStore {
 
     fn name(&self) -> &'static str {
         "dynamodb"
+    }
+
+    fn threads(&self) -> Option<&dyn super::ThreadStore> {
+        Some(self)
     }
 }
 

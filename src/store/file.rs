@@ -20,6 +20,8 @@
 //! power cut may lose the last step, which a local CLI run can afford.
 //! Every blocking call runs inside `tokio::task::spawn_blocking`.
 
+mod items;
+
 use super::memory::{expiry_ms, is_expired};
 use super::{CacheStore, CheckpointStore, Lease, StoreError, Versioned};
 use crate::clock::{Clock, SystemClock};
@@ -148,6 +150,10 @@ impl CheckpointStore for FileStore {
 
     fn name(&self) -> &'static str {
         "file"
+    }
+
+    fn threads(&self) -> Option<&dyn super::ThreadStore> {
+        Some(self)
     }
 }
 

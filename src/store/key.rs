@@ -15,6 +15,11 @@ pub(crate) enum StoreKey<'a> {
     ActiveRuns(&'a str),
     /// A cached model reply: `cache#<hex sha256 of the request>`.
     Cache(&'a str),
+    /// A conversation thread's head: `thread#<caller digest>#<thread id>`.
+    Thread(&'a str),
+    /// One turn of a thread in the local stores: `turn#<caller digest>#<thread id>#<turn>`
+    /// (DynamoDB keeps turns under the thread's own `pk` instead).
+    ThreadTurn(&'a str),
 }
 
 impl<'a> StoreKey<'a> {
@@ -25,6 +30,8 @@ impl<'a> StoreKey<'a> {
             StoreKey::Idempotency(_) => "idem#",
             StoreKey::ActiveRuns(_) => "active#",
             StoreKey::Cache(_) => "cache#",
+            StoreKey::Thread(_) => "thread#",
+            StoreKey::ThreadTurn(_) => "turn#",
         }
     }
 
@@ -34,7 +41,9 @@ impl<'a> StoreKey<'a> {
             StoreKey::Run(id)
             | StoreKey::Idempotency(id)
             | StoreKey::ActiveRuns(id)
-            | StoreKey::Cache(id) => id,
+            | StoreKey::Cache(id)
+            | StoreKey::Thread(id)
+            | StoreKey::ThreadTurn(id) => id,
         }
     }
 
@@ -46,6 +55,8 @@ impl<'a> StoreKey<'a> {
             "idem" => StoreKey::Idempotency(id),
             "active" => StoreKey::ActiveRuns(id),
             "cache" => StoreKey::Cache(id),
+            "thread" => StoreKey::Thread(id),
+            "turn" => StoreKey::ThreadTurn(id),
             _ => return None,
         })
     }
@@ -69,6 +80,11 @@ mod tests {
             (StoreKey::Idempotency("ab12"), "idem#ab12"),
             (StoreKey::ActiveRuns("c0ffee"), "active#c0ffee"),
             (StoreKey::Cache("00ff"), "cache#00ff"),
+            (StoreKey::Thread("c0#t-1"), "thread#c0#t-1"),
+            (
+                StoreKey::ThreadTurn("c0#t-1#0000000001"),
+                "turn#c0#t-1#0000000001",
+            ),
         ] {
             assert_eq!(key.to_string(), text);
             assert_eq!(StoreKey::parse(text), Some(key));

@@ -8,6 +8,8 @@
 //! carry their own expiry. Leased items are listed by [`LeaseIndex`] with a scan of the map
 //! (fine in memory; the DynamoDB store uses a sparse index instead).
 
+mod items;
+
 use super::{
     CacheStore, CheckpointStore, Lapsed, LapsedLease, Lease, LeaseIndex, StoreError, Versioned,
 };
@@ -155,6 +157,10 @@ impl CheckpointStore for MemoryStore {
 
     fn name(&self) -> &'static str {
         "memory"
+    }
+
+    fn threads(&self) -> Option<&dyn super::ThreadStore> {
+        Some(self)
     }
 }
 

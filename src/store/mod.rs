@@ -10,6 +10,7 @@ mod file;
 mod key;
 mod leases;
 mod memory;
+mod thread;
 
 pub use cache::CacheStore;
 pub use dynamodb::{DynamoStore, LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
@@ -18,6 +19,7 @@ pub use file::FileStore;
 pub(crate) use key::StoreKey;
 pub use leases::{Lapsed, LapsedLease, LeaseIndex};
 pub use memory::MemoryStore;
+pub use thread::{HeadWrite, ListedHead, StoredHead, ThreadKey, ThreadStore};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -102,6 +104,11 @@ pub trait CheckpointStore: Send + Sync {
 
     /// Short backend name for logs (`memory`, `file`, `dynamodb`).
     fn name(&self) -> &'static str;
+
+    /// The conversation threads kept in the same store, if it keeps any.
+    fn threads(&self) -> Option<&dyn ThreadStore> {
+        None
+    }
 }
 
 #[cfg(test)]

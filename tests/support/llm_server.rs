@@ -306,6 +306,12 @@ impl Script {
             .on("grade_answer", [Reply::yes()])
             .on("refine_query", [Reply::refined("refined question")])
             .on("generate_answer", [Reply::answer("Scripted answer [1].")])
+            .on(
+                "contextualize_question",
+                [Reply::json(
+                    json!({"standalone_question": "Scripted standalone question?"}),
+                )],
+            )
     }
 
     /// Replaces the queue of `name`: replies are served in order and the last one repeats.

@@ -145,6 +145,18 @@ impl Moto {
             )
             .build()
             .expect("lease index");
+        // A caller's threads (and runs), newest first, without a scan.
+        let by_owner = GlobalSecondaryIndex::builder()
+            .index_name("by_owner")
+            .key_schema(key("owner", KeyType::Hash))
+            .key_schema(key("owner_sort", KeyType::Range))
+            .projection(
+                Projection::builder()
+                    .projection_type(ProjectionType::All)
+                    .build(),
+            )
+            .build()
+            .expect("owner index");
         client
             .create_table()
             .table_name(&name)
@@ -152,9 +164,12 @@ impl Moto {
             .attribute_definitions(attribute("sk"))
             .attribute_definitions(attribute(LEASE_SHARD))
             .attribute_definitions(typed("lease_expires_at", ScalarAttributeType::N))
+            .attribute_definitions(attribute("owner"))
+            .attribute_definitions(attribute("owner_sort"))
             .key_schema(key("pk", KeyType::Hash))
             .key_schema(key("sk", KeyType::Range))
             .global_secondary_indexes(leases)
+            .global_secondary_indexes(by_owner)
             .billing_mode(BillingMode::PayPerRequest)
             .send()
             .await

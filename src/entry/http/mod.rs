@@ -10,6 +10,7 @@
 //! | `idempotency.rs` | `Idempotency-Key`: a repeated request gets the same run |
 //! | `admission.rs` | the per-caller active-run limit (429) |
 //! | `status.rs` | error answers, and the mapping of engine and queue errors to status codes |
+//! | `threads.rs` | conversation threads: a turn's start (409 when busy) and `/threads` |
 
 mod admission;
 mod api;
@@ -17,6 +18,7 @@ mod idempotency;
 pub(crate) mod limits;
 mod routes;
 mod status;
+mod threads;
 
 pub(crate) use api::Api;
 pub(crate) use routes::{prepare, run_claimed, Claimed};
@@ -32,7 +34,7 @@ use lambda_http::{Body, Request, Response};
 
 /// The routes, for the answer to a request that matches none.
 const ROUTES: &str =
-    "POST /workflow/run, POST /workflow/runs and GET /workflow/runs/{run_id} (see openapi.yaml)";
+    "POST /workflow/run, POST /workflow/runs, GET /workflow/runs/{run_id}, GET /threads and GET or DELETE /threads/{thread_id} (see openapi.yaml)";
 
 /// Handles one HTTP request. Never fails: every error becomes a JSON response.
 pub async fn handle(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Response<Body> {
@@ -49,6 +51,11 @@ pub async fn handle(app: &App, queue: Option<&dyn WorkQueue>, request: Request) 
             Err(method_not_allowed(&method, &path, "POST"))
         }
         (_, ["workflow", "runs", _]) => Err(method_not_allowed(&method, &path, "GET")),
+        (&Method::GET, ["threads"]) => threads::list(api, &caller, &request).await,
+        (&Method::GET, ["threads", id]) => threads::show(api, &caller, id, &request).await,
+        (&Method::DELETE, ["threads", id]) => threads::delete(api, &caller, id).await,
+        (_, ["threads"]) => Err(method_not_allowed(&method, &path, "GET")),
+        (_, ["threads", _]) => Err(method_not_allowed(&method, &path, "GET, DELETE")),
         _ => Err(status::error(
             StatusCode::NOT_FOUND,
             "not_found",

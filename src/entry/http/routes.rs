@@ -12,6 +12,7 @@ use crate::engine::{Budget, EngineError};
 use crate::entry::metrics;
 use crate::error::{Classify, ErrorClass};
 use crate::queue::WorkMessage;
+use crate::rag::thread::ThreadContext;
 use crate::rag::{Caller, RunRequest, RunResponse, RunStatus, ValidationError, Workflow};
 use lambda_http::http::StatusCode;
 use lambda_http::{Request, RequestExt};
@@ -24,6 +25,8 @@ pub(crate) struct Claimed {
     pub(crate) run: Run,
     /// The validated request.
     pub(crate) request: RunRequest,
+    /// The thread turn the run answers (request field `thread_id`).
+    pub(crate) thread: Option<ThreadContext>,
 }
 
 /// Reads and validates the body of `request` and claims its run; everything that can refuse
@@ -35,10 +38,15 @@ pub(crate) async fn prepare(
 ) -> Result<Claimed, ApiError> {
     let (run_request, body) = parse_body(api, request)?;
     let run = claim(api, &caller, request, &body).await?;
+    let thread = match &run {
+        Run::New(run_id) => super::threads::begin(api, &caller, &run_request, run_id).await?,
+        Run::Repeat(_) => None,
+    };
     Ok(Claimed {
         caller,
         run,
         request: run_request,
+        thread,
     })
 }
 
@@ -61,6 +69,7 @@ pub(crate) async fn run_claimed(
         caller,
         run,
         request,
+        thread,
     } = claimed;
     let clock = api.runs.clock();
     let run_id = match run {
@@ -82,12 +91,19 @@ pub(crate) async fn run_claimed(
             };
         }
     };
+    let thread_id = request.thread_id.clone();
     let response = workflow
         .for_caller(&caller)
+        .in_thread(thread.as_ref())
         .run_new(&run_id, request, budget)
-        .await
-        .map_err(|e| engine_error(clock, e))?;
-    finish(api, response).await
+        .await;
+    if let (Err(_), Some(thread_id)) = (&response, thread_id) {
+        api.runs
+            .threads()
+            .abandon(&caller, &thread_id, &run_id)
+            .await;
+    }
+    finish(api, response.map_err(|e| engine_error(clock, e))?).await
 }
 
 /// `POST /workflow/runs`: stores the run and queues it for the worker (501 without a queue).
@@ -101,7 +117,7 @@ pub(super) async fn run_async(api: Api<'_>, caller: Caller, request: &Request) -
         ));
     };
     let claimed = prepare(api, caller, request).await?;
-    let (caller, run_request) = (claimed.caller, claimed.request);
+    let (caller, run_request, thread) = (claimed.caller, claimed.request, claimed.thread);
     let run_id = match claimed.run {
         Run::New(run_id) => run_id,
         Run::Repeat(run_id) => {
@@ -113,6 +129,7 @@ pub(super) async fn run_async(api: Api<'_>, caller: Caller, request: &Request) -
     api.runs
         .workflow()
         .for_caller(&caller)
+        .in_thread(thread.as_ref())
         .submit(&run_id, run_request.clone())
         .await
         .map_err(|e| engine_error(api.runs.clock(), e))?;

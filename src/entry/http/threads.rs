@@ -1,0 +1,227 @@
+//! Conversation threads over HTTP: starting a run's turn (409 `thread_busy` with
+//! `Retry-After` while the previous turn is unfinished) and the `/threads` routes:
+//! `GET /threads` (the caller's threads, newest first, `limit` + `cursor`),
+//! `GET /threads/{thread_id}` (its turns, `after` + `limit`) and `DELETE /threads/{thread_id}`
+//! (204; the thread, its turns and its runs' checkpoints). Another caller's thread is 404.
+
+use super::api::Api;
+use super::status::{engine_error, error, error_field, json_response, ApiError, Reply};
+use crate::engine::utc_seconds;
+use crate::entry::messages;
+use crate::rag::thread::{validate_id, ThreadContext, ThreadError, ThreadHead, TurnRecord};
+use crate::rag::{Caller, RunRequest};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as CURSOR;
+use base64::Engine as _;
+use lambda_http::http::header::{HeaderValue, RETRY_AFTER};
+use lambda_http::http::StatusCode;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde::Serialize;
+use serde_json::json;
+
+/// Default and largest page of threads or turns.
+const DEFAULT_LIMIT: usize = 20;
+const MAX_LIMIT: usize = 100;
+
+/// Starts the thread turn of a new run, when the request names a thread.
+pub(super) async fn begin(
+    api: Api<'_>,
+    caller: &Caller,
+    request: &RunRequest,
+    run_id: &str,
+) -> Result<Option<ThreadContext>, ApiError> {
+    let Some(thread_id) = &request.thread_id else {
+        return Ok(None);
+    };
+    let threads = api.runs.threads();
+    let context = threads
+        .begin(caller, thread_id, run_id, &request.question)
+        .await
+        .map_err(|e| thread_error(api, e))?;
+    Ok(Some(context))
+}
+
+/// A thread as listed.
+#[derive(Serialize)]
+struct Summary<'a> {
+    thread_id: &'a str,
+    turns: u32,
+    created_at: String,
+    updated_at: String,
+    active_run_id: Option<&'a str>,
+}
+
+impl<'a> Summary<'a> {
+    fn of(head: &'a ThreadHead) -> Self {
+        Self {
+            thread_id: &head.thread_id,
+            turns: head.turns,
+            created_at: utc_seconds(head.created_at_ms),
+            updated_at: utc_seconds(head.updated_at_ms),
+            active_run_id: head.active_run(),
+        }
+    }
+}
+
+/// `GET /threads?limit=&cursor=`.
+pub(super) async fn list(api: Api<'_>, caller: &Caller, request: &Request) -> Reply {
+    let limit = limit(request)?;
+    let cursor = match query(request, "cursor") {
+        None => None,
+        Some(c) => Some(
+            CURSOR
+                .decode(c.as_bytes())
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .filter(|c| is_sort_key(c))
+                .ok_or_else(|| {
+                    error_field(
+                        StatusCode::BAD_REQUEST,
+                        "cursor",
+                        "is not a cursor this API gave out: pass the next_cursor of the \
+                         previous page unchanged, or leave it out for the first page",
+                    )
+                })?,
+        ),
+    };
+    let page = api
+        .runs
+        .threads()
+        .list(caller, limit, cursor.as_deref())
+        .await
+        .map_err(|e| thread_error(api, e))?;
+    let threads: Vec<Summary> = page.threads.iter().map(Summary::of).collect();
+    let next_cursor = page.next_cursor.map(|c| CURSOR.encode(c.as_bytes()));
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({ "threads": threads, "next_cursor": next_cursor }),
+    ))
+}
+
+/// `GET /threads/{thread_id}?after=&limit=`.
+pub(super) async fn show(api: Api<'_>, caller: &Caller, id: &str, request: &Request) -> Reply {
+    check_id(id)?;
+    let limit = limit(request)?;
+    let after = match query(request, "after") {
+        None => 0,
+        Some(a) => a.parse::<u32>().map_err(|_| {
+            error_field(
+                StatusCode::BAD_REQUEST,
+                "after",
+                "must be a turn number (0 or more): the turns after it are returned",
+            )
+        })?,
+    };
+    let (head, turns) = api
+        .runs
+        .threads()
+        .show(caller, id, after, limit)
+        .await
+        .map_err(|e| thread_error(api, e))?;
+    let next_after = turns
+        .last()
+        .filter(|t| turns.len() == limit && t.turn < head.turns)
+        .map(|t| t.turn);
+    let turns: &[TurnRecord] = &turns;
+    let summary = Summary::of(&head);
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({
+            "thread_id": summary.thread_id,
+            "turn_count": summary.turns,
+            "created_at": summary.created_at,
+            "updated_at": summary.updated_at,
+            "active_run_id": summary.active_run_id,
+            "turns": turns,
+            "next_after": next_after,
+        }),
+    ))
+}
+
+/// `DELETE /threads/{thread_id}`: 204, then nothing of the thread can be read.
+pub(super) async fn delete(api: Api<'_>, caller: &Caller, id: &str) -> Reply {
+    check_id(id)?;
+    api.runs
+        .threads()
+        .delete(caller, id)
+        .await
+        .map_err(|e| thread_error(api, e))?;
+    tracing::info!(caller = caller.kind(), "thread deleted");
+    let mut response = Response::new(Body::Empty);
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    Ok(response)
+}
+
+/// The shape of a listing's sort key (`<15 digits>#<thread id>`), which a cursor encodes.
+fn is_sort_key(text: &str) -> bool {
+    text.split_once('#').is_some_and(|(ms, id)| {
+        ms.len() == 15 && ms.bytes().all(|b| b.is_ascii_digit()) && validate_id(id).is_ok()
+    })
+}
+
+fn check_id(id: &str) -> Result<(), ApiError> {
+    validate_id(id).map_err(|m| error_field(StatusCode::BAD_REQUEST, "thread_id", &m))
+}
+
+fn query(request: &Request, name: &str) -> Option<String> {
+    request
+        .query_string_parameters_ref()
+        .and_then(|q| q.first(name).map(str::to_owned))
+}
+
+fn limit(request: &Request) -> Result<usize, ApiError> {
+    let Some(limit) = query(request, "limit") else {
+        return Ok(DEFAULT_LIMIT);
+    };
+    limit
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=MAX_LIMIT).contains(n))
+        .ok_or_else(|| {
+            error_field(
+                StatusCode::BAD_REQUEST,
+                "limit",
+                &format!("must be between 1 and {MAX_LIMIT}"),
+            )
+        })
+}
+
+/// The answer to a thread error.
+fn thread_error(api: Api<'_>, e: ThreadError) -> ApiError {
+    let clock = api.runs.clock();
+    match e {
+        ThreadError::Busy {
+            thread_id,
+            run_id,
+            retry_at_ms,
+        } => {
+            let now_ms = clock.now_ms();
+            let retry_after = messages::wait_secs(retry_at_ms, now_ms);
+            let body = json!({
+                "error": "thread_busy",
+                "run_id": run_id,
+                "thread_id": thread_id,
+                "message": format!(
+                    "the previous turn of this thread (run {run_id}) is unfinished: retry in \
+                     {retry_after} s, or once GET /workflow/runs/{run_id} shows it finished"
+                ),
+                "retry_after_seconds": retry_after,
+            });
+            ApiError::with_body(StatusCode::CONFLICT, body)
+                .with_header(RETRY_AFTER, HeaderValue::from(retry_after))
+        }
+        ThreadError::NotFound { thread_id } => error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            &format!(
+                "thread {thread_id} not found: it never had a turn of yours, expired \
+                 (THREAD_TTL_SECONDS) or was deleted"
+            ),
+        ),
+        ThreadError::Unsupported { store } => error(
+            StatusCode::NOT_IMPLEMENTED,
+            "threads_unavailable",
+            &format!("this deployment's checkpoint store ({store}) keeps no threads"),
+        ),
+        ThreadError::Engine(e) => engine_error(clock, e),
+    }
+}
