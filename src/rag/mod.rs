@@ -18,6 +18,7 @@ mod error;
 mod events;
 mod graph;
 pub mod idempotency;
+mod integral;
 mod limit_hit;
 mod node;
 mod nodes;
