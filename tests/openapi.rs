@@ -25,6 +25,7 @@ const RUN: &str = include_str!("../events/apigw-run.json");
 const RUN_BAD: &str = include_str!("../events/apigw-run-bad.json");
 const RUNS_START: &str = include_str!("../events/apigw-runs-start.json");
 const RUNS_GET: &str = include_str!("../events/apigw-runs-get.json");
+const RUNS_CANCEL: &str = include_str!("../events/apigw-runs-cancel.json");
 const NOT_FOUND: &str = include_str!("../events/apigw-not-found.json");
 const URL_RUN_ANONYMOUS: &str = include_str!("../events/apigw-url-run-anonymous.json");
 
@@ -213,6 +214,10 @@ fn get_event(run_id: &str) -> String {
     RUNS_GET.replace("00000000-0000-4000-8000-000000000001", run_id)
 }
 
+fn cancel_event(run_id: &str) -> String {
+    RUNS_CANCEL.replace("00000000-0000-4000-8000-000000000001", run_id)
+}
+
 fn with_method(event: &str, method: &str) -> String {
     let mut v: Value = serde_json::from_str(event).unwrap();
     v["requestContext"]["http"]["method"] = method.into();
@@ -375,6 +380,26 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     answers.push(call(&main, None, &with_method(RUN, "GET")).await);
     answers.push(call(&main, None, &with_method(&get_event(&run_id), "DELETE")).await);
 
+    // Cancel: a queued run (200, and 200 again), a finished one (409), bad and unknown ids.
+    for _ in 0..2 {
+        let cancelled = call(&main, None, &cancel_event(&queued_id)).await;
+        assert_eq!(json_of(&cancelled)["status"], "cancelled", "{cancelled:?}");
+        answers.push(cancelled);
+    }
+    let refused = call(&main, None, &cancel_event(&run_id)).await;
+    assert_eq!(refused.status, 409, "{refused:?}");
+    answers.push(refused);
+    answers.push(call(&main, None, &cancel_event("not.a.run.id")).await);
+    answers.push(
+        call(
+            &main,
+            None,
+            &cancel_event("00000000-0000-4000-8000-00000000dead"),
+        )
+        .await,
+    );
+    answers.push(call(&main, None, &with_method(&cancel_event(&run_id), "GET")).await);
+
     // No queue: asynchronous runs are 501.
     let no_queue = app(&llm, Arc::new(MemoryStore::new()), false);
     answers.push(call(&no_queue, None, RUNS_START).await);
@@ -438,6 +463,7 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     let stored_id = json_of(&stored)["run_id"].as_str().unwrap().to_owned();
     faulty.set(Fault::GetTransient);
     answers.push(call(&shaky, None, &get_event(&stored_id)).await);
+    answers.push(call(&shaky, None, &cancel_event(&stored_id)).await);
     faulty.set(Fault::PutPermanent);
     answers.push(call(&shaky, None, RUN).await);
     answers.push(call(&shaky, Some(&queue), RUNS_START).await);
@@ -450,6 +476,7 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
         .await
         .unwrap();
     answers.push(call(&shaky, None, &get_event(corrupt)).await);
+    answers.push(call(&shaky, None, &cancel_event(corrupt)).await);
     answers.push(call(&shaky, Some(&RefusingQueue(true)), RUNS_START).await);
     answers.push(call(&shaky, Some(&RefusingQueue(false)), RUNS_START).await);
 

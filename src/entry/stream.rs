@@ -33,10 +33,18 @@ pub(crate) fn sse_event(event: &RunEvent) -> String {
 }
 
 /// The last event of a streamed run, from the buffered answer's status and body: `suspended`
-/// for a run that will be continued, `final` for everything else.
+/// for a run that will be continued, `cancelled` for a run its caller cancelled, `final` for
+/// everything else.
 pub(crate) fn last_event(status: StatusCode, body: &Value) -> String {
     let suspended = status == StatusCode::ACCEPTED && body["status"] == "suspended";
-    sse(if suspended { "suspended" } else { "final" }, body)
+    let name = if suspended {
+        "suspended"
+    } else if body["status"] == "cancelled" {
+        "cancelled"
+    } else {
+        "final"
+    };
+    sse(name, body)
 }
 
 /// Handles one request of the streaming function. Never fails: errors become JSON answers.
@@ -146,5 +154,7 @@ mod tests {
         assert!(last_event(StatusCode::ACCEPTED, &running).starts_with("event: final\n"));
         let done = json!({"status": "completed"});
         assert!(last_event(StatusCode::OK, &done).starts_with("event: final\n"));
+        let cancelled = json!({"status": "cancelled"});
+        assert!(last_event(StatusCode::OK, &cancelled).starts_with("event: cancelled\n"));
     }
 }

@@ -14,6 +14,7 @@
 
 pub mod active;
 mod caller;
+mod cancel;
 mod error;
 mod events;
 mod graph;
@@ -31,6 +32,7 @@ mod state;
 mod tenant;
 
 pub use caller::Caller;
+pub use cancel::Cancel;
 pub use error::RagError;
 pub use events::{Counters, Events, RunEvent};
 pub use graph::{RagGraph, RagLimits};

@@ -1,7 +1,9 @@
 //! Running, resuming and reading runs: the one entry point the CLI and the Lambda handlers
 //! call. It owns no workflow logic: the graph decides, the engine bounds, the store persists.
 
-use super::{Caller, Events, RagGraph, RagNode, RagState, RunEvent, RunRequest, RunResponse};
+use super::{
+    Caller, Cancel, Events, RagGraph, RagNode, RagState, RunEvent, RunRequest, RunResponse,
+};
 use crate::engine::{
     advance, run_key, Budget, Checkpoint, Clock, EngineError, FailedAt, NodeFailure, Persist,
     Phase, Session,
@@ -113,7 +115,9 @@ impl<'a> Workflow<'a> {
             let budget = &self.run_budget(&cp, budget);
             let session = Session::create(self.store, run_id, &cp, self.lease(budget)).await?;
             let mut persist = Observed::new(session, &self.graph.events, &cp);
-            advance(graph, &mut cp, budget, self.clock, &mut persist).await?;
+            if let Err(e) = advance(graph, &mut cp, budget, self.clock, &mut persist).await {
+                return self.settle(run_id, e).await;
+            }
             Ok(self.respond(&cp))
         }
         .instrument(span)
@@ -168,14 +172,18 @@ impl<'a> Workflow<'a> {
         if !loaded.checkpoint.can_advance(budget) {
             return Ok(self.respond(&loaded.checkpoint));
         }
-        let session = Session::lock(
+        let session = match Session::lock(
             self.store,
             run_id,
             &loaded,
             self.lease(budget),
             self.clock.now_ms(),
         )
-        .await?;
+        .await
+        {
+            Ok(session) => session,
+            Err(e) => return self.settle(run_id, e).await,
+        };
         let mut cp = loaded.checkpoint;
         cp.state.continue_on_deadline = self.continue_on_deadline;
         if cp.state.outcome == Some(super::Outcome::Suspended) {
@@ -185,10 +193,24 @@ impl<'a> Workflow<'a> {
         cp.state.kb_version = graph.kb_version();
         cp.state.retrieval = Some(graph.retrieval_mode());
         let mut persist = Observed::new(session, &self.graph.events, &cp);
-        advance(graph, &mut cp, budget, self.clock, &mut persist)
+        let advanced = advance(graph, &mut cp, budget, self.clock, &mut persist)
             .instrument(tracing::info_span!("run", run_id))
-            .await?;
+            .await;
+        if let Err(e) = advanced {
+            return self.settle(run_id, e).await;
+        }
         Ok(self.respond(&cp))
+    }
+
+    /// Cancels a run (of this workflow's caller, when it has one): see [`super::cancel`].
+    pub async fn cancel(&self, run_id: &str) -> Result<Cancel, EngineError> {
+        super::cancel::cancel(self.store, self.caller, run_id, |cp| self.respond(cp)).await
+    }
+
+    /// The answer of an invocation whose write failed with `error`: the cancelled run's,
+    /// when a cancel is why; otherwise `error`.
+    async fn settle(&self, run_id: &str, error: EngineError) -> Result<RunResponse, EngineError> {
+        super::cancel::settle(self.store, run_id, error, |cp| self.respond(cp)).await
     }
 
     /// Marks a run `failed` with `reason` (a poison message), unless it already ended or

@@ -66,6 +66,8 @@ pub enum Outcome {
     BestEffort(BestEffortReason),
     /// Stopped by the deadline; a continuation will finish it.
     Suspended,
+    /// Stopped by its caller (`POST /workflow/runs/{run_id}/cancel`); the answer so far is kept.
+    Cancelled,
 }
 
 /// Adaptive-RAG state.
@@ -155,7 +157,7 @@ impl RagState {
     pub fn finish(&mut self, outcome: Outcome, answer: String) {
         let answer = match outcome {
             Outcome::BestEffort(reason) => format!("{answer}\n\n{}", reason.disclaimer()),
-            Outcome::Completed | Outcome::Suspended => answer,
+            Outcome::Completed | Outcome::Suspended | Outcome::Cancelled => answer,
         };
         self.outcome = Some(outcome);
         self.answer = Some(answer);

@@ -130,6 +130,19 @@ pub(super) async fn run_async(api: Api<'_>, caller: Caller, request: &Request) -
 
 /// `GET /workflow/runs/{run_id}`: the run's status, and its answer once finished.
 pub(super) async fn get_run(api: Api<'_>, caller: &Caller, run_id: &str) -> Reply {
+    check_run_id(run_id)?;
+    let response = api
+        .runs
+        .workflow()
+        .for_caller(caller)
+        .status(run_id)
+        .await
+        .map_err(|e| engine_error(api.runs.clock(), e))?;
+    Ok(json_response(StatusCode::OK, &response))
+}
+
+/// A `run_id` path parameter as runs are named (400 otherwise).
+pub(super) fn check_run_id(run_id: &str) -> Result<(), ApiError> {
     if run_id.is_empty()
         || run_id.len() > 128
         || !run_id
@@ -143,21 +156,14 @@ pub(super) async fn get_run(api: Api<'_>, caller: &Caller, run_id: &str) -> Repl
              POST /workflow/run or POST /workflow/runs answered with",
         ));
     }
-    let response = api
-        .runs
-        .workflow()
-        .for_caller(caller)
-        .status(run_id)
-        .await
-        .map_err(|e| engine_error(api.runs.clock(), e))?;
-    Ok(json_response(StatusCode::OK, &response))
+    Ok(())
 }
 
 /// Shapes a run's response; a suspended run gets its continuation queued first.
 async fn finish(api: Api<'_>, response: RunResponse) -> Reply {
     metrics::emit_run(&response, api.runs.clock().now_ms());
     match response.status {
-        RunStatus::Completed | RunStatus::BestEffort => {
+        RunStatus::Completed | RunStatus::BestEffort | RunStatus::Cancelled => {
             Ok(json_response(StatusCode::OK, &response))
         }
         RunStatus::Running => Ok(accepted(&response.run_id, RunStatus::Running)),
