@@ -11,7 +11,8 @@ mod support;
 use async_trait::async_trait;
 use bounded_rag::entry::{http, stream, App};
 use bounded_rag::queue::{MemoryQueue, QueueError, WorkMessage, WorkQueue};
-use bounded_rag::store::{CheckpointStore, Lease, MemoryStore, StoreError, Versioned};
+use bounded_rag::rag::RunIndexer;
+use bounded_rag::store::{CheckpointStore, Lease, ListPage, MemoryStore, StoreError, Versioned};
 use lambda_http::http::HeaderMap;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -214,6 +215,34 @@ fn get_event(run_id: &str) -> String {
     RUNS_GET.replace("00000000-0000-4000-8000-000000000001", run_id)
 }
 
+/// `GET {path}?{query}` as API Gateway sends it (the IAM caller of `apigw-runs-get.json`).
+fn get_path_event(route: &str, path: &str, query: &[(&str, &str)]) -> String {
+    let mut v: Value = serde_json::from_str(RUNS_GET).unwrap();
+    let raw: Vec<String> = query.iter().map(|(k, val)| format!("{k}={val}")).collect();
+    v["routeKey"] = json!(format!("GET {route}"));
+    v["requestContext"]["routeKey"] = json!(format!("GET {route}"));
+    v["rawPath"] = json!(path);
+    v["requestContext"]["http"]["path"] = json!(path);
+    v["rawQueryString"] = json!(raw.join("&"));
+    if !query.is_empty() {
+        let params: serde_json::Map<String, Value> = query
+            .iter()
+            .map(|(k, val)| ((*k).to_owned(), json!(val)))
+            .collect();
+        v["queryStringParameters"] = Value::Object(params);
+    }
+    v.to_string()
+}
+
+fn steps_event(run_id: &str, query: &[(&str, &str)]) -> String {
+    let path = format!("/workflow/runs/{run_id}/steps");
+    get_path_event("/workflow/runs/{run_id}/steps", &path, query)
+}
+
+fn list_event(query: &[(&str, &str)]) -> String {
+    get_path_event("/workflow/runs", "/workflow/runs", query)
+}
+
 fn cancel_event(run_id: &str) -> String {
     RUNS_CANCEL.replace("00000000-0000-4000-8000-000000000001", run_id)
 }
@@ -318,6 +347,18 @@ impl CheckpointStore for Faulty {
             _ => self.inner.put(key, expected, body, lease).await,
         }
     }
+    async fn list_owned(
+        &self,
+        owner: &str,
+        status: Option<&str>,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<ListPage, StoreError> {
+        match self.fault() {
+            Fault::GetTransient => Err(StoreError::Transient("injected timeout".into())),
+            _ => self.inner.list_owned(owner, status, limit, cursor).await,
+        }
+    }
     fn name(&self) -> &'static str {
         "faulty"
     }
@@ -345,7 +386,8 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     let queue = MemoryQueue::default();
 
     // Happy paths, bad input, idempotency, routes.
-    let main = app(&llm, Arc::new(MemoryStore::new()), true);
+    let indexed = || Arc::new(MemoryStore::new().with_indexer(Arc::new(RunIndexer)));
+    let main = app(&llm, indexed(), true);
     let done = call(&main, None, RUN).await;
     let run_id = json_of(&done)["run_id"].as_str().unwrap().to_owned();
     answers.push(done);
@@ -380,6 +422,45 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     answers.push(call(&main, None, &with_method(RUN, "GET")).await);
     answers.push(call(&main, None, &with_method(&get_event(&run_id), "DELETE")).await);
 
+    // History: a run's steps, paged; the caller's runs, paged and filtered.
+    let first = call(&main, None, &steps_event(&run_id, &[("limit", "2")])).await;
+    assert_eq!(json_of(&first)["next_after"], 2, "{first:?}");
+    answers.push(first);
+    answers.push(call(&main, None, &steps_event(&run_id, &[("after", "2")])).await);
+    answers.push(call(&main, None, &steps_event(&run_id, &[("after", "-1")])).await);
+    answers.push(
+        call(
+            &main,
+            None,
+            &steps_event("00000000-0000-4000-8000-00000000dead", &[]),
+        )
+        .await,
+    );
+    let listed = call(&main, None, &list_event(&[("limit", "1")])).await;
+    let cursor = json_of(&listed)["next_cursor"]
+        .as_str()
+        .expect("a next page")
+        .to_owned();
+    answers.push(listed);
+    answers.push(
+        call(
+            &main,
+            None,
+            &list_event(&[("cursor", &cursor), ("status", "completed")]),
+        )
+        .await,
+    );
+    answers.push(call(&main, None, &list_event(&[("status", "done")])).await);
+    answers.push(call(&main, None, &list_event(&[("cursor", "bm90LWEtY3Vyc29y")])).await);
+    answers.push(
+        call(
+            &main,
+            None,
+            &with_method(&steps_event(&run_id, &[]), "POST"),
+        )
+        .await,
+    );
+
     // Cancel: a queued run (200, and 200 again), a finished one (409), bad and unknown ids.
     for _ in 0..2 {
         let cancelled = call(&main, None, &cancel_event(&queued_id)).await;
@@ -403,6 +484,8 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     // No queue: asynchronous runs are 501.
     let no_queue = app(&llm, Arc::new(MemoryStore::new()), false);
     answers.push(call(&no_queue, None, RUNS_START).await);
+    // A store that cannot list runs: 500.
+    answers.push(call(&no_queue, None, &list_event(&[])).await);
 
     // The active-run cap, on both POST routes and before a stream starts.
     let capped =
@@ -464,6 +547,8 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     faulty.set(Fault::GetTransient);
     answers.push(call(&shaky, None, &get_event(&stored_id)).await);
     answers.push(call(&shaky, None, &cancel_event(&stored_id)).await);
+    answers.push(call(&shaky, None, &steps_event(&stored_id, &[])).await);
+    answers.push(call(&shaky, None, &list_event(&[])).await);
     faulty.set(Fault::PutPermanent);
     answers.push(call(&shaky, None, RUN).await);
     answers.push(call(&shaky, Some(&queue), RUNS_START).await);
@@ -477,6 +562,7 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
         .unwrap();
     answers.push(call(&shaky, None, &get_event(corrupt)).await);
     answers.push(call(&shaky, None, &cancel_event(corrupt)).await);
+    answers.push(call(&shaky, None, &steps_event(corrupt, &[])).await);
     answers.push(call(&shaky, Some(&RefusingQueue(true)), RUNS_START).await);
     answers.push(call(&shaky, Some(&RefusingQueue(false)), RUNS_START).await);
 

@@ -226,4 +226,50 @@ async fn a_cancelled_suspended_run_never_resumes_and_a_finished_run_cannot_be_ca
     assert_eq!(refused["status"], "completed", "{refused}");
     let (status, missing) = post(&watch, "/workflow/runs/no-such-run/cancel", None).await;
     assert_eq!(status, 404, "{missing}");
+
+    // History through the table's owner index: newest first, paged, filtered by status.
+    let ids = |list: &Value| -> Vec<String> {
+        list["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .map(|r| r["run_id"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let (status, all) = get(&watch, "/workflow/runs").await;
+    assert_eq!(status, 200, "{all}");
+    assert_eq!(ids(&all), [done_id.clone(), run_id.clone()], "{all:#}");
+    assert_eq!(all["runs"][0]["status"], "completed", "{all:#}");
+    assert_eq!(all["runs"][1]["status"], "cancelled", "{all:#}");
+    let (_, first) = get(&watch, "/workflow/runs?limit=1").await;
+    assert_eq!(ids(&first), [done_id.as_str()], "{first:#}");
+    let cursor = first["next_cursor"].as_str().expect("a next page");
+    let (_, second) = get(&watch, &format!("/workflow/runs?limit=1&cursor={cursor}")).await;
+    assert_eq!(ids(&second), [run_id.as_str()], "{second:#}");
+    let (_, cancelled) = get(&watch, "/workflow/runs?status=cancelled").await;
+    assert_eq!(ids(&cancelled), [run_id.as_str()], "{cancelled:#}");
+    assert_eq!(cancelled["next_cursor"], Value::Null, "{cancelled:#}");
+    let (status, steps) = get(&watch, &format!("/workflow/runs/{done_id}/steps?limit=2")).await;
+    assert_eq!(status, 200, "{steps}");
+    let indexes: Vec<u64> = steps["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| s["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        (indexes, &steps["next_after"]),
+        (vec![1, 2], &json!(2)),
+        "{steps:#}"
+    );
+    assert_eq!(steps["steps"][0]["name"], "route_question", "{steps:#}");
+    assert_eq!(steps["steps"][0]["model_calls"], 1, "{steps:#}");
+    let (_, rest) = get(&watch, &format!("/workflow/runs/{done_id}/steps?after=2")).await;
+    let total = finished["metadata"]["total_steps"].as_u64().unwrap();
+    assert_eq!(
+        rest["steps"].as_array().unwrap().len() as u64,
+        total - 2,
+        "{rest:#}"
+    );
+    assert_eq!(rest["next_after"], Value::Null, "{rest:#}");
 }

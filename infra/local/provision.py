@@ -51,11 +51,21 @@ LEASE_INDEX = {
         "NonKeyAttributes": ["lease_owner", "requeued_for", "requeued_at"],
     },
 }
+OWNER_INDEX = {
+    "IndexName": "by_owner",
+    "KeySchema": [
+        {"AttributeName": "owner", "KeyType": "HASH"},
+        {"AttributeName": "owner_sort", "KeyType": "RANGE"},
+    ],
+    "Projection": {"ProjectionType": "ALL"},
+}
 ATTRIBUTES = [
     {"AttributeName": "pk", "AttributeType": "S"},
     {"AttributeName": "sk", "AttributeType": "S"},
     {"AttributeName": "lease_shard", "AttributeType": "S"},
     {"AttributeName": "lease_expires_at", "AttributeType": "N"},
+    {"AttributeName": "owner", "AttributeType": "S"},
+    {"AttributeName": "owner_sort", "AttributeType": "S"},
 ]
 
 
@@ -79,7 +89,7 @@ def create_table(ddb, name):
                 {"AttributeName": "pk", "KeyType": "HASH"},
                 {"AttributeName": "sk", "KeyType": "RANGE"},
             ],
-            GlobalSecondaryIndexes=[LEASE_INDEX],
+            GlobalSecondaryIndexes=[LEASE_INDEX, OWNER_INDEX],
             BillingMode="PAY_PER_REQUEST",
         )
         ddb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1})
@@ -94,6 +104,13 @@ def create_table(ddb, name):
                 GlobalSecondaryIndexUpdates=[{"Create": LEASE_INDEX}],
             )
             state = "exists, lease index added"
+        if not any(i["IndexName"] == OWNER_INDEX["IndexName"] for i in indexes):
+            ddb.update_table(
+                TableName=name,
+                AttributeDefinitions=ATTRIBUTES,
+                GlobalSecondaryIndexUpdates=[{"Create": OWNER_INDEX}],
+            )
+            state = "exists, owner index added"
     ddb.update_time_to_live(
         TableName=name,
         TimeToLiveSpecification={"AttributeName": "expires_at", "Enabled": True},

@@ -194,6 +194,7 @@ pub(crate) fn dynamo_store(
     let config = DynamoStore::client_config(sdk, timeout);
     let client = aws_sdk_dynamodb::Client::from_conf(config);
     DynamoStore::new(client, table.to_owned(), settings.aws.run_ttl)
+        .with_indexer(Arc::new(crate::rag::RunIndexer))
 }
 
 fn build_model(

@@ -222,10 +222,15 @@ impl RunResponse {
 }
 
 pub(crate) fn status_of(cp: &Checkpoint<RagState, RagNode>) -> RunStatus {
-    match cp.phase {
+    status_from(cp.phase, cp.state.outcome)
+}
+
+/// The status of a run in `phase` whose workflow ended with `outcome`.
+pub(crate) fn status_from(phase: Phase, outcome: Option<Outcome>) -> RunStatus {
+    match phase {
         Phase::Running => RunStatus::Running,
         Phase::Failed => RunStatus::Failed,
-        Phase::Finished | Phase::Stopped => match cp.state.outcome {
+        Phase::Finished | Phase::Stopped => match outcome {
             Some(Outcome::Completed) => RunStatus::Completed,
             Some(Outcome::Suspended) => RunStatus::Suspended,
             Some(Outcome::Cancelled) => RunStatus::Cancelled,

@@ -297,6 +297,7 @@ impl<'a> Workflow<'a> {
         state.continue_on_deadline = self.continue_on_deadline;
         state.kb_version = graph.kb_version();
         state.retrieval = Some(graph.retrieval_mode());
+        state.created_at_ms = self.clock.now_ms();
         Checkpoint::new(run_id, crate::engine::Graph::start(graph, &state), state)
     }
 

@@ -114,6 +114,10 @@ pub struct RagState {
     /// The retrieval a knowledge-base step of this run runs (`bm25` or `hybrid`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrieval: Option<RetrievalMode>,
+    /// When the run was created (epoch ms; 0 for runs stored before this was recorded): the
+    /// order of the caller's run list.
+    #[serde(default)]
+    pub created_at_ms: u64,
 }
 
 impl RagState {
@@ -137,6 +141,7 @@ impl RagState {
             caller: Caller::Anonymous,
             kb_version: None,
             retrieval: None,
+            created_at_ms: 0,
         }
     }
 

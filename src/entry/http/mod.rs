@@ -10,11 +10,13 @@
 //! | `idempotency.rs` | `Idempotency-Key`: a repeated request gets the same run |
 //! | `admission.rs` | the per-caller active-run limit (429) |
 //! | `cancel.rs` | cancelling a run |
+//! | `history.rs` | a run's steps, and the caller's runs |
 //! | `status.rs` | error answers, and the mapping of engine and queue errors to status codes |
 
 mod admission;
 mod api;
 mod cancel;
+mod history;
 mod idempotency;
 pub(crate) mod limits;
 mod routes;
@@ -34,8 +36,8 @@ use lambda_http::{Body, Request, Response};
 
 /// The routes, for the answer to a request that matches none.
 const ROUTES: &str =
-    "POST /workflow/run, POST /workflow/runs, GET /workflow/runs/{run_id} and POST \
-     /workflow/runs/{run_id}/cancel (see openapi.yaml)";
+    "POST /workflow/run, POST and GET /workflow/runs, GET /workflow/runs/{run_id}, POST \
+     /workflow/runs/{run_id}/cancel and GET /workflow/runs/{run_id}/steps (see openapi.yaml)";
 
 /// Handles one HTTP request. Never fails: every error becomes a JSON response.
 pub async fn handle(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Response<Body> {
@@ -47,14 +49,19 @@ pub async fn handle(app: &App, queue: Option<&dyn WorkQueue>, request: Request) 
     let result = match (&method, segments.as_slice()) {
         (&Method::POST, ["workflow", "run"]) => routes::run_sync(api, caller, &request).await,
         (&Method::POST, ["workflow", "runs"]) => routes::run_async(api, caller, &request).await,
+        (&Method::GET, ["workflow", "runs"]) => history::list(api, &caller, &request).await,
         (&Method::GET, ["workflow", "runs", run_id]) => routes::get_run(api, &caller, run_id).await,
         (&Method::POST, ["workflow", "runs", run_id, "cancel"]) => {
             cancel::cancel(api, &caller, run_id).await
         }
-        (_, ["workflow", "run"]) | (_, ["workflow", "runs"]) => {
-            Err(method_not_allowed(&method, &path, "POST"))
+        (&Method::GET, ["workflow", "runs", run_id, "steps"]) => {
+            history::steps(api, &caller, run_id, &request).await
         }
-        (_, ["workflow", "runs", _]) => Err(method_not_allowed(&method, &path, "GET")),
+        (_, ["workflow", "run"]) => Err(method_not_allowed(&method, &path, "POST")),
+        (_, ["workflow", "runs"]) => Err(method_not_allowed(&method, &path, "GET, POST")),
+        (_, ["workflow", "runs", _]) | (_, ["workflow", "runs", _, "steps"]) => {
+            Err(method_not_allowed(&method, &path, "GET"))
+        }
         (_, ["workflow", "runs", _, "cancel"]) => Err(method_not_allowed(&method, &path, "POST")),
         _ => Err(status::error(
             StatusCode::NOT_FOUND,
