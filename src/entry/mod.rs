@@ -9,6 +9,7 @@ mod cli_kb;
 mod cli_output;
 mod cli_stream;
 pub mod eval;
+pub mod events;
 pub mod http;
 pub mod logging;
 pub mod messages;

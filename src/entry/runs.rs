@@ -3,6 +3,7 @@
 //! [`Budget`]. The API, streaming and worker handlers and the CLI all take their budget from
 //! [`Runs::budget`], so a deadline is handled the same way everywhere.
 
+use super::events::{CompletionEvents, NotifyError};
 use crate::aws;
 use crate::config::{Budgets, Settings};
 use crate::engine::{Budget, Clock};
@@ -26,6 +27,8 @@ pub struct Runs {
     budgets: Budgets,
     /// Whether a deadline stop is continued by another invocation (a work queue exists).
     continue_on_deadline: bool,
+    /// `Run Finished` events (`EVENT_BUS_NAME`); `None` sends none.
+    events: Option<Arc<CompletionEvents>>,
 }
 
 impl Runs {
@@ -44,7 +47,24 @@ impl Runs {
             max_tokens: settings.limits.max_tokens_per_run,
             budgets: settings.budgets,
             continue_on_deadline: settings.aws.work_queue_url.is_some(),
+            events: None,
         }
+    }
+
+    /// These runs sending a `Run Finished` event per finished run through `events`.
+    pub fn with_completion_events(mut self, events: CompletionEvents) -> Self {
+        self.events = Some(Arc::new(events));
+        self
+    }
+
+    /// Sends the completion event of `run_id` if it ended and was not sent yet (nothing
+    /// without `EVENT_BUS_NAME`). An error means it was not sent and will be tried again by
+    /// the next delivery of the run or the next sweep.
+    pub(crate) async fn notify(&self, run_id: &str) -> Result<(), NotifyError> {
+        let Some(events) = &self.events else {
+            return Ok(());
+        };
+        events.notify(self.store.as_ref(), run_id).await.map(|_| ())
     }
 
     /// The workflow service over these clients.
@@ -57,6 +77,7 @@ impl Runs {
         Workflow::new(graph, self.store.as_ref(), self.clock.as_ref())
             .with_continuation(self.continue_on_deadline)
             .with_lease_grace(self.lease_grace())
+            .with_completion_events(self.events.is_some())
     }
 
     /// The budget of one invocation, drawn now: the Lambda deadline of `invocation` (none

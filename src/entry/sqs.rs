@@ -136,6 +136,12 @@ async fn after_run(
     response: RunResponse,
 ) -> RecordOutcome {
     metrics::emit_run(&response, runs.clock().now_ms());
+    if response.status.is_final() {
+        // A put that failed comes back with this record's next delivery (or the sweep).
+        if let Err(e) = runs.notify(&response.run_id).await {
+            return RecordOutcome::Retry(format!("completion event not sent: {e}"));
+        }
+    }
     match response.status {
         RunStatus::Completed | RunStatus::BestEffort | RunStatus::Cancelled => RecordOutcome::Done,
         RunStatus::Running => RecordOutcome::Retry("run is still running".into()),

@@ -15,7 +15,7 @@
 
 use super::{Caller, Outcome, RagCheckpoint, RunResponse, RunStatus};
 use crate::engine::{run_key, EngineError, Phase, Session};
-use crate::store::{CheckpointStore, StoreError};
+use crate::store::{CheckpointStore, Lease, StoreError};
 
 /// Cancel writes retried after losing a race with the run's own checkpoint writes: each loss
 /// means the run advanced a step, so a handful always suffices.
@@ -34,10 +34,13 @@ pub enum Cancel {
 
 /// Cancels `run_id` in `store`. With `caller`, another caller's run is
 /// [`EngineError::NotFound`]; `respond` shapes a checkpoint into the caller's answer.
+/// The cancelled run keeps `hold` as its lease (a parked one, while its completion event is
+/// unsent), or none.
 pub(crate) async fn cancel(
     store: &dyn CheckpointStore,
     caller: Option<&Caller>,
     run_id: &str,
+    hold: Option<Lease>,
     respond: impl Fn(&RagCheckpoint) -> RunResponse,
 ) -> Result<Cancel, EngineError> {
     let not_found = || EngineError::NotFound {
@@ -62,7 +65,7 @@ pub(crate) async fn cancel(
             message: e.to_string(),
         })?;
         match store
-            .put(&run_key(run_id), loaded.version, &body, None)
+            .put(&run_key(run_id), loaded.version, &body, hold.as_ref())
             .await
         {
             Ok(_) => {
@@ -118,7 +121,7 @@ mod tests {
     use super::*;
     use crate::engine::Checkpoint;
     use crate::rag::{RagNode, RagState, RunRequest};
-    use crate::store::{Lease, MemoryStore};
+    use crate::store::MemoryStore;
 
     fn respond(cp: &RagCheckpoint) -> RunResponse {
         RunResponse::from_checkpoint(cp, "test")
@@ -149,7 +152,7 @@ mod tests {
     async fn a_suspended_run_is_cancelled_once_keeping_its_answer_and_dropping_its_lease() {
         let store = MemoryStore::new();
         stored(&store, Phase::Stopped, Some(Outcome::Suspended)).await;
-        let Cancel::Cancelled(r) = cancel(&store, None, "r", respond).await.unwrap() else {
+        let Cancel::Cancelled(r) = cancel(&store, None, "r", None, respond).await.unwrap() else {
             panic!("expected Cancelled");
         };
         assert_eq!(
@@ -158,7 +161,7 @@ mod tests {
         );
         let item = store.get(&run_key("r")).await.unwrap().unwrap();
         assert_eq!((item.version, item.lease), (2, None));
-        let again = cancel(&store, None, "r", respond).await.unwrap();
+        let again = cancel(&store, None, "r", None, respond).await.unwrap();
         assert!(matches!(again, Cancel::AlreadyCancelled(_)));
         assert_eq!(store.get(&run_key("r")).await.unwrap().unwrap().version, 2);
     }
@@ -181,15 +184,15 @@ mod tests {
     async fn a_finished_run_is_left_alone_and_another_callers_run_is_not_found() {
         let store = MemoryStore::new();
         stored(&store, Phase::Finished, Some(Outcome::Completed)).await;
-        let done = cancel(&store, None, "r", respond).await.unwrap();
+        let done = cancel(&store, None, "r", None, respond).await.unwrap();
         assert!(matches!(done, Cancel::Finished(ref r) if r.status == RunStatus::Completed));
         let other = Caller::Jwt("other".into());
         assert!(matches!(
-            cancel(&store, Some(&other), "r", respond).await,
+            cancel(&store, Some(&other), "r", None, respond).await,
             Err(EngineError::NotFound { .. })
         ));
         assert!(matches!(
-            cancel(&store, None, "missing", respond).await,
+            cancel(&store, None, "missing", None, respond).await,
             Err(EngineError::NotFound { .. })
         ));
     }
@@ -200,7 +203,7 @@ mod tests {
         stored(&store, Phase::Running, None).await;
         let lost = || EngineError::Lost { run_id: "r".into() };
         assert!(settle(&store, "r", lost(), respond).await.is_err());
-        cancel(&store, None, "r", respond).await.unwrap();
+        cancel(&store, None, "r", None, respond).await.unwrap();
         let r = settle(&store, "r", lost(), respond).await.unwrap();
         assert_eq!(r.status, RunStatus::Cancelled);
         let busy = EngineError::Busy {

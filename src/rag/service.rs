@@ -46,6 +46,10 @@ pub struct Workflow<'a> {
     lease_grace: Duration,
     /// The caller whose runs these are; `None` for the operator's view (any run).
     caller: Option<&'a Caller>,
+    /// Whether a run's final write parks its lease instead of dropping it, until its
+    /// completion event is sent (`EVENT_BUS_NAME`): if the invocation dies first, the lease
+    /// lapses and the sweeper re-queues the run, whose next delivery sends the event.
+    hold_finished: bool,
 }
 
 impl<'a> Workflow<'a> {
@@ -58,6 +62,16 @@ impl<'a> Workflow<'a> {
             continue_on_deadline: false,
             lease_grace: LEASE_GRACE,
             caller: None,
+            hold_finished: false,
+        }
+    }
+
+    /// The same workflow keeping a finished run's lease parked when `on` (completion events
+    /// are sent: see `hold_finished`).
+    pub(crate) fn with_completion_events(self, on: bool) -> Self {
+        Self {
+            hold_finished: on,
+            ..self
         }
     }
 
@@ -114,7 +128,7 @@ impl<'a> Workflow<'a> {
             let mut cp = self.new_checkpoint(graph, caller, run_id, request);
             let budget = &self.run_budget(&cp, budget);
             let session = Session::create(self.store, run_id, &cp, self.lease(budget)).await?;
-            let mut persist = Observed::new(session, &self.graph.events, &cp);
+            let mut persist = Observed::new(session, &self.graph.events, &cp, self.hold_finished);
             if let Err(e) = advance(graph, &mut cp, budget, self.clock, &mut persist).await {
                 return self.settle(run_id, e).await;
             }
@@ -192,7 +206,7 @@ impl<'a> Workflow<'a> {
         let graph = &self.graph.pinned();
         cp.state.kb_version = graph.kb_version();
         cp.state.retrieval = Some(graph.retrieval_mode());
-        let mut persist = Observed::new(session, &self.graph.events, &cp);
+        let mut persist = Observed::new(session, &self.graph.events, &cp, self.hold_finished);
         let advanced = advance(graph, &mut cp, budget, self.clock, &mut persist)
             .instrument(tracing::info_span!("run", run_id))
             .await;
@@ -204,7 +218,10 @@ impl<'a> Workflow<'a> {
 
     /// Cancels a run (of this workflow's caller, when it has one): see [`super::cancel`].
     pub async fn cancel(&self, run_id: &str) -> Result<Cancel, EngineError> {
-        super::cancel::cancel(self.store, self.caller, run_id, |cp| self.respond(cp)).await
+        let hold = self
+            .hold_finished
+            .then(|| self.lease_until(self.clock.now_ms()).to_parked());
+        super::cancel::cancel(self.store, self.caller, run_id, hold, |cp| self.respond(cp)).await
     }
 
     /// The answer of an invocation whose write failed with `error`: the cancelled run's,
@@ -343,14 +360,17 @@ struct Observed<'e, P> {
     inner: P,
     events: &'e Events,
     reported: usize,
+    /// Park the lease of a finished run (see [`Workflow::with_completion_events`]).
+    hold_finished: bool,
 }
 
 impl<'e, P> Observed<'e, P> {
-    fn new(inner: P, events: &'e Events, cp: &RagCheckpoint) -> Self {
+    fn new(inner: P, events: &'e Events, cp: &RagCheckpoint, hold_finished: bool) -> Self {
         Self {
             inner,
             events,
             reported: cp.records.len(),
+            hold_finished,
         }
     }
 }
@@ -358,7 +378,8 @@ impl<'e, P> Observed<'e, P> {
 #[async_trait]
 impl<P: Persist<RagCheckpoint> + Send> Persist<RagCheckpoint> for Observed<'_, P> {
     async fn save(&mut self, cp: &RagCheckpoint, release: bool) -> Result<(), EngineError> {
-        if release && parked(cp) {
+        let held = self.hold_finished && super::response::status_of(cp).is_final();
+        if release && (parked(cp) || held) {
             self.inner.park(cp).await?;
         } else {
             self.inner.save(cp, release).await?;

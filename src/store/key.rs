@@ -15,6 +15,8 @@ pub(crate) enum StoreKey<'a> {
     ActiveRuns(&'a str),
     /// A cached model reply: `cache#<hex sha256 of the request>`.
     Cache(&'a str),
+    /// The claim on a run's completion event: `finished#<run id>`.
+    Finished(&'a str),
 }
 
 impl<'a> StoreKey<'a> {
@@ -25,6 +27,7 @@ impl<'a> StoreKey<'a> {
             StoreKey::Idempotency(_) => "idem#",
             StoreKey::ActiveRuns(_) => "active#",
             StoreKey::Cache(_) => "cache#",
+            StoreKey::Finished(_) => "finished#",
         }
     }
 
@@ -34,7 +37,8 @@ impl<'a> StoreKey<'a> {
             StoreKey::Run(id)
             | StoreKey::Idempotency(id)
             | StoreKey::ActiveRuns(id)
-            | StoreKey::Cache(id) => id,
+            | StoreKey::Cache(id)
+            | StoreKey::Finished(id) => id,
         }
     }
 
@@ -46,6 +50,7 @@ impl<'a> StoreKey<'a> {
             "idem" => StoreKey::Idempotency(id),
             "active" => StoreKey::ActiveRuns(id),
             "cache" => StoreKey::Cache(id),
+            "finished" => StoreKey::Finished(id),
             _ => return None,
         })
     }
@@ -69,6 +74,7 @@ mod tests {
             (StoreKey::Idempotency("ab12"), "idem#ab12"),
             (StoreKey::ActiveRuns("c0ffee"), "active#c0ffee"),
             (StoreKey::Cache("00ff"), "cache#00ff"),
+            (StoreKey::Finished("r-1"), "finished#r-1"),
         ] {
             assert_eq!(key.to_string(), text);
             assert_eq!(StoreKey::parse(text), Some(key));

@@ -9,7 +9,7 @@
 //! | another caller's, or none | `404` |
 
 use super::api::Api;
-use super::routes::check_run_id;
+use super::routes::{check_run_id, notify};
 use super::status::{engine_error, json_response, ApiError, Reply};
 use crate::rag::{Caller, Cancel};
 use lambda_http::http::StatusCode;
@@ -27,6 +27,7 @@ pub(super) async fn cancel(api: Api<'_>, caller: &Caller, run_id: &str) -> Reply
         .map_err(|e| engine_error(api.runs.clock(), e))?;
     match outcome {
         Cancel::Cancelled(response) | Cancel::AlreadyCancelled(response) => {
+            notify(api, &response).await;
             Ok(json_response(StatusCode::OK, &response))
         }
         Cancel::Finished(response) => Err(ApiError::with_body(

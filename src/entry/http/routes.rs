@@ -162,6 +162,7 @@ pub(super) fn check_run_id(run_id: &str) -> Result<(), ApiError> {
 /// Shapes a run's response; a suspended run gets its continuation queued first.
 async fn finish(api: Api<'_>, response: RunResponse) -> Reply {
     metrics::emit_run(&response, api.runs.clock().now_ms());
+    notify(api, &response).await;
     match response.status {
         RunStatus::Completed | RunStatus::BestEffort | RunStatus::Cancelled => {
             Ok(json_response(StatusCode::OK, &response))
@@ -188,6 +189,16 @@ async fn finish(api: Api<'_>, response: RunResponse) -> Reply {
                 .map(|e| e.class)
                 .unwrap_or(ErrorClass::Permanent);
             Ok(json_response(failed_run_status(class), &response))
+        }
+    }
+}
+
+/// Sends the completion event of a finished run. A failure is only logged: the run keeps its
+/// lease parked, so the sweeper re-queues it and that delivery sends the event.
+pub(super) async fn notify(api: Api<'_>, response: &RunResponse) {
+    if response.status.is_final() {
+        if let Err(e) = api.runs.notify(&response.run_id).await {
+            tracing::warn!(run_id = response.run_id, error = %e, "completion event not sent yet");
         }
     }
 }
