@@ -17,6 +17,7 @@ pub(crate) mod metrics;
 mod runs;
 pub mod sqs;
 pub mod stream;
+mod stream_resume;
 pub mod sweeper;
 
 pub use app::{work_queue, App, StartupError};

@@ -6,7 +6,9 @@ use super::api::Api;
 use super::routes::check_run_id;
 use super::status::{engine_error, error_field, json_response, ApiError, Reply};
 use crate::engine::EngineError;
-use crate::rag::{parse_status, runs_owner, Caller, RunSummary, StepPage, MAX_STEPS_PER_PAGE};
+use crate::rag::{
+    parse_status, runs_owner, Caller, RunResponse, RunSummary, StepPage, MAX_STEPS_PER_PAGE,
+};
 use crate::store::decode_cursor;
 use lambda_http::http::StatusCode;
 use lambda_http::{Request, RequestExt};
@@ -19,7 +21,6 @@ const DEFAULT_RUNS_PER_PAGE: u32 = 20;
 /// `GET /workflow/runs/{run_id}/steps`: the steps after `after` (default 0), at most `limit`
 /// (1..=100, default 100).
 pub(super) async fn steps(api: Api<'_>, caller: &Caller, run_id: &str, request: &Request) -> Reply {
-    check_run_id(run_id)?;
     let after = number(request, "after", 0, u32::MAX, 0)?;
     let limit = number(request, "limit", 1, MAX_STEPS_PER_PAGE, MAX_STEPS_PER_PAGE)?;
     let run = api
@@ -33,6 +34,26 @@ pub(super) async fn steps(api: Api<'_>, caller: &Caller, run_id: &str, request: 
         StatusCode::OK,
         &StepPage::of(&run, after, limit),
     ))
+}
+
+/// The caller's run `run_id`, or the error answer (400 for a bad id, 404 for none).
+pub(crate) async fn read_run(
+    api: Api<'_>,
+    caller: &Caller,
+    run_id: &str,
+) -> Result<RunResponse, ApiError> {
+    check_run_id(run_id)?;
+    api.runs
+        .workflow()
+        .for_caller(caller)
+        .status(run_id)
+        .await
+        .map_err(|e| engine_error(api.runs.clock(), e))
+}
+
+/// An invalid header or field answer (for handlers outside this module).
+pub(crate) fn bad_header(code: StatusCode, name: &str, message: &str) -> ApiError {
+    error_field(code, name, message)
 }
 
 /// `GET /workflow/runs`: the caller's runs, newest first, `limit` (1..=100, default 20) at a

@@ -23,6 +23,7 @@ mod routes;
 mod status;
 
 pub(crate) use api::Api;
+pub(crate) use history::{bad_header, read_run};
 pub(crate) use routes::{prepare, run_claimed, Claimed};
 pub use status::body_json;
 pub(crate) use status::ApiError;
