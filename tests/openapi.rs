@@ -505,7 +505,7 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     let text = String::from_utf8(streamed.body.clone()).unwrap();
     let last = text.trim_end().rsplit("\n\n").next().unwrap();
     let data = last
-        .strip_prefix("event: final\ndata: ")
+        .strip_prefix("id: 6.end\nevent: final\ndata: ")
         .expect("ends with final");
     let final_body = Exchange {
         method: "POST".into(),
@@ -520,6 +520,33 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     };
     answers.push(streamed);
     answers.push(final_body);
+
+    // A stream picked back up with Last-Event-ID: replayed steps and `final` (200), a bad
+    // id (400), another caller's or no run (404).
+    let mine = call_stream(streaming, RUN).await;
+    let mine_id = mine.headers["x-run-id"].to_str().unwrap().to_owned();
+    let events_path = format!("/workflow/runs/{mine_id}/events");
+    let resume = |id: &str| {
+        with_header(
+            &get_path_event("/workflow/runs/{run_id}/events", &events_path, &[]),
+            "last-event-id",
+            id,
+        )
+    };
+    let resumed = call_stream(streaming, &resume("4.2")).await;
+    let text = String::from_utf8(resumed.body.clone()).unwrap();
+    assert!(text.starts_with("id: 5\nevent: step\n"), "{text}");
+    assert!(text.contains("id: 6.end\nevent: final\n"), "{text}");
+    answers.push(resumed);
+    answers.push(call_stream(streaming, &resume("four")).await);
+    let unknown = "/workflow/runs/00000000-0000-4000-8000-00000000dead/events";
+    answers.push(
+        call_stream(
+            streaming,
+            &get_path_event("/workflow/runs/{run_id}/events", unknown, &[]),
+        )
+        .await,
+    );
 
     // Out of budget with a queue: 202 suspended.
     let (timed, _clock) = timed_app(&llm, Duration::from_millis(200), Duration::from_millis(700));
