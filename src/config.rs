@@ -223,6 +223,9 @@ pub struct AwsSettings {
     pub work_queue_url: Option<String>,
     /// `RUN_TTL_SECONDS`: how long checkpoints are kept (60..=31536000 s, default 604800).
     pub run_ttl: Duration,
+    /// `EVENT_BUS_NAME`: EventBridge bus (name or ARN) that gets one `Run Finished` event per
+    /// run reaching a final status; unset means none is sent.
+    pub event_bus_name: Option<String>,
 }
 
 /// Accepted ranges and defaults of the numeric variables.
@@ -415,6 +418,17 @@ fn aws(env: &Env<'_>, secrets_id: Option<String>) -> Result<AwsSettings, ConfigE
         checkpoint_table: env.table_name("CHECKPOINT_TABLE")?,
         work_queue_url: env.url("WORK_QUEUE_URL")?.map(String::from),
         run_ttl: env.seconds("RUN_TTL_SECONDS", RUN_TTL)?,
+        event_bus_name: env.checked(
+            "EVENT_BUS_NAME",
+            "an EventBridge bus name (1..=256 of A-Z a-z 0-9 . _ - /) or a bus ARN",
+            |v| {
+                let name_ok = (1..=256).contains(&v.len())
+                    && v.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b));
+                let arn_ok = v.starts_with("arn:") && v.contains(":event-bus/") && v.len() <= 1600;
+                name_ok || arn_ok
+            },
+        )?,
     })
 }
 

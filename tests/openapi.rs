@@ -11,7 +11,8 @@ mod support;
 use async_trait::async_trait;
 use bounded_rag::entry::{http, stream, App};
 use bounded_rag::queue::{MemoryQueue, QueueError, WorkMessage, WorkQueue};
-use bounded_rag::store::{CheckpointStore, Lease, MemoryStore, StoreError, Versioned};
+use bounded_rag::rag::RunIndexer;
+use bounded_rag::store::{CheckpointStore, Lease, ListPage, MemoryStore, StoreError, Versioned};
 use lambda_http::http::HeaderMap;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -25,6 +26,7 @@ const RUN: &str = include_str!("../events/apigw-run.json");
 const RUN_BAD: &str = include_str!("../events/apigw-run-bad.json");
 const RUNS_START: &str = include_str!("../events/apigw-runs-start.json");
 const RUNS_GET: &str = include_str!("../events/apigw-runs-get.json");
+const RUNS_CANCEL: &str = include_str!("../events/apigw-runs-cancel.json");
 const NOT_FOUND: &str = include_str!("../events/apigw-not-found.json");
 const URL_RUN_ANONYMOUS: &str = include_str!("../events/apigw-url-run-anonymous.json");
 
@@ -255,6 +257,38 @@ fn get_event(run_id: &str) -> String {
     RUNS_GET.replace("00000000-0000-4000-8000-000000000001", run_id)
 }
 
+/// `GET {path}?{query}` as API Gateway sends it (the IAM caller of `apigw-runs-get.json`).
+fn get_path_event(route: &str, path: &str, query: &[(&str, &str)]) -> String {
+    let mut v: Value = serde_json::from_str(RUNS_GET).unwrap();
+    let raw: Vec<String> = query.iter().map(|(k, val)| format!("{k}={val}")).collect();
+    v["routeKey"] = json!(format!("GET {route}"));
+    v["requestContext"]["routeKey"] = json!(format!("GET {route}"));
+    v["rawPath"] = json!(path);
+    v["requestContext"]["http"]["path"] = json!(path);
+    v["rawQueryString"] = json!(raw.join("&"));
+    if !query.is_empty() {
+        let params: serde_json::Map<String, Value> = query
+            .iter()
+            .map(|(k, val)| ((*k).to_owned(), json!(val)))
+            .collect();
+        v["queryStringParameters"] = Value::Object(params);
+    }
+    v.to_string()
+}
+
+fn steps_event(run_id: &str, query: &[(&str, &str)]) -> String {
+    let path = format!("/workflow/runs/{run_id}/steps");
+    get_path_event("/workflow/runs/{run_id}/steps", &path, query)
+}
+
+fn list_event(query: &[(&str, &str)]) -> String {
+    get_path_event("/workflow/runs", "/workflow/runs", query)
+}
+
+fn cancel_event(run_id: &str) -> String {
+    RUNS_CANCEL.replace("00000000-0000-4000-8000-000000000001", run_id)
+}
+
 fn with_method(event: &str, method: &str) -> String {
     let mut v: Value = serde_json::from_str(event).unwrap();
     v["requestContext"]["http"]["method"] = method.into();
@@ -355,6 +389,18 @@ impl CheckpointStore for Faulty {
             _ => self.inner.put(key, expected, body, lease).await,
         }
     }
+    async fn list_owned(
+        &self,
+        owner: &str,
+        status: Option<&str>,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<ListPage, StoreError> {
+        match self.fault() {
+            Fault::GetTransient => Err(StoreError::Transient("injected timeout".into())),
+            _ => self.inner.list_owned(owner, status, limit, cursor).await,
+        }
+    }
     fn name(&self) -> &'static str {
         "faulty"
     }
@@ -382,7 +428,8 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     let queue = MemoryQueue::default();
 
     // Happy paths, bad input, idempotency, routes.
-    let main = app(&llm, Arc::new(MemoryStore::new()), true);
+    let indexed = || Arc::new(MemoryStore::new().with_indexer(Arc::new(RunIndexer)));
+    let main = app(&llm, indexed(), true);
     let done = call(&main, None, RUN).await;
     let run_id = json_of(&done)["run_id"].as_str().unwrap().to_owned();
     answers.push(done);
@@ -417,9 +464,70 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     answers.push(call(&main, None, &with_method(RUN, "GET")).await);
     answers.push(call(&main, None, &with_method(&get_event(&run_id), "DELETE")).await);
 
+    // History: a run's steps, paged; the caller's runs, paged and filtered.
+    let first = call(&main, None, &steps_event(&run_id, &[("limit", "2")])).await;
+    assert_eq!(json_of(&first)["next_after"], 2, "{first:?}");
+    answers.push(first);
+    answers.push(call(&main, None, &steps_event(&run_id, &[("after", "2")])).await);
+    answers.push(call(&main, None, &steps_event(&run_id, &[("after", "-1")])).await);
+    answers.push(
+        call(
+            &main,
+            None,
+            &steps_event("00000000-0000-4000-8000-00000000dead", &[]),
+        )
+        .await,
+    );
+    let listed = call(&main, None, &list_event(&[("limit", "1")])).await;
+    let cursor = json_of(&listed)["next_cursor"]
+        .as_str()
+        .expect("a next page")
+        .to_owned();
+    answers.push(listed);
+    answers.push(
+        call(
+            &main,
+            None,
+            &list_event(&[("cursor", &cursor), ("status", "completed")]),
+        )
+        .await,
+    );
+    answers.push(call(&main, None, &list_event(&[("status", "done")])).await);
+    answers.push(call(&main, None, &list_event(&[("cursor", "bm90LWEtY3Vyc29y")])).await);
+    answers.push(
+        call(
+            &main,
+            None,
+            &with_method(&steps_event(&run_id, &[]), "POST"),
+        )
+        .await,
+    );
+
+    // Cancel: a queued run (200, and 200 again), a finished one (409), bad and unknown ids.
+    for _ in 0..2 {
+        let cancelled = call(&main, None, &cancel_event(&queued_id)).await;
+        assert_eq!(json_of(&cancelled)["status"], "cancelled", "{cancelled:?}");
+        answers.push(cancelled);
+    }
+    let refused = call(&main, None, &cancel_event(&run_id)).await;
+    assert_eq!(refused.status, 409, "{refused:?}");
+    answers.push(refused);
+    answers.push(call(&main, None, &cancel_event("not.a.run.id")).await);
+    answers.push(
+        call(
+            &main,
+            None,
+            &cancel_event("00000000-0000-4000-8000-00000000dead"),
+        )
+        .await,
+    );
+    answers.push(call(&main, None, &with_method(&cancel_event(&run_id), "GET")).await);
+
     // No queue: asynchronous runs are 501.
     let no_queue = app(&llm, Arc::new(MemoryStore::new()), false);
     answers.push(call(&no_queue, None, RUNS_START).await);
+    // A store that cannot list runs: 500.
+    answers.push(call(&no_queue, None, &list_event(&[])).await);
 
     // The active-run cap, on both POST routes and before a stream starts.
     let capped =
@@ -439,7 +547,7 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     let text = String::from_utf8(streamed.body.clone()).unwrap();
     let last = text.trim_end().rsplit("\n\n").next().unwrap();
     let data = last
-        .strip_prefix("event: final\ndata: ")
+        .strip_prefix("id: 6.end\nevent: final\ndata: ")
         .expect("ends with final");
     let final_body = Exchange {
         method: "POST".into(),
@@ -454,6 +562,33 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     };
     answers.push(streamed);
     answers.push(final_body);
+
+    // A stream picked back up with Last-Event-ID: replayed steps and `final` (200), a bad
+    // id (400), another caller's or no run (404).
+    let mine = call_stream(streaming, RUN).await;
+    let mine_id = mine.headers["x-run-id"].to_str().unwrap().to_owned();
+    let events_path = format!("/workflow/runs/{mine_id}/events");
+    let resume = |id: &str| {
+        with_header(
+            &get_path_event("/workflow/runs/{run_id}/events", &events_path, &[]),
+            "last-event-id",
+            id,
+        )
+    };
+    let resumed = call_stream(streaming, &resume("4.2")).await;
+    let text = String::from_utf8(resumed.body.clone()).unwrap();
+    assert!(text.starts_with("id: 5\nevent: step\n"), "{text}");
+    assert!(text.contains("id: 6.end\nevent: final\n"), "{text}");
+    answers.push(resumed);
+    answers.push(call_stream(streaming, &resume("four")).await);
+    let unknown = "/workflow/runs/00000000-0000-4000-8000-00000000dead/events";
+    answers.push(
+        call_stream(
+            streaming,
+            &get_path_event("/workflow/runs/{run_id}/events", unknown, &[]),
+        )
+        .await,
+    );
 
     // Out of budget with a queue: 202 suspended.
     let (timed, _clock) = timed_app(&llm, Duration::from_millis(200), Duration::from_millis(700));
@@ -480,6 +615,9 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     let stored_id = json_of(&stored)["run_id"].as_str().unwrap().to_owned();
     faulty.set(Fault::GetTransient);
     answers.push(call(&shaky, None, &get_event(&stored_id)).await);
+    answers.push(call(&shaky, None, &cancel_event(&stored_id)).await);
+    answers.push(call(&shaky, None, &steps_event(&stored_id, &[])).await);
+    answers.push(call(&shaky, None, &list_event(&[])).await);
     faulty.set(Fault::PutPermanent);
     answers.push(call(&shaky, None, RUN).await);
     answers.push(call(&shaky, Some(&queue), RUNS_START).await);
@@ -492,6 +630,8 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
         .await
         .unwrap();
     answers.push(call(&shaky, None, &get_event(corrupt)).await);
+    answers.push(call(&shaky, None, &cancel_event(corrupt)).await);
+    answers.push(call(&shaky, None, &steps_event(corrupt, &[])).await);
     answers.push(call(&shaky, Some(&RefusingQueue(true)), RUNS_START).await);
     answers.push(call(&shaky, Some(&RefusingQueue(false)), RUNS_START).await);
 

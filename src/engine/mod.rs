@@ -26,7 +26,7 @@ pub use checkpoint::{Checkpoint, FailedAt, Limit, NodeFailure, Phase};
 pub use ctx::StepCtx;
 pub use error::EngineError;
 pub use graph::{BranchOutput, Graph, NodeId, StepOutput, Transition};
-pub use record::{utc_seconds, StepRecord};
+pub use record::{rfc3339_ms, utc_seconds, StepRecord};
 pub use retry::RetryPolicy;
 pub use runner::advance;
 pub use session::{run_key, Loaded, Persist, Session};

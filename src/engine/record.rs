@@ -81,6 +81,11 @@ pub(crate) fn rfc3339(micros: u64) -> String {
         .unwrap_or_default()
 }
 
+/// RFC 3339 text for a time in milliseconds since the epoch.
+pub fn rfc3339_ms(ms: u64) -> String {
+    rfc3339(ms.saturating_mul(1_000))
+}
+
 /// A moment in epoch milliseconds as UTC to the second, rounded up (`2026-11-24T06:40:12Z`):
 /// for "wait until" messages, where the time shown must not be before the real one.
 pub fn utc_seconds(ms: u64) -> String {

@@ -2,6 +2,7 @@
 //! store (which also holds the response cache when `LLM_CACHE_TTL_SECONDS` is set), work queue.
 //! The CLI and the Lambda functions share this wiring; [`App`] is what `main` builds with it.
 
+use super::events::{CompletionEvents, EventBridgeSink};
 use super::http::limits::HttpLimits;
 use super::runs::Runs;
 use crate::aws;
@@ -83,6 +84,7 @@ impl App {
             || settings.aws.secrets_id.is_some()
             || settings.kb_uri.is_some()
             || uses_bedrock(&settings)
+            || settings.aws.event_bus_name.is_some()
         {
             Some(sdk_config().await)
         } else {
@@ -124,10 +126,14 @@ impl App {
         if let Some(reranker) = build_reranker(&settings, &secrets)? {
             graph = graph.with_reranker(reranker);
         }
-        Ok(Self {
-            queue,
-            ..Self::from_parts(settings, graph, store, Arc::new(SystemClock))
-        })
+        let events = aws
+            .as_ref()
+            .and_then(|sdk| completion_events(&settings, sdk));
+        let mut app = Self::from_parts(settings, graph, store, Arc::new(SystemClock));
+        if let Some(events) = events {
+            app.runs = app.runs.with_completion_events(events);
+        }
+        Ok(Self { queue, ..app })
     }
 
     /// An app from ready-made parts, without a work queue (tests, benchmarks, embedding in
@@ -199,6 +205,7 @@ pub(crate) fn dynamo_store(
     let config = DynamoStore::client_config(sdk, timeout);
     let client = aws_sdk_dynamodb::Client::from_conf(config);
     DynamoStore::new(client, table.to_owned(), settings.aws.run_ttl)
+        .with_indexer(Arc::new(crate::rag::RunIndexer))
 }
 
 /// True when the chat model or the embeddings are Bedrock's (so the AWS configuration is read).
@@ -390,6 +397,20 @@ fn build_web(
             .or_else(|| secrets.web_search_api_key.clone()),
     })?;
     Ok(Some(Arc::new(client)))
+}
+
+/// `Run Finished` events on the EventBridge bus of `settings`, when `EVENT_BUS_NAME` is set;
+/// each put (SDK retries included) is bounded like every AWS call during a run.
+fn completion_events(settings: &Settings, sdk: &aws_config::SdkConfig) -> Option<CompletionEvents> {
+    let bus = settings.aws.event_bus_name.clone()?;
+    let timeout = aws::run_call_timeout(settings.budgets.deadline_margin);
+    let config = aws_sdk_eventbridge::config::Builder::from(sdk)
+        .timeout_config(aws::timeouts(sdk, timeout))
+        .build();
+    let client = aws_sdk_eventbridge::Client::from_conf(config);
+    Some(CompletionEvents::new(Box::new(EventBridgeSink::new(
+        client, bus,
+    ))))
 }
 
 /// The SQS work queue of `settings`, when `WORK_QUEUE_URL` is set; each send (SDK retries

@@ -1,4 +1,5 @@
-//! The `bounded-rag` command line: `ask`, `ingest`, `kb`, `eval`, `thread`, `status`. This file is the
+//! The `bounded-rag` command line: `ask`, `ingest`, `kb`, `eval`, `thread`, `status`, `cancel`.
+//! This file is the
 //! top of the CLI: it parses the command and dispatches to the sub-command files, which share
 //! only what lies below them (`cli_args`, `cli_output`).
 
@@ -9,7 +10,7 @@ use super::cli_stream::Job;
 use super::cli_thread::{thread_command, ThreadCommand};
 use super::eval::{eval_command, EvalArgs};
 use super::App;
-use crate::rag::Caller;
+use crate::rag::{Caller, Cancel};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -62,6 +63,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Cancel a queued, suspended or running run (it keeps its answer so far).
+    Cancel {
+        /// Run id.
+        run_id: String,
+        /// Print the full JSON response.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Runs the CLI; returns the process exit code (0 answered, 1 failed, 2 bad input).
@@ -94,6 +103,26 @@ pub async fn run(cli: Cli) -> ExitCode {
             };
             match app.workflow().status(&run_id).await {
                 Ok(response) => print_response(&response, json),
+                Err(e) => fail_engine(&e),
+            }
+        }
+        Command::Cancel { run_id, json } => {
+            let app = match App::from_env().await {
+                Ok(app) => app,
+                Err(e) => return fail(2, &e.to_string()),
+            };
+            match app.workflow().cancel(&run_id).await {
+                Ok(Cancel::Cancelled(response) | Cancel::AlreadyCancelled(response)) => {
+                    print_response(&response, json)
+                }
+                Ok(Cancel::Finished(response)) => fail(
+                    1,
+                    &format!(
+                        "run {run_id} already ended ({}) and cannot be cancelled; see \
+                         `bounded-rag status {run_id}`",
+                        response.status.as_str()
+                    ),
+                ),
                 Err(e) => fail_engine(&e),
             }
         }

@@ -10,6 +10,7 @@ mod cli_output;
 mod cli_stream;
 mod cli_thread;
 pub mod eval;
+pub mod events;
 pub mod http;
 pub mod logging;
 pub mod messages;
@@ -17,6 +18,7 @@ pub(crate) mod metrics;
 mod runs;
 pub mod sqs;
 pub mod stream;
+mod stream_resume;
 pub mod sweeper;
 
 pub use app::{work_queue, App, StartupError};

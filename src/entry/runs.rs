@@ -3,6 +3,7 @@
 //! [`Budget`]. The API, streaming and worker handlers and the CLI all take their budget from
 //! [`Runs::budget`], so a deadline is handled the same way everywhere.
 
+use super::events::{CompletionEvents, NotifyError};
 use crate::aws;
 use crate::config::{Budgets, Settings, ThreadSettings};
 use crate::engine::{Budget, Clock};
@@ -29,6 +30,8 @@ pub struct Runs {
     continue_on_deadline: bool,
     /// `THREAD_HISTORY_TURNS`, `THREAD_HISTORY_TOKENS`, `THREAD_TTL_SECONDS`.
     threads: ThreadSettings,
+    /// `Run Finished` events (`EVENT_BUS_NAME`); `None` sends none.
+    events: Option<Arc<CompletionEvents>>,
 }
 
 impl Runs {
@@ -48,7 +51,24 @@ impl Runs {
             budgets: settings.budgets,
             continue_on_deadline: settings.aws.work_queue_url.is_some(),
             threads: settings.threads,
+            events: None,
         }
+    }
+
+    /// These runs sending a `Run Finished` event per finished run through `events`.
+    pub fn with_completion_events(mut self, events: CompletionEvents) -> Self {
+        self.events = Some(Arc::new(events));
+        self
+    }
+
+    /// Sends the completion event of `run_id` if it ended and was not sent yet (nothing
+    /// without `EVENT_BUS_NAME`). An error means it was not sent and will be tried again by
+    /// the next delivery of the run or the next sweep.
+    pub(crate) async fn notify(&self, run_id: &str) -> Result<(), NotifyError> {
+        let Some(events) = &self.events else {
+            return Ok(());
+        };
+        events.notify(self.store.as_ref(), run_id).await.map(|_| ())
     }
 
     /// The workflow service over these clients.
@@ -66,6 +86,7 @@ impl Runs {
         Workflow::new(graph, self.store.as_ref(), self.clock.as_ref())
             .with_continuation(self.continue_on_deadline)
             .with_lease_grace(self.lease_grace())
+            .with_completion_events(self.events.is_some())
     }
 
     /// The budget of one invocation, drawn now: the Lambda deadline of `invocation` (none

@@ -7,6 +7,7 @@
 //! | another invocation holds the run (lease live) | yes: SQS redelivers later |
 //! | transient store, queue or node failure | yes |
 //! | a duplicate of a finished run | no: nothing is advanced twice |
+//! | a cancelled run (queued, suspended, or cancelled while this invocation ran it) | no: it never resumes |
 //! | poison (unreadable body, invalid request, unknown run) | yes, until the redrive policy moves it to the DLQ; the run is marked `failed` with the reason |
 
 use super::metrics;
@@ -135,8 +136,14 @@ async fn after_run(
     response: RunResponse,
 ) -> RecordOutcome {
     metrics::emit_run(&response, runs.clock().now_ms());
+    if response.status.is_final() {
+        // A put that failed comes back with this record's next delivery (or the sweep).
+        if let Err(e) = runs.notify(&response.run_id).await {
+            return RecordOutcome::Retry(format!("completion event not sent: {e}"));
+        }
+    }
     match response.status {
-        RunStatus::Completed | RunStatus::BestEffort => RecordOutcome::Done,
+        RunStatus::Completed | RunStatus::BestEffort | RunStatus::Cancelled => RecordOutcome::Done,
         RunStatus::Running => RecordOutcome::Retry("run is still running".into()),
         RunStatus::Suspended => {
             let Some(queue) = queue else {

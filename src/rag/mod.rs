@@ -18,14 +18,19 @@
 
 pub mod active;
 mod caller;
+mod cancel;
 mod error;
 mod events;
 mod graph;
+mod history;
 pub mod idempotency;
+mod integral;
 mod limit_hit;
+mod listing;
 mod node;
 mod nodes;
 mod prompts;
+mod replay;
 mod request;
 mod rerank;
 mod response;
@@ -36,11 +41,16 @@ mod tenant;
 pub mod thread;
 
 pub use caller::Caller;
+pub use cancel::Cancel;
 pub use error::RagError;
 pub use events::{Counters, Events, RunEvent};
 pub use graph::{RagGraph, RagLimits};
+pub use history::{StepEntry, StepPage, MAX_STEPS_PER_PAGE};
 pub use limit_hit::LimitHit;
+pub(crate) use listing::runs_owner;
+pub use listing::{parse_status, RunIndexer, RunSummary};
 pub use node::RagNode;
+pub use replay::steps_after;
 pub use request::{Mode, RunRequest, ValidationError};
 pub use response::{Metadata, RunError, RunResponse, RunStatus, Tokens};
 pub use service::{RagCheckpoint, Workflow, QUEUED_LEASE};

@@ -1,5 +1,6 @@
 //! The run request (the body of `POST /workflow/run`), validated into typed options.
 
+use super::integral;
 use crate::retrieval::{Filter, RetrievalOptions};
 use serde::{Deserialize, Serialize};
 
@@ -26,10 +27,10 @@ pub struct RunRequest {
     /// The question (1..=2000 characters).
     pub question: String,
     /// Knowledge-base documents to retrieve (1..=10, default 3).
-    #[serde(default = "default_three")]
+    #[serde(default = "default_three", deserialize_with = "integral::unsigned")]
     pub n_retrieved_documents: u32,
     /// Web results to fetch (1..=10, default 3).
-    #[serde(default = "default_three")]
+    #[serde(default = "default_three", deserialize_with = "integral::unsigned")]
     pub n_web_searches: u32,
     /// Search entities (default true).
     #[serde(default = "yes")]
@@ -56,7 +57,11 @@ pub struct RunRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) enable_answer_quality_checking: Option<bool>,
     /// Most tokens the run may use (1..=100000000), capped by `MAX_TOKENS_PER_RUN`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "integral::optional_unsigned"
+    )]
     pub max_tokens: Option<u64>,
     /// Metadata filter of knowledge-base documents (see [`Filter`]); boxed, as few requests
     /// carry one.
@@ -330,6 +335,24 @@ mod tests {
         assert_eq!(
             ok.retrieval_options().filter,
             Some(Filter::equals("tenant", "a"))
+        );
+    }
+
+    #[test]
+    fn integral_numbers_are_accepted_as_integers() {
+        let r = RunRequest::from_json(
+            br#"{"question":"q","n_web_searches":2.0,"n_retrieved_documents":5,"max_tokens":1e3}"#,
+        )
+        .unwrap();
+        assert_eq!((r.n_web_searches, r.n_retrieved_documents), (2, 5));
+        assert_eq!(r.max_tokens, Some(1000));
+        assert_eq!(
+            field_of(r#"{"question":"q","n_web_searches":2.5}"#),
+            "n_web_searches"
+        );
+        assert_eq!(
+            field_of(r#"{"question":"q","max_tokens":0.0}"#),
+            "max_tokens"
         );
     }
 

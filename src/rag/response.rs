@@ -20,6 +20,34 @@ pub enum RunStatus {
     Suspended,
     /// A node failed; `error` says why.
     Failed,
+    /// Stopped by its caller; the answer so far (if any) is kept.
+    Cancelled,
+}
+
+impl RunStatus {
+    /// Wire name (`best_effort`, `cancelled`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Completed => "completed",
+            RunStatus::BestEffort => "best_effort",
+            RunStatus::Suspended => "suspended",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// True once the run can never change again: `completed`, `best_effort`, `failed` or
+    /// `cancelled` (a `failed` run is only continued by its caller repeating it).
+    pub fn is_final(self) -> bool {
+        match self {
+            RunStatus::Completed
+            | RunStatus::BestEffort
+            | RunStatus::Failed
+            | RunStatus::Cancelled => true,
+            RunStatus::Running | RunStatus::Suspended => false,
+        }
+    }
 }
 
 /// Counters and limits of a run.
@@ -217,13 +245,19 @@ impl RunResponse {
     }
 }
 
-fn status_of(cp: &Checkpoint<RagState, RagNode>) -> RunStatus {
-    match cp.phase {
+pub(crate) fn status_of(cp: &Checkpoint<RagState, RagNode>) -> RunStatus {
+    status_from(cp.phase, cp.state.outcome)
+}
+
+/// The status of a run in `phase` whose workflow ended with `outcome`.
+pub(crate) fn status_from(phase: Phase, outcome: Option<Outcome>) -> RunStatus {
+    match phase {
         Phase::Running => RunStatus::Running,
         Phase::Failed => RunStatus::Failed,
-        Phase::Finished | Phase::Stopped => match cp.state.outcome {
+        Phase::Finished | Phase::Stopped => match outcome {
             Some(Outcome::Completed) => RunStatus::Completed,
             Some(Outcome::Suspended) => RunStatus::Suspended,
+            Some(Outcome::Cancelled) => RunStatus::Cancelled,
             Some(Outcome::BestEffort(_)) | None => RunStatus::BestEffort,
         },
     }

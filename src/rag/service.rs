@@ -1,7 +1,9 @@
 //! Running, resuming and reading runs: the one entry point the CLI and the Lambda handlers
 //! call. It owns no workflow logic: the graph decides, the engine bounds, the store persists.
 
-use super::{Caller, Events, RagGraph, RagNode, RagState, RunEvent, RunRequest, RunResponse};
+use super::{
+    Caller, Cancel, Events, RagGraph, RagNode, RagState, RunEvent, RunRequest, RunResponse,
+};
 use crate::engine::{
     advance, run_key, Budget, Checkpoint, Clock, EngineError, FailedAt, NodeFailure, Persist,
     Phase, Session,
@@ -46,6 +48,10 @@ pub struct Workflow<'a> {
     caller: Option<&'a Caller>,
     /// The thread turn a new run answers ([`Workflow::in_thread`]).
     thread: Option<&'a super::thread::ThreadContext>,
+    /// Whether a run's final write parks its lease instead of dropping it, until its
+    /// completion event is sent (`EVENT_BUS_NAME`): if the invocation dies first, the lease
+    /// lapses and the sweeper re-queues the run, whose next delivery sends the event.
+    hold_finished: bool,
 }
 
 impl<'a> Workflow<'a> {
@@ -59,6 +65,16 @@ impl<'a> Workflow<'a> {
             lease_grace: LEASE_GRACE,
             caller: None,
             thread: None,
+            hold_finished: false,
+        }
+    }
+
+    /// The same workflow keeping a finished run's lease parked when `on` (completion events
+    /// are sent: see `hold_finished`).
+    pub(crate) fn with_completion_events(self, on: bool) -> Self {
+        Self {
+            hold_finished: on,
+            ..self
         }
     }
 
@@ -121,8 +137,10 @@ impl<'a> Workflow<'a> {
             let mut cp = self.new_checkpoint(graph, caller, run_id, request);
             let budget = &self.run_budget(&cp, budget);
             let session = Session::create(self.store, run_id, &cp, self.lease(budget)).await?;
-            let mut persist = Observed::new(session, &self.graph.events, &cp);
-            advance(graph, &mut cp, budget, self.clock, &mut persist).await?;
+            let mut persist = Observed::new(session, &self.graph.events, &cp, self.hold_finished);
+            if let Err(e) = advance(graph, &mut cp, budget, self.clock, &mut persist).await {
+                return self.settle(run_id, e).await;
+            }
             super::thread::record_finished(self.store, self.clock, &cp).await;
             Ok(self.respond(&cp))
         }
@@ -178,14 +196,18 @@ impl<'a> Workflow<'a> {
         if !loaded.checkpoint.can_advance(budget) {
             return Ok(self.respond(&loaded.checkpoint));
         }
-        let session = Session::lock(
+        let session = match Session::lock(
             self.store,
             run_id,
             &loaded,
             self.lease(budget),
             self.clock.now_ms(),
         )
-        .await?;
+        .await
+        {
+            Ok(session) => session,
+            Err(e) => return self.settle(run_id, e).await,
+        };
         let mut cp = loaded.checkpoint;
         cp.state.continue_on_deadline = self.continue_on_deadline;
         if cp.state.outcome == Some(super::Outcome::Suspended) {
@@ -194,12 +216,38 @@ impl<'a> Workflow<'a> {
         let graph = &self.graph.pinned();
         cp.state.kb_version = graph.kb_version();
         cp.state.retrieval = Some(graph.retrieval_mode());
-        let mut persist = Observed::new(session, &self.graph.events, &cp);
-        advance(graph, &mut cp, budget, self.clock, &mut persist)
+        let mut persist = Observed::new(session, &self.graph.events, &cp, self.hold_finished);
+        let advanced = advance(graph, &mut cp, budget, self.clock, &mut persist)
             .instrument(tracing::info_span!("run", run_id))
-            .await?;
+            .await;
+        if let Err(e) = advanced {
+            return self.settle(run_id, e).await;
+        }
         super::thread::record_finished(self.store, self.clock, &cp).await;
         Ok(self.respond(&cp))
+    }
+
+    /// Cancels a run (of this workflow's caller, when it has one): see [`super::cancel`].
+    pub async fn cancel(&self, run_id: &str) -> Result<Cancel, EngineError> {
+        let hold = self
+            .hold_finished
+            .then(|| self.lease_until(self.clock.now_ms()).to_parked());
+        let cancel =
+            super::cancel::cancel(self.store, self.caller, run_id, hold, |cp| self.respond(cp))
+                .await?;
+        if matches!(cancel, Cancel::Cancelled(_)) {
+            // A thread's turn ends with its run: the thread is free for its next turn at once.
+            if let Ok(Some(loaded)) = Session::load::<RagCheckpoint>(self.store, run_id).await {
+                super::thread::record_finished(self.store, self.clock, &loaded.checkpoint).await;
+            }
+        }
+        Ok(cancel)
+    }
+
+    /// The answer of an invocation whose write failed with `error`: the cancelled run's,
+    /// when a cancel is why; otherwise `error`.
+    async fn settle(&self, run_id: &str, error: EngineError) -> Result<RunResponse, EngineError> {
+        super::cancel::settle(self.store, run_id, error, |cp| self.respond(cp)).await
     }
 
     /// Marks a run `failed` with `reason` (a poison message), unless it already ended or
@@ -287,6 +335,7 @@ impl<'a> Workflow<'a> {
         state.kb_version = graph.kb_version();
         state.retrieval = Some(graph.retrieval_mode());
         state.thread = self.thread.cloned();
+        state.created_at_ms = self.clock.now_ms();
         Checkpoint::new(run_id, crate::engine::Graph::start(graph, &state), state)
     }
 
@@ -332,14 +381,17 @@ struct Observed<'e, P> {
     inner: P,
     events: &'e Events,
     reported: usize,
+    /// Park the lease of a finished run (see [`Workflow::with_completion_events`]).
+    hold_finished: bool,
 }
 
 impl<'e, P> Observed<'e, P> {
-    fn new(inner: P, events: &'e Events, cp: &RagCheckpoint) -> Self {
+    fn new(inner: P, events: &'e Events, cp: &RagCheckpoint, hold_finished: bool) -> Self {
         Self {
             inner,
             events,
             reported: cp.records.len(),
+            hold_finished,
         }
     }
 }
@@ -347,7 +399,8 @@ impl<'e, P> Observed<'e, P> {
 #[async_trait]
 impl<P: Persist<RagCheckpoint> + Send> Persist<RagCheckpoint> for Observed<'_, P> {
     async fn save(&mut self, cp: &RagCheckpoint, release: bool) -> Result<(), EngineError> {
-        if release && parked(cp) {
+        let held = self.hold_finished && super::response::status_of(cp).is_final();
+        if release && (parked(cp) || held) {
             self.inner.park(cp).await?;
         } else {
             self.inner.save(cp, release).await?;

@@ -67,6 +67,8 @@ pub enum Outcome {
     BestEffort(BestEffortReason),
     /// Stopped by the deadline; a continuation will finish it.
     Suspended,
+    /// Stopped by its caller (`POST /workflow/runs/{run_id}/cancel`); the answer so far is kept.
+    Cancelled,
 }
 
 /// Adaptive-RAG state.
@@ -119,6 +121,10 @@ pub struct RagState {
     /// The thread this run is a turn of, with the recent turns its prompts see.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread: Option<super::thread::ThreadContext>,
+    /// When the run was created (epoch ms; 0 for runs stored before this was recorded): the
+    /// order of the caller's run list.
+    #[serde(default)]
+    pub created_at_ms: u64,
 }
 
 impl RagState {
@@ -144,6 +150,7 @@ impl RagState {
             retrieval: None,
             speculation: Speculating::default(),
             thread: None,
+            created_at_ms: 0,
         }
     }
 
@@ -171,7 +178,7 @@ impl RagState {
     pub fn finish(&mut self, outcome: Outcome, answer: String) {
         let answer = match outcome {
             Outcome::BestEffort(reason) => format!("{answer}\n\n{}", reason.disclaimer()),
-            Outcome::Completed | Outcome::Suspended => answer,
+            Outcome::Completed | Outcome::Suspended | Outcome::Cancelled => answer,
         };
         self.outcome = Some(outcome);
         self.answer = Some(answer);

@@ -17,11 +17,13 @@
 //!
 //! Cache items ([`super::CacheStore`]) live in the same table; their layout is in `cache`.
 //! Leased head items also carry `lease_shard`, which lists them in the sparse GSI `leases`
-//! the sweeper queries ([`super::LeaseIndex`], in `leases`).
+//! the sweeper queries ([`super::LeaseIndex`], in `leases`). Head items an indexer lists carry
+//! `owner`, `owner_sort` and `listed_status`, listed by the GSI `by_owner` (in `owner`).
 
 mod cache;
 mod head;
 mod leases;
+mod owner;
 mod thread;
 
 pub use leases::{LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
@@ -45,7 +47,7 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 use sha2::{Digest, Sha256};
 
-use super::{CheckpointStore, Lease, StoreError, Versioned};
+use super::{CheckpointStore, Indexer, Lease, ListPage, StoreError, Versioned};
 use crate::aws::{sdk_error_class, TRANSIENT_CODES};
 use crate::clock::{Clock, SystemClock};
 use crate::error::ErrorClass;
@@ -75,6 +77,8 @@ pub struct DynamoStore {
     ttl: Duration,
     /// "Now" for `expires_at` (written and checked).
     clock: Arc<dyn Clock>,
+    /// What head items are listed under in the `by_owner` index; none listed without.
+    indexer: Option<Arc<dyn Indexer>>,
 }
 
 /// The head fields of one put.
@@ -94,7 +98,14 @@ impl DynamoStore {
             table,
             ttl,
             clock: Arc::new(SystemClock),
+            indexer: None,
         }
+    }
+
+    /// The same store listing head items in the `by_owner` index through `indexer`.
+    pub fn with_indexer(mut self, indexer: Arc<dyn Indexer>) -> Self {
+        self.indexer = Some(indexer);
+        self
     }
 
     /// The same store reading "now" from `clock` for its TTLs.
@@ -367,6 +378,7 @@ impl CheckpointStore for DynamoStore {
         };
         let (enc, stored) = encode(body);
         let mut head = self.head_item(key, &w, enc);
+        self.add_listing(key, body, &mut head);
         if stored.len() <= INLINE_LIMIT {
             head.insert(
                 "body".to_owned(),
@@ -386,6 +398,16 @@ impl CheckpointStore for DynamoStore {
 
     fn threads(&self) -> Option<&dyn super::ThreadStore> {
         Some(self)
+    }
+
+    async fn list_owned(
+        &self,
+        owner: &str,
+        status: Option<&str>,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<ListPage, StoreError> {
+        self.query_owned(owner, status, limit, cursor).await
     }
 }
 

@@ -20,6 +20,8 @@ pub(crate) enum StoreKey<'a> {
     /// One turn of a thread in the local stores: `turn#<caller digest>#<thread id>#<turn>`
     /// (DynamoDB keeps turns under the thread's own `pk` instead).
     ThreadTurn(&'a str),
+    /// The claim on a run's completion event: `finished#<run id>`.
+    Finished(&'a str),
 }
 
 impl<'a> StoreKey<'a> {
@@ -32,6 +34,7 @@ impl<'a> StoreKey<'a> {
             StoreKey::Cache(_) => "cache#",
             StoreKey::Thread(_) => "thread#",
             StoreKey::ThreadTurn(_) => "turn#",
+            StoreKey::Finished(_) => "finished#",
         }
     }
 
@@ -43,7 +46,8 @@ impl<'a> StoreKey<'a> {
             | StoreKey::ActiveRuns(id)
             | StoreKey::Cache(id)
             | StoreKey::Thread(id)
-            | StoreKey::ThreadTurn(id) => id,
+            | StoreKey::ThreadTurn(id)
+            | StoreKey::Finished(id) => id,
         }
     }
 
@@ -57,6 +61,7 @@ impl<'a> StoreKey<'a> {
             "cache" => StoreKey::Cache(id),
             "thread" => StoreKey::Thread(id),
             "turn" => StoreKey::ThreadTurn(id),
+            "finished" => StoreKey::Finished(id),
             _ => return None,
         })
     }
@@ -85,6 +90,7 @@ mod tests {
                 StoreKey::ThreadTurn("c0#t-1#0000000001"),
                 "turn#c0#t-1#0000000001",
             ),
+            (StoreKey::Finished("r-1"), "finished#r-1"),
         ] {
             assert_eq!(key.to_string(), text);
             assert_eq!(StoreKey::parse(text), Some(key));

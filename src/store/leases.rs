@@ -30,7 +30,8 @@ impl LapsedLease {
             | StoreKey::ActiveRuns(_)
             | StoreKey::Cache(_)
             | StoreKey::Thread(_)
-            | StoreKey::ThreadTurn(_) => None,
+            | StoreKey::ThreadTurn(_)
+            | StoreKey::Finished(_) => None,
         }
     }
 }

@@ -10,8 +10,10 @@
 
 mod items;
 
+use super::owner::encode_cursor;
 use super::{
-    CacheStore, CheckpointStore, Lapsed, LapsedLease, Lease, LeaseIndex, StoreError, Versioned,
+    decode_cursor, CacheStore, CheckpointStore, Indexer, Lapsed, LapsedLease, Lease, LeaseIndex,
+    ListPage, Listed, StoreError, Versioned,
 };
 use crate::clock::{Clock, SystemClock};
 use async_trait::async_trait;
@@ -46,6 +48,8 @@ pub struct MemoryStore {
     items: Mutex<HashMap<String, Entry>>,
     ttl: Option<Duration>,
     clock: Arc<dyn Clock>,
+    /// What items are listed under ([`CheckpointStore::list_owned`]); none listed without.
+    indexer: Option<Arc<dyn Indexer>>,
 }
 
 impl MemoryStore {
@@ -55,7 +59,14 @@ impl MemoryStore {
             items: Mutex::new(HashMap::new()),
             ttl: None,
             clock: Arc::new(SystemClock),
+            indexer: None,
         }
+    }
+
+    /// Lists items by owner through `indexer`.
+    pub fn with_indexer(mut self, indexer: Arc<dyn Indexer>) -> Self {
+        self.indexer = Some(indexer);
+        self
     }
 
     /// An empty store whose items expire `ttl` after their last write.
@@ -161,6 +172,49 @@ impl CheckpointStore for MemoryStore {
 
     fn threads(&self) -> Option<&dyn super::ThreadStore> {
         Some(self)
+    }
+
+    /// A scan of the map (fine in memory; DynamoDB queries its `by_owner` index).
+    async fn list_owned(
+        &self,
+        owner: &str,
+        status: Option<&str>,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<ListPage, StoreError> {
+        let Some(indexer) = &self.indexer else {
+            return Err(super::owner::unsupported("memory"));
+        };
+        let after = cursor.and_then(decode_cursor);
+        let now_ms = self.now_ms();
+        let mut listed: Vec<Listed> = self
+            .lock()
+            .iter()
+            .filter(|(_, entry)| !is_expired(entry.expires_at_ms, now_ms))
+            .filter_map(|(key, entry)| {
+                let listing = indexer.listing(key, &entry.item.body)?;
+                (listing.owner == owner && status.is_none_or(|s| s == listing.status)).then(|| {
+                    Listed {
+                        key: key.clone(),
+                        sort: listing.sort,
+                        status: listing.status,
+                    }
+                })
+            })
+            .filter(|l| {
+                after
+                    .as_ref()
+                    .is_none_or(|(sort, key)| (&l.sort, &l.key) < (sort, key))
+            })
+            .collect();
+        listed.sort_by(|a, b| (&b.sort, &b.key).cmp(&(&a.sort, &a.key)));
+        let more = listed.len() > limit;
+        listed.truncate(limit);
+        let cursor = more.then(|| listed.last().map(encode_cursor)).flatten();
+        Ok(ListPage {
+            items: listed,
+            cursor,
+        })
     }
 }
 

@@ -1,7 +1,8 @@
 //! Checkpoint persistence: the [`CheckpointStore`] trait (versioned, conditional writes, leases)
 //! with in-memory and local-file implementations. The DynamoDB one lives in `dynamodb`. The same
 //! stores also hold expiring cache items ([`CacheStore`], in `cache`). The memory and DynamoDB
-//! stores list runs whose lease lapsed ([`LeaseIndex`], in `leases`) for the sweeper.
+//! stores list runs whose lease lapsed ([`LeaseIndex`], in `leases`) for the sweeper, and an
+//! owner's items newest first ([`CheckpointStore::list_owned`], in `owner`).
 
 mod cache;
 mod dynamodb;
@@ -10,6 +11,7 @@ mod file;
 mod key;
 mod leases;
 mod memory;
+mod owner;
 mod thread;
 
 pub use cache::CacheStore;
@@ -19,6 +21,9 @@ pub use file::FileStore;
 pub(crate) use key::StoreKey;
 pub use leases::{Lapsed, LapsedLease, LeaseIndex};
 pub use memory::MemoryStore;
+pub use owner::{
+    decode_cursor, Indexer, ListPage, Listed, Listing, OWNER, OWNER_INDEX, OWNER_SORT,
+};
 pub use thread::{HeadWrite, ListedHead, StoredHead, ThreadKey, ThreadStore};
 
 use async_trait::async_trait;
@@ -108,6 +113,20 @@ pub trait CheckpointStore: Send + Sync {
     /// The conversation threads kept in the same store, if it keeps any.
     fn threads(&self) -> Option<&dyn ThreadStore> {
         None
+    }
+
+    /// Up to `limit` items listed under `owner` (by the store's [`Indexer`]), newest first,
+    /// only those listed with `status` when given, after `cursor` (a [`ListPage::cursor`]).
+    /// Stores that cannot list refuse (the default).
+    async fn list_owned(
+        &self,
+        owner: &str,
+        status: Option<&str>,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<ListPage, StoreError> {
+        let _ = (owner, status, limit, cursor);
+        Err(owner::unsupported(self.name()))
     }
 }
 

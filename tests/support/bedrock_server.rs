@@ -157,6 +157,7 @@ fn convert(reply: super::llm_server::Reply, tool: String, stream: bool) -> Bedro
             })
         }
         HttpReply::Delay(delay, inner) => convert(*inner, tool, stream).delayed(delay),
+        HttpReply::Held(hold, inner) => convert(*inner, tool, stream).held(&hold),
         HttpReply::With(decide) => {
             HttpReply::from_fn(move |request| convert(decide(request), tool.clone(), stream))
         }

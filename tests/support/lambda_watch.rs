@@ -58,7 +58,7 @@ const FUNCTIONS: [(&str, Option<&str>); 4] = [
 
 /// Variables of the application (`src/config.rs`) never inherited from the developer's shell:
 /// a test sets what it needs and nothing else leaks in. `AWS_*` is dropped as well.
-const APP_VARS: [&str; 30] = [
+const APP_VARS: [&str; 31] = [
     "LLM_PROVIDER",
     "LLM_BASE_URL",
     "LLM_MODEL",
@@ -89,6 +89,7 @@ const APP_VARS: [&str; 30] = [
     "MAX_ACTIVE_RUNS_PER_CALLER",
     "RUST_LOG",
     "RUN_ID",
+    "EVENT_BUS_NAME",
 ];
 
 /// Sends SIGTERM to the command when this process's end of stdin closes, SIGKILL 5 s later.

@@ -267,6 +267,7 @@ impl Reply {
                 Reply::Ok(content)
             }
             Reply::Delay(delay, inner) => inner.with_usage(usage).delayed(delay),
+            Reply::Held(hold, inner) => inner.with_usage(usage).held(&hold),
             Reply::With(decide) => Reply::from_fn(move |request| decide(request).with_usage(usage)),
             other => other,
         }

@@ -23,7 +23,7 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
 };
-use bounded_rag::store::{LEASE_INDEX, LEASE_SHARD};
+use bounded_rag::store::{LEASE_INDEX, LEASE_SHARD, OWNER, OWNER_INDEX, OWNER_SORT};
 
 /// How long a starting server may take to answer HTTP.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -112,7 +112,8 @@ impl Moto {
     }
 
     /// Creates a fresh checkpoint table as `template.yaml` has it (pk S, sk S, on-demand, TTL
-    /// on `expires_at`, the sparse lease index the sweeper queries); returns its name.
+    /// on `expires_at`, the sparse lease index the sweeper queries, the owner index run and
+    /// thread lists query); returns its name.
     pub async fn create_table(&self) -> String {
         let name = unique_name("checkpoints");
         let client = self.dynamodb().await;
@@ -145,11 +146,10 @@ impl Moto {
             )
             .build()
             .expect("lease index");
-        // A caller's threads (and runs), newest first, without a scan.
         let by_owner = GlobalSecondaryIndex::builder()
-            .index_name("by_owner")
-            .key_schema(key("owner", KeyType::Hash))
-            .key_schema(key("owner_sort", KeyType::Range))
+            .index_name(OWNER_INDEX)
+            .key_schema(key(OWNER, KeyType::Hash))
+            .key_schema(key(OWNER_SORT, KeyType::Range))
             .projection(
                 Projection::builder()
                     .projection_type(ProjectionType::All)
@@ -164,8 +164,8 @@ impl Moto {
             .attribute_definitions(attribute("sk"))
             .attribute_definitions(attribute(LEASE_SHARD))
             .attribute_definitions(typed("lease_expires_at", ScalarAttributeType::N))
-            .attribute_definitions(attribute("owner"))
-            .attribute_definitions(attribute("owner_sort"))
+            .attribute_definitions(attribute(OWNER))
+            .attribute_definitions(attribute(OWNER_SORT))
             .key_schema(key("pk", KeyType::Hash))
             .key_schema(key("sk", KeyType::Range))
             .global_secondary_indexes(leases)

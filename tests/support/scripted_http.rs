@@ -63,6 +63,38 @@ pub enum Reply<P> {
     Delay(Duration, Box<Reply<P>>),
     /// Decide from the request body.
     With(Decide<P>),
+    /// Wait until the [`Hold`] is released, then reply.
+    Held(Hold, Box<Reply<P>>),
+}
+
+/// A gate a test holds replies at ([`Reply::held`]): each [`Hold::release`] lets one held
+/// reply through, so a test can act while a call is in flight (its arrival is recorded before
+/// it waits).
+#[derive(Clone)]
+pub struct Hold(Arc<tokio::sync::Semaphore>);
+
+impl Default for Hold {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Hold {
+    /// A closed gate.
+    pub fn new() -> Self {
+        Self(Arc::new(tokio::sync::Semaphore::new(0)))
+    }
+
+    /// Lets one held reply through (or the next one to arrive).
+    pub fn release(&self) {
+        self.0.add_permits(1);
+    }
+
+    async fn wait(&self) {
+        if let Ok(permit) = self.0.acquire().await {
+            permit.forget();
+        }
+    }
 }
 
 /// The closure of [`Reply::With`].
@@ -107,6 +139,10 @@ impl<P: Payload> Reply<P> {
     pub fn delayed(self, delay: Duration) -> Self {
         Reply::Delay(delay, Box::new(self))
     }
+    /// The same reply once `hold` is released.
+    pub fn held(self, hold: &Hold) -> Self {
+        Reply::Held(hold.clone(), Box::new(self))
+    }
     /// A reply computed from the request body.
     pub fn from_fn(f: impl Fn(&Value) -> Self + Send + Sync + 'static) -> Self {
         Reply::With(Arc::new(f))
@@ -121,6 +157,10 @@ impl<P: Payload> Reply<P> {
                     *inner
                 }
                 Reply::With(f) => f(request),
+                Reply::Held(hold, inner) => {
+                    hold.wait().await;
+                    *inner
+                }
                 other => break other,
             };
         };
@@ -142,7 +182,9 @@ impl<P: Payload> Reply<P> {
                 }
                 response
             }
-            Reply::Delay(..) | Reply::With(_) => unreachable!("resolved above"),
+            Reply::Delay(..) | Reply::With(_) | Reply::Held(..) => {
+                unreachable!("resolved above")
+            }
         }
     }
 }
@@ -156,6 +198,7 @@ impl<P: std::fmt::Debug> std::fmt::Debug for Reply<P> {
             Reply::Status { status, .. } => write!(f, "Status({status})"),
             Reply::Delay(d, r) => write!(f, "Delay({d:?}, {r:?})"),
             Reply::With(_) => f.write_str("With(..)"),
+            Reply::Held(_, r) => write!(f, "Held({r:?})"),
         }
     }
 }

@@ -9,11 +9,15 @@
 //! | `routes.rs` | one handler per route, and the shaping of a run's answer |
 //! | `idempotency.rs` | `Idempotency-Key`: a repeated request gets the same run |
 //! | `admission.rs` | the per-caller active-run limit (429) |
+//! | `cancel.rs` | cancelling a run |
+//! | `history.rs` | a run's steps, and the caller's runs |
 //! | `status.rs` | error answers, and the mapping of engine and queue errors to status codes |
 //! | `threads.rs` | conversation threads: a turn's start (409 when busy) and `/threads` |
 
 mod admission;
 mod api;
+mod cancel;
+mod history;
 mod idempotency;
 pub(crate) mod limits;
 mod routes;
@@ -21,6 +25,7 @@ mod status;
 mod threads;
 
 pub(crate) use api::Api;
+pub(crate) use history::{bad_header, read_run};
 pub(crate) use routes::{prepare, run_claimed, Claimed};
 pub use status::body_json;
 pub(crate) use status::ApiError;
@@ -34,7 +39,9 @@ use lambda_http::{Body, Request, Response};
 
 /// The routes, for the answer to a request that matches none.
 const ROUTES: &str =
-    "POST /workflow/run, POST /workflow/runs, GET /workflow/runs/{run_id}, GET /threads and GET or DELETE /threads/{thread_id} (see openapi.yaml)";
+    "POST /workflow/run, POST and GET /workflow/runs, GET /workflow/runs/{run_id}, POST \
+     /workflow/runs/{run_id}/cancel, GET /workflow/runs/{run_id}/steps, GET /threads and GET or \
+     DELETE /threads/{thread_id} (see openapi.yaml)";
 
 /// Handles one HTTP request. Never fails: every error becomes a JSON response.
 pub async fn handle(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Response<Body> {
@@ -46,11 +53,20 @@ pub async fn handle(app: &App, queue: Option<&dyn WorkQueue>, request: Request) 
     let result = match (&method, segments.as_slice()) {
         (&Method::POST, ["workflow", "run"]) => routes::run_sync(api, caller, &request).await,
         (&Method::POST, ["workflow", "runs"]) => routes::run_async(api, caller, &request).await,
+        (&Method::GET, ["workflow", "runs"]) => history::list(api, &caller, &request).await,
         (&Method::GET, ["workflow", "runs", run_id]) => routes::get_run(api, &caller, run_id).await,
-        (_, ["workflow", "run"]) | (_, ["workflow", "runs"]) => {
-            Err(method_not_allowed(&method, &path, "POST"))
+        (&Method::POST, ["workflow", "runs", run_id, "cancel"]) => {
+            cancel::cancel(api, &caller, run_id).await
         }
-        (_, ["workflow", "runs", _]) => Err(method_not_allowed(&method, &path, "GET")),
+        (&Method::GET, ["workflow", "runs", run_id, "steps"]) => {
+            history::steps(api, &caller, run_id, &request).await
+        }
+        (_, ["workflow", "run"]) => Err(method_not_allowed(&method, &path, "POST")),
+        (_, ["workflow", "runs"]) => Err(method_not_allowed(&method, &path, "GET, POST")),
+        (_, ["workflow", "runs", _]) | (_, ["workflow", "runs", _, "steps"]) => {
+            Err(method_not_allowed(&method, &path, "GET"))
+        }
+        (_, ["workflow", "runs", _, "cancel"]) => Err(method_not_allowed(&method, &path, "POST")),
         (&Method::GET, ["threads"]) => threads::list(api, &caller, &request).await,
         (&Method::GET, ["threads", id]) => threads::show(api, &caller, id, &request).await,
         (&Method::DELETE, ["threads", id]) => threads::delete(api, &caller, id).await,

@@ -147,6 +147,19 @@ pub(super) async fn run_async(api: Api<'_>, caller: Caller, request: &Request) -
 
 /// `GET /workflow/runs/{run_id}`: the run's status, and its answer once finished.
 pub(super) async fn get_run(api: Api<'_>, caller: &Caller, run_id: &str) -> Reply {
+    check_run_id(run_id)?;
+    let response = api
+        .runs
+        .workflow()
+        .for_caller(caller)
+        .status(run_id)
+        .await
+        .map_err(|e| engine_error(api.runs.clock(), e))?;
+    Ok(json_response(StatusCode::OK, &response))
+}
+
+/// A `run_id` path parameter as runs are named (400 otherwise).
+pub(super) fn check_run_id(run_id: &str) -> Result<(), ApiError> {
     if run_id.is_empty()
         || run_id.len() > 128
         || !run_id
@@ -160,21 +173,15 @@ pub(super) async fn get_run(api: Api<'_>, caller: &Caller, run_id: &str) -> Repl
              POST /workflow/run or POST /workflow/runs answered with",
         ));
     }
-    let response = api
-        .runs
-        .workflow()
-        .for_caller(caller)
-        .status(run_id)
-        .await
-        .map_err(|e| engine_error(api.runs.clock(), e))?;
-    Ok(json_response(StatusCode::OK, &response))
+    Ok(())
 }
 
 /// Shapes a run's response; a suspended run gets its continuation queued first.
 async fn finish(api: Api<'_>, response: RunResponse) -> Reply {
     metrics::emit_run(&response, api.runs.clock().now_ms());
+    notify(api, &response).await;
     match response.status {
-        RunStatus::Completed | RunStatus::BestEffort => {
+        RunStatus::Completed | RunStatus::BestEffort | RunStatus::Cancelled => {
             Ok(json_response(StatusCode::OK, &response))
         }
         RunStatus::Running => Ok(accepted(&response.run_id, RunStatus::Running)),
@@ -199,6 +206,16 @@ async fn finish(api: Api<'_>, response: RunResponse) -> Reply {
                 .map(|e| e.class)
                 .unwrap_or(ErrorClass::Permanent);
             Ok(json_response(failed_run_status(class), &response))
+        }
+    }
+}
+
+/// Sends the completion event of a finished run. A failure is only logged: the run keeps its
+/// lease parked, so the sweeper re-queues it and that delivery sends the event.
+pub(super) async fn notify(api: Api<'_>, response: &RunResponse) {
+    if response.status.is_final() {
+        if let Err(e) = api.runs.notify(&response.run_id).await {
+            tracing::warn!(run_id = response.run_id, error = %e, "completion event not sent yet");
         }
     }
 }

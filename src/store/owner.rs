@@ -1,0 +1,104 @@
+//! Listing items by owner, newest first, without a scan: what an item is listed under
+//! ([`Listing`], told to the store by an [`Indexer`] the layer above provides, since only it can
+//! read a body) and a page of what one owner has ([`ListPage`]).
+//!
+//! On DynamoDB this is the GSI `by_owner` (`owner` S hash, `owner_sort` S range, projection
+//! ALL): every head item written with a listing carries `owner`, `owner_sort` and
+//! `listed_status`, so one `Query` with `ScanIndexForward = false` returns an owner's items
+//! newest first, and a status filter is a `FilterExpression` on that query. Runs are listed
+//! under `runs#<caller digest>` with `owner_sort` = zero-padded creation time in epoch
+//! milliseconds, `#`, run id.
+
+use super::StoreError;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+
+/// Name of the DynamoDB GSI listing items by owner.
+pub const OWNER_INDEX: &str = "by_owner";
+/// Its hash key attribute.
+pub const OWNER: &str = "owner";
+/// Its range key attribute.
+pub const OWNER_SORT: &str = "owner_sort";
+/// The status an item is listed with (filterable).
+pub(crate) const LISTED_STATUS: &str = "listed_status";
+
+/// What an item is listed under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    /// The owner (`runs#<caller digest>`).
+    pub owner: String,
+    /// Sorts the owner's items: the greatest is the newest.
+    pub sort: String,
+    /// The status to filter by.
+    pub status: String,
+}
+
+/// Tells a store what an item is listed under, from its key and body (`None`: not listed).
+pub trait Indexer: Send + Sync + std::fmt::Debug {
+    /// The listing of the item `key` holding `body`.
+    fn listing(&self, key: &str, body: &[u8]) -> Option<Listing>;
+}
+
+/// One listed item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// The item's store key.
+    pub key: String,
+    /// Its sort value.
+    pub sort: String,
+    /// Its listed status.
+    pub status: String,
+}
+
+/// A page of an owner's items, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListPage {
+    /// The items.
+    pub items: Vec<Listed>,
+    /// Where the next page starts, when there may be one ([`encode_cursor`]).
+    pub cursor: Option<String>,
+}
+
+/// The opaque cursor after `last`: its sort value and key, URL-safe base64.
+pub(crate) fn encode_cursor(last: &Listed) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{}\n{}", last.sort, last.key))
+}
+
+/// The (sort, key) a cursor resumes after; `None` for one this store never wrote.
+pub fn decode_cursor(cursor: &str) -> Option<(String, String)> {
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let (sort, key) = text.split_once('\n')?;
+    (!sort.is_empty() && !key.is_empty()).then(|| (sort.to_owned(), key.to_owned()))
+}
+
+/// A store without an owner listing.
+pub(crate) fn unsupported(store: &str) -> StoreError {
+    StoreError::Permanent(format!(
+        "the {store} store cannot list runs by owner (set CHECKPOINT_TABLE)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_read_back_and_foreign_ones_are_refused() {
+        let last = Listed {
+            key: "run#r-1".into(),
+            sort: "000001800000000000#r-1".into(),
+            status: "completed".into(),
+        };
+        let cursor = encode_cursor(&last);
+        assert_eq!(
+            decode_cursor(&cursor),
+            Some((last.sort.clone(), last.key.clone()))
+        );
+        assert!(cursor
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+        assert_eq!(decode_cursor("not a cursor"), None);
+        assert_eq!(decode_cursor(&URL_SAFE_NO_PAD.encode("no-newline")), None);
+    }
+}

@@ -1,0 +1,205 @@
+//! Resumable streams, black-box: the `stream` binary under `cargo lambda watch` (function URL
+//! emulation, `RESPONSE_STREAM`), moto's DynamoDB and the scripted model holding the answer
+//! call. A client reads the first steps of `POST /workflow/run`, drops the connection, and
+//! picks the run back up with `GET /workflow/runs/{run_id}/events` and `Last-Event-ID`: every
+//! step arrives exactly once across the two streams, and the second ends with `final`.
+//!
+//! Needs `scripts/setup-test-tools.sh` (moto_server and cargo-lambda in `.local/venv`).
+
+mod support;
+
+use serde_json::{json, Value};
+use std::time::Duration;
+use support::happy_path::{QUESTION, STEPS};
+use support::lambda_watch::LambdaWatch;
+use support::llm_server::{Reply, Script, ScriptedLlm};
+use support::moto::moto;
+use support::scripted_http::Hold;
+
+/// One server-sent event.
+#[derive(Debug, Clone)]
+struct Event {
+    id: String,
+    name: String,
+    data: Value,
+}
+
+/// Reads server-sent events from a streamed body as they arrive.
+struct Events {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    /// The next event, or `None` at the end of the body.
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let frame: String = self.buffer.drain(..end + 2).collect();
+                let (mut id, mut name, mut data) = (String::new(), String::new(), String::new());
+                for line in frame.lines() {
+                    if let Some(v) = line.strip_prefix("id: ") {
+                        id = v.to_owned();
+                    } else if let Some(v) = line.strip_prefix("event: ") {
+                        name = v.to_owned();
+                    } else if let Some(v) = line.strip_prefix("data: ") {
+                        data.push_str(v);
+                    }
+                }
+                let data = serde_json::from_str(&data).expect("JSON data");
+                return Some(Event { id, name, data });
+            }
+            let chunk = self.response.chunk().await.expect("read the stream")?;
+            self.buffer
+                .push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_stream_resumed_with_last_event_id_gets_each_step_exactly_once() {
+    let moto = moto().await;
+    let table = moto.create_table().await;
+    let hold = Hold::new();
+    let llm = ScriptedLlm::start(Script::defaults().on(
+        "generate_answer",
+        [Reply::answer("Scripted answer [1].").held(&hold)],
+    ))
+    .await;
+    let mut env = moto.function_env();
+    env.extend([
+        ("CHECKPOINT_TABLE", table),
+        ("LLM_PROVIDER", "openai".to_owned()),
+        ("LLM_BASE_URL", llm.base_url()),
+        ("RUST_LOG", "bounded_rag=debug,warn".to_owned()),
+    ]);
+    let watch = LambdaWatch::start(&env).await;
+
+    // The first stream: read up to the held answer call, then drop the connection.
+    let response = watch
+        .url_stream(
+            "stream",
+            "/workflow/run",
+            &json!({ "question": QUESTION }).to_string(),
+            &[("content-type", "application/json")],
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let run_id = response.headers()["x-run-id"].to_str().unwrap().to_owned();
+    let mut first = Events {
+        response,
+        buffer: String::new(),
+    };
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let event = first.next().await.expect("a step before the held call");
+        assert_eq!(event.name, "step", "{event:?}");
+        assert_eq!(
+            event.id,
+            event.data["counters"]["steps"].to_string(),
+            "{event:?}"
+        );
+        seen.push(event);
+    }
+    let last_id = seen.last().unwrap().id.clone();
+    assert_eq!(last_id, "2");
+    drop(first);
+    // The run goes on to its held `generate` call (step 3 is checkpointed by then).
+    for _ in 0..1_500 {
+        if llm.calls("generate_answer") == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(llm.calls("generate_answer"), 1);
+
+    // Resume: step 3 is replayed, the run is followed live once released, and ends `final`.
+    let url = format!(
+        "{}/lambda-url/stream/workflow/runs/{run_id}/events",
+        watch.endpoint()
+    );
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let response = http
+        .get(url)
+        .header("last-event-id", &last_id)
+        .timeout(Duration::from_secs(120))
+        .send()
+        .await
+        .expect("GET events");
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    let mut second = Events {
+        response,
+        buffer: String::new(),
+    };
+    let replayed = second.next().await.expect("step 3 replayed");
+    assert_eq!(
+        (replayed.name.as_str(), replayed.id.as_str()),
+        ("step", "3")
+    );
+    hold.release();
+    let mut rest = vec![replayed];
+    while let Some(event) = second.next().await {
+        rest.push(event);
+    }
+    let last = rest.pop().expect("a last event");
+    assert_eq!(last.name, "final", "{last:?}");
+    assert_eq!(last.id, "6.end");
+    assert_eq!(last.data["status"], "completed", "{last:?}");
+    assert!(
+        rest.iter().all(|e| e.name == "step"),
+        "tokens are live only: {rest:?}"
+    );
+
+    let ids: Vec<String> = seen.iter().chain(&rest).map(|e| e.id.clone()).collect();
+    assert_eq!(ids, ["1", "2", "3", "4", "5", "6"]);
+    let names: Vec<&str> = seen
+        .iter()
+        .chain(&rest)
+        .map(|e| e.data["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, STEPS);
+    assert_eq!(rest.last().unwrap().data["counters"]["model_calls"], 7);
+    assert_eq!(llm.total_calls(), 7, "the run ran once");
+
+    // A finished run replays what is asked and ends; a bad id and an unknown run are refused.
+    let replay = http
+        .get(format!(
+            "{}/lambda-url/stream/workflow/runs/{run_id}/events",
+            watch.endpoint()
+        ))
+        .header("last-event-id", "5.3")
+        .send()
+        .await
+        .unwrap();
+    let mut replay = Events {
+        response: replay,
+        buffer: String::new(),
+    };
+    let six = replay.next().await.unwrap();
+    assert_eq!((six.name.as_str(), six.id.as_str()), ("step", "6"));
+    assert_eq!(replay.next().await.unwrap().name, "final");
+    assert!(replay.next().await.is_none());
+    let bad = http
+        .get(format!(
+            "{}/lambda-url/stream/workflow/runs/{run_id}/events",
+            watch.endpoint()
+        ))
+        .header("last-event-id", "nope")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let missing = http
+        .get(format!(
+            "{}/lambda-url/stream/workflow/runs/no-such-run/events",
+            watch.endpoint()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+}
