@@ -28,6 +28,9 @@ async fn env(moto: &Moto, llm: &ScriptedLlm) -> (Vec<(&'static str, String)>, St
         ("LLM_MODEL", "scripted-model".to_owned()),
         ("LLM_API_KEY", "sk-test".to_owned()),
         ("RUST_LOG", "bounded_rag=debug,warn".to_owned()),
+        // These tests pin the sequential path's steps and calls (speculation is tested on
+        // its own, in src/rag/speculation_tests.rs).
+        ("SPECULATION", "off".to_owned()),
     ]);
     (env, queue_url)
 }
