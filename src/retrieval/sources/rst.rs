@@ -98,6 +98,10 @@ pub(crate) fn to_markdown(text: &str) -> String {
                 Explicit::Code => out.push(fence(&body)),
                 Explicit::Prose(head) => {
                     let head = inline(head, &substitutions);
+                    let head = match version_note(rest) {
+                        Some(note) => format!("{note} {head}:"),
+                        None => head,
+                    };
                     if !head.is_empty() {
                         out.push(head);
                     }
@@ -243,6 +247,17 @@ fn explicit(rest: &str) -> Explicit<'_> {
         Explicit::Code
     } else {
         Explicit::Prose(args.trim())
+    }
+}
+
+/// "New in version" for `versionadded` (and the like), as Sphinx renders them.
+fn version_note(rest: &str) -> Option<&'static str> {
+    let name = rest.split("::").next()?.trim();
+    match name {
+        "versionadded" => Some("New in version"),
+        "versionchanged" => Some("Changed in version"),
+        "deprecated" => Some("Deprecated since version"),
+        _ => None,
     }
 }
 
