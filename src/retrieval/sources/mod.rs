@@ -16,6 +16,8 @@ mod csv;
 #[cfg(feature = "formats")]
 mod docx;
 mod format;
+#[cfg(all(test, feature = "formats"))]
+mod fuzz_tests;
 mod html;
 mod jsonl;
 mod metadata;
