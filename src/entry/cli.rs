@@ -64,6 +64,9 @@ pub enum Command {
 
 /// Runs the CLI; returns the process exit code (0 answered, 1 failed, 2 bad input).
 pub async fn run(cli: Cli) -> ExitCode {
+    // Every CLI command reads PDF, Word and CSV sources (a KB_PATH folder, eval, ingest); the
+    // Lambda functions never get here, so the parsers stay out of their bootstraps.
+    crate::retrieval::enable_parsers();
     match cli.command {
         Command::Ingest {
             source,

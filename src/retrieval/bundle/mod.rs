@@ -146,6 +146,7 @@ impl std::fmt::Display for IngestSummary {
 
 /// Ingests `source` into a bundle at `target` without vectors (BM25 only).
 pub fn ingest_dir(source: &Path, target: &Path) -> Result<IngestSummary, RetrievalError> {
+    super::sources::enable_parsers();
     let plan = plan::Plan::new(source, target, false)?;
     plan.finish(None, &NoProgress, (0, 0))
 }
@@ -161,6 +162,7 @@ pub async fn ingest(
     target: &Path,
     options: &IngestOptions<'_>,
 ) -> Result<IngestSummary, RetrievalError> {
+    super::sources::enable_parsers();
     let plan = plan::Plan::new(source, target, options.strict)?;
     let Some(embedder) = options.embedder else {
         return plan.finish(None, options.progress, (0, 0));

@@ -60,12 +60,12 @@ impl Format {
         }
     }
 
-    /// Whether this build can read the format: PDF, Word and CSV/TSV need the `formats`
-    /// feature (the Lambda bootstraps are built without it and never ingest).
-    pub(crate) fn is_built(self) -> bool {
+    /// Whether reading the format needs a third-party parser (PDF, Word, CSV/TSV): the
+    /// `formats` feature, enabled by ingest and the CLI (see `read`).
+    pub(crate) fn needs_parser(self) -> bool {
         match self {
-            Self::Pdf | Self::Docx | Self::Csv | Self::Tsv => cfg!(feature = "formats"),
-            Self::Markdown | Self::Text | Self::Html | Self::Rst => true,
+            Self::Pdf | Self::Docx | Self::Csv | Self::Tsv => true,
+            Self::Markdown | Self::Text | Self::Html | Self::Rst => false,
         }
     }
 

@@ -29,7 +29,7 @@ mod rst;
 mod skip;
 
 pub use format::{DocumentInfo, Format};
-pub(crate) use read::ReadLimits;
+pub(crate) use read::{enable_parsers, ReadLimits};
 pub use skip::{SkipReason, SkippedFile};
 
 use crate::retrieval::layout::MANIFEST;

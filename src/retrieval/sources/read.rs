@@ -2,6 +2,12 @@
 //! is read, then the format's reader, with the third-party parsers (PDF, Word) run on a
 //! thread of their own so a malformed file cannot panic the ingest or hang it.
 //!
+//! The PDF, Word and CSV/TSV parsers are reached through [`Parsers`], installed by
+//! [`enable_parsers`]: ingest and the CLI call it, the Lambda functions never do, so the
+//! parsers are not linked into their bootstraps (they read bundles; a `KB_PATH` folder of
+//! sources there reads Markdown, text, HTML and reStructuredText, and names the other files
+//! as skipped with [`SkipReason::NoReader`]).
+//!
 //! A panic is caught only where panics unwind (debug and test builds; `cargo run`): release
 //! builds abort on panic to keep the Lambda bootstraps small, and the parsers are chosen and
 //! bounded so none is expected. A parser that runs past [`PARSE_TIMEOUT`] is left behind
@@ -12,7 +18,29 @@ use super::{html, rst, SourceFile};
 use crate::retrieval::RetrievalError;
 use std::fs;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::Duration;
+
+/// The readers that need third-party parsers.
+#[derive(Clone, Copy)]
+struct Parsers {
+    pdf: fn(&[u8]) -> Result<Vec<String>, SkipReason>,
+    docx: fn(&[u8]) -> Result<String, SkipReason>,
+    table: fn(&str, u8) -> Result<Vec<String>, SkipReason>,
+}
+
+static PARSERS: OnceLock<Parsers> = OnceLock::new();
+
+/// Makes PDF, Word and CSV/TSV readable in this process (with the `formats` feature; a no-op
+/// without it). Called by ingest and the CLI, never by the Lambda functions.
+pub(crate) fn enable_parsers() {
+    #[cfg(feature = "formats")]
+    PARSERS.get_or_init(|| Parsers {
+        pdf: super::pdf::pages,
+        docx: super::docx::to_text,
+        table: super::csv::rows,
+    });
+}
 
 /// `MAX_DOCUMENT_BYTES` when unset: 50 MB, as Bedrock Knowledge Bases.
 pub(crate) const DEFAULT_MAX_DOCUMENT_BYTES: u64 = 50 * 1024 * 1024;
@@ -72,8 +100,9 @@ pub(crate) fn read_file(
     limits: &ReadLimits,
 ) -> Result<Outcome, RetrievalError> {
     let skip = |rel: String, reason| Ok(Outcome::Skipped(SkippedFile { path: rel, reason }));
-    if format.is_some_and(|f| !f.is_built()) {
-        return skip(rel, SkipReason::FormatNotBuilt);
+    let parsers = PARSERS.get().copied();
+    if format.is_some_and(|f| f.needs_parser()) && parsers.is_none() {
+        return skip(rel, SkipReason::NoReader);
     }
     let size = fs::metadata(&path)
         .map_err(|e| RetrievalError::io(&path, e))?
@@ -97,8 +126,8 @@ pub(crate) fn read_file(
         text: String::new(),
         pages: Vec::new(),
     };
-    let read = if format.is_binary() {
-        binary(format, bytes, limits)
+    let read = if let (true, Some(parsers)) = (format.is_binary(), parsers) {
+        binary(parsers, format, bytes, limits)
     } else if format == Format::Html {
         Ok(Body::Text(html::to_text(&file.path, &bytes)?))
     } else {
@@ -106,8 +135,12 @@ pub(crate) fn read_file(
         match format {
             Format::Markdown | Format::Text => Ok(text),
             Format::Rst => Ok(rst::to_markdown(&text)),
-            Format::Csv => table(&text, b','),
-            Format::Tsv => table(&text, b'\t'),
+            Format::Csv | Format::Tsv => {
+                let delimiter = if format == Format::Csv { b',' } else { b'\t' };
+                let rows =
+                    parsers.map_or(Err(SkipReason::NoReader), |p| (p.table)(&text, delimiter));
+                rows.map(|rows| rows.join("\n"))
+            }
             Format::Html | Format::Pdf | Format::Docx => unreachable!("read above"),
         }
         .map(Body::Text)
@@ -133,31 +166,18 @@ fn utf8(path: &std::path::Path, bytes: Vec<u8>) -> Result<String, RetrievalError
     })
 }
 
-#[cfg(feature = "formats")]
-fn table(text: &str, delimiter: u8) -> Result<String, SkipReason> {
-    super::csv::rows(text, delimiter).map(|rows| rows.join("\n"))
-}
-
-#[cfg(not(feature = "formats"))]
-fn table(_: &str, _: u8) -> Result<String, SkipReason> {
-    Err(SkipReason::FormatNotBuilt)
-}
-
 /// A PDF's pages or a Word document's text, parsed on a thread of its own.
-fn binary(format: Format, bytes: Vec<u8>, limits: &ReadLimits) -> Result<Body, SkipReason> {
-    #[cfg(feature = "formats")]
-    {
-        let parse = move || match format {
-            Format::Pdf => super::pdf::pages(&bytes).map(Body::Pages),
-            _ => super::docx::to_text(&bytes).map(Body::Text),
-        };
-        guarded(parse, limits.parse_timeout)
-    }
-    #[cfg(not(feature = "formats"))]
-    {
-        let _ = (format, bytes, limits);
-        Err(SkipReason::FormatNotBuilt)
-    }
+fn binary(
+    parsers: Parsers,
+    format: Format,
+    bytes: Vec<u8>,
+    limits: &ReadLimits,
+) -> Result<Body, SkipReason> {
+    let parse = move || match format {
+        Format::Pdf => (parsers.pdf)(&bytes).map(Body::Pages),
+        _ => (parsers.docx)(&bytes).map(Body::Text),
+    };
+    guarded(parse, limits.parse_timeout)
 }
 
 /// Runs `parse` on its own thread: a panic is a corrupt file, a run past `timeout` a skip.

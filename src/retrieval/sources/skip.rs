@@ -9,8 +9,9 @@ use std::fmt;
 pub enum SkipReason {
     /// Not a format ingest reads.
     UnknownExtension,
-    /// A format this build was compiled without (the `formats` feature).
-    FormatNotBuilt,
+    /// PDF, Word or CSV/TSV where no parser is enabled: a Lambda function's `KB_PATH` folder
+    /// (they load bundles), or a build without the `formats` feature.
+    NoReader,
     /// Zero bytes, or nothing but white space once read.
     Empty,
     /// Over `MAX_DOCUMENT_BYTES`; not read at all.
@@ -51,7 +52,7 @@ impl fmt::Display for SkipReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::UnknownExtension => f.write_str("unknown extension"),
-            Self::FormatNotBuilt => f.write_str("format not built in (the `formats` feature)"),
+            Self::NoReader => f.write_str("no reader here: run `bounded-rag ingest`"),
             Self::Empty => f.write_str("empty file"),
             Self::TooLarge { bytes, limit } => {
                 write!(f, "{bytes} bytes, over MAX_DOCUMENT_BYTES ({limit})")
