@@ -48,7 +48,7 @@ def plain(md_path, out):
 
 
 def pdf(md_path, out):
-    ms = run(["pandoc", "--from=json", "--to=ms", "--standalone"], to_json(md_path))
+    ms = run(["pandoc", "--from=json", "--to=ms", "--standalone", "--variable=fontfamily:T"], to_json(md_path))
     open(out, "wb").write(run(["groff", "-ms", "-k", "-Kutf8", "-t", "-e", "-Tpdf"], ms))
 
 

@@ -179,7 +179,7 @@ pub(crate) fn tidy(pages: Vec<String>) -> Vec<String> {
         .map(|p| {
             let lines: Vec<String> = p
                 .lines()
-                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                .map(|l| not_a_heading(l.split_whitespace().collect::<Vec<_>>().join(" ")))
                 .filter(|l| !l.is_empty())
                 .collect();
             let last = lines.len().saturating_sub(1);
@@ -208,6 +208,17 @@ pub(crate) fn tidy(pages: Vec<String>) -> Vec<String> {
             dehyphenate(&kept)
         })
         .collect()
+}
+
+/// A PDF has no heading markup, so a line that reads like a Markdown heading ("# save this as
+/// app.py" from a code listing) loses the space after its `#`s: the passage splitter must not
+/// take it for a section title.
+fn not_a_heading(line: String) -> String {
+    let hashes = line.chars().take_while(|&c| c == '#').count();
+    if hashes == 0 || !line[hashes..].starts_with(' ') {
+        return line;
+    }
+    format!("{}{}", &line[..hashes], line[hashes..].trim_start())
 }
 
 /// Lines this close to a page's top or bottom may be page numbers.
@@ -294,6 +305,10 @@ mod tests {
             "well-\nKnown\nx-\n2"
         );
         assert!(is_page_number("Page 3 of 10") && is_page_number("xii"));
+        assert_eq!(
+            tidy(vec!["# save this\n#x\n## two".into()]),
+            ["#save this\n#x\n##two"]
+        );
         assert!(!is_page_number("Chapter 3") && !is_page_number("vivid"));
     }
 
