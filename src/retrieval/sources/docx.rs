@@ -108,12 +108,21 @@ fn level_of_style(id: &str, styles: &HashMap<String, usize>) -> Option<usize> {
     styles.get(id).copied().or_else(|| level_of_name(id))
 }
 
+/// Code paragraph styles: pandoc's `SourceCode`, Word's `HTMLPreformatted`, any `...Code...`.
+fn is_code_style(id: &str) -> bool {
+    let lower = id.to_ascii_lowercase();
+    lower.contains("code") || lower.contains("preformatted") || lower.contains("verbatim")
+}
+
 /// Where the text of `document.xml` goes as it is read.
 #[derive(Default)]
 struct Body {
     out: String,
     paragraph: String,
     level: Option<usize>,
+    /// The paragraph is code (a `SourceCode`, `Code` or preformatted style): kept as a fenced
+    /// block, its line breaks kept, as a Markdown code block is.
+    code: bool,
     /// Nested tables: the rows of each, each row its cells.
     tables: Vec<Vec<Vec<String>>>,
     in_text: bool,
@@ -122,7 +131,12 @@ struct Body {
 impl Body {
     fn end_paragraph(&mut self) {
         let text = std::mem::take(&mut self.paragraph);
-        let text = text.trim();
+        let code = std::mem::take(&mut self.code);
+        let text = if code {
+            text.trim_matches('\n')
+        } else {
+            text.trim()
+        };
         let level = self.level.take();
         if let Some(row) = self.tables.last_mut().and_then(|t| t.last_mut()) {
             let cell = row.last_mut();
@@ -135,6 +149,10 @@ impl Body {
             return;
         }
         if text.is_empty() {
+            return;
+        }
+        if code {
+            self.out.push_str(&format!("```\n{text}\n```\n\n"));
             return;
         }
         if let Some(level) = level {
@@ -215,10 +233,12 @@ fn body(xml: &str, styles: &HashMap<String, usize>) -> Result<String, quick_xml:
             },
             Event::Empty(e) => match e.local_name().as_ref() {
                 "pStyle" => {
-                    body.level = attr(&e, "w:val").and_then(|id| level_of_style(&id, styles));
+                    let id = attr(&e, "w:val").unwrap_or_default();
+                    body.level = level_of_style(&id, styles);
+                    body.code = is_code_style(&id);
                 }
                 "tab" => body.paragraph.push('\t'),
-                "br" | "cr" => body.paragraph.push(' '),
+                "br" | "cr" => body.paragraph.push(if body.code { '\n' } else { ' ' }),
                 "p" => body.end_paragraph(),
                 _ => {}
             },
@@ -270,11 +290,13 @@ mod tests {
             <w:tbl><w:tr><w:tc><w:p><w:r><w:t>Pest</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r><w:t>Part</w:t></w:r></w:p></w:tc></w:tr>
             <w:tr><w:tc><w:p><w:r><w:t>Borer</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r><w:t>Stem</w:t></w:r></w:p></w:tc></w:tr></w:tbl>
             <w:p><w:pPr><w:pStyle w:val="Custom"/></w:pPr><w:r><w:t>Sub</w:t></w:r></w:p>
+            <w:p><w:pPr><w:pStyle w:val="SourceCode"/></w:pPr><w:r><w:t># not a heading</w:t><w:br/><w:t xml:space="preserve">  x = 1</w:t></w:r></w:p>
             </w:body></w:document>"#;
         let styles = HashMap::from([("Custom".to_owned(), 2)]);
         assert_eq!(
             body(xml, &styles).unwrap(),
-            "# Pests\n\nBorers & mites.\n\nPest | Part\nPest: Borer; Part: Stem\n\n## Sub"
+            "# Pests\n\nBorers & mites.\n\nPest | Part\nPest: Borer; Part: Stem\n\n## Sub\n\n\
+             ```\n# not a heading\n  x = 1\n```"
         );
         let styles_xml = r#"<w:styles><w:style w:styleId="H"><w:name w:val="heading 3"/></w:style>
             <w:style w:styleId="O"><w:name w:val="Mine"/><w:pPr><w:outlineLvl w:val="1"/></w:pPr></w:style></w:styles>"#;

@@ -66,65 +66,151 @@ fn corrupt(e: lopdf::Error) -> SkipReason {
     }
 }
 
-/// The raw lines of one page's text operators.
-fn page_text(doc: &Document, id: lopdf::ObjectId) -> Result<String, lopdf::Error> {
-    let fonts = doc.get_page_fonts(id).unwrap_or_default();
-    let encodings: BTreeMap<Vec<u8>, Encoding> = fonts
+/// A font of the page: its encoding and glyph widths.
+struct Font<'a> {
+    encoding: Encoding<'a>,
+    /// Widths in thousandths of an em from `first_char`; empty for composite fonts.
+    widths: Vec<f32>,
+    first_char: i64,
+    /// Bytes per character code (2 for composite `Type0` fonts).
+    code_bytes: usize,
+}
+
+impl Font<'_> {
+    /// The advance of `bytes` in thousandths of an em (word and character spacing apart).
+    fn advance(&self, bytes: &[u8]) -> (f32, usize, usize) {
+        let chars = bytes.len() / self.code_bytes.max(1);
+        let spaces = bytes.iter().filter(|&&b| b == b' ').count();
+        if self.code_bytes != 1 || self.widths.is_empty() {
+            return (chars as f32 * DEFAULT_WIDTH, chars, spaces);
+        }
+        let width = bytes
+            .iter()
+            .map(|&b| {
+                let at = i64::from(b) - self.first_char;
+                usize::try_from(at)
+                    .ok()
+                    .and_then(|at| self.widths.get(at))
+                    .copied()
+                    .unwrap_or(DEFAULT_WIDTH)
+            })
+            .sum();
+        (width, chars, spaces)
+    }
+}
+
+/// The width of a glyph whose font gives none.
+const DEFAULT_WIDTH: f32 = 500.0;
+/// A horizontal move this much further than the text shown (in ems) is a word space.
+const GAP_EMS: f32 = 0.15;
+
+fn fonts<'a>(doc: &'a Document, id: lopdf::ObjectId) -> BTreeMap<Vec<u8>, Font<'a>> {
+    let resolve = |o: &'a Object| match o {
+        Object::Reference(id) => doc.get_object(*id).ok(),
+        other => Some(other),
+    };
+    doc.get_page_fonts(id)
+        .unwrap_or_default()
         .into_iter()
         .filter_map(|(name, font)| {
-            let encoding = font.get_font_encoding_with_limit(doc, MAX_PAGE_CONTENT);
-            encoding.ok().map(|e| (name, e))
+            let encoding = font
+                .get_font_encoding_with_limit(doc, MAX_PAGE_CONTENT)
+                .ok()?;
+            let composite = font
+                .get(b"Subtype")
+                .ok()
+                .and_then(|s| s.as_name().ok())
+                .is_some_and(|s| s == b"Type0");
+            let widths = font
+                .get(b"Widths")
+                .ok()
+                .and_then(resolve)
+                .and_then(|w| w.as_array().ok())
+                .map(|w| w.iter().map(|n| number(resolve(n))).collect())
+                .unwrap_or_default();
+            let first_char = font
+                .get(b"FirstChar")
+                .ok()
+                .and_then(|n| n.as_i64().ok())
+                .unwrap_or(0);
+            let code_bytes = if composite { 2 } else { 1 };
+            Some((
+                name,
+                Font {
+                    encoding,
+                    widths,
+                    first_char,
+                    code_bytes,
+                },
+            ))
         })
-        .collect();
+        .collect()
+}
+
+/// The raw lines of one page's text operators.
+fn page_text(doc: &Document, id: lopdf::ObjectId) -> Result<String, lopdf::Error> {
+    let fonts = fonts(doc, id);
     let data = doc.get_page_content_with_limit(id, MAX_PAGE_CONTENT)?;
     let content = Content::decode(&data)?;
     let mut out = Text::default();
-    let mut encoding = None;
+    let mut font: Option<&Font> = None;
     for op in &content.operations {
         let operands = &op.operands;
         match op.operator.as_str() {
             "Tf" => {
-                encoding = operands
+                font = operands
                     .first()
                     .and_then(|o| o.as_name().ok())
-                    .and_then(|name| encodings.get(name));
+                    .and_then(|name| fonts.get(name));
+                out.size = number(operands.get(1)).abs().max(0.01);
             }
-            "BT" => out.line_y = None,
+            "Tw" => out.word_spacing = number(operands.first()),
+            "Tc" => out.char_spacing = number(operands.first()),
+            "BT" => {
+                out.line_y = None;
+                (out.line_x, out.pen) = (0.0, 0.0);
+            }
             "T*" => out.newline(),
             "Td" | "TD" => {
-                let ty = number(operands.get(1));
+                let (tx, ty) = (number(operands.first()), number(operands.get(1)));
+                out.line_x += tx;
                 if ty.abs() > 0.01 {
                     out.newline();
-                } else if number(operands.first()) > 0.0 {
-                    out.space();
+                } else {
+                    out.move_to(out.line_x);
                 }
+                out.pen = out.line_x;
             }
             "Tm" => {
-                let y = number(operands.get(5));
+                let (x, y) = (number(operands.get(4)), number(operands.get(5)));
                 match out.line_y {
-                    Some(last) if (last - y).abs() <= 0.5 => out.space(),
+                    Some(last) if (last - y).abs() <= 0.5 => out.move_to(x),
                     Some(_) => out.newline(),
                     None => out.space(),
                 }
                 out.line_y = Some(y);
+                (out.line_x, out.pen) = (x, x);
             }
             "Tj" | "'" | "\"" => {
                 if op.operator != "Tj" {
                     out.newline();
+                    out.pen = out.line_x;
                 }
-                if let (Some(enc), Some(Object::String(bytes, _))) = (encoding, operands.last()) {
-                    out.show(enc, bytes);
+                if let (Some(font), Some(Object::String(bytes, _))) = (font, operands.last()) {
+                    out.show(font, bytes);
                 }
             }
             "TJ" => {
-                let (Some(enc), Some(Object::Array(items))) = (encoding, operands.first()) else {
+                let (Some(font), Some(Object::Array(items))) = (font, operands.first()) else {
                     continue;
                 };
                 for item in items {
                     match item {
-                        Object::String(bytes, _) => out.show(enc, bytes),
+                        Object::String(bytes, _) => out.show(font, bytes),
                         other => {
-                            if number(Some(other)) < WORD_GAP {
+                            let adjust = number(Some(other));
+                            out.pen -= adjust / 1000.0 * out.size;
+                            if adjust < WORD_GAP {
                                 out.space();
                             }
                         }
@@ -137,17 +223,35 @@ fn page_text(doc: &Document, id: lopdf::ObjectId) -> Result<String, lopdf::Error
     Ok(out.text)
 }
 
-/// Text being collected from a page, with the baseline of the current line.
+/// Text being collected from a page, with where the pen is on the current line (text space,
+/// for the Tm-identity pages typesetters write; enough to tell a word gap from a kern).
 #[derive(Default)]
 struct Text {
     text: String,
     line_y: Option<f32>,
+    line_x: f32,
+    pen: f32,
+    size: f32,
+    word_spacing: f32,
+    char_spacing: f32,
 }
 
 impl Text {
-    fn show(&mut self, encoding: &Encoding, bytes: &[u8]) {
+    fn show(&mut self, font: &Font, bytes: &[u8]) {
         // A glyph lopdf cannot map is left out, not the page.
-        let _ = encoding.write_to_string(bytes, &mut self.text);
+        let _ = font.encoding.write_to_string(bytes, &mut self.text);
+        let (width, chars, spaces) = font.advance(bytes);
+        self.pen += width / 1000.0 * self.size
+            + chars as f32 * self.char_spacing
+            + spaces as f32 * self.word_spacing;
+    }
+
+    /// The pen moves to `x` on the same line: a word space when it skips more than a kern.
+    fn move_to(&mut self, x: f32) {
+        if x - self.pen > GAP_EMS * self.size.max(1.0) {
+            self.space();
+        }
+        self.pen = x;
     }
 
     fn space(&mut self) {
@@ -164,6 +268,16 @@ impl Text {
 }
 
 fn number(object: Option<&Object>) -> f32 {
+    // Untrusted numbers: a NaN or infinity would poison the pen position.
+    let n = raw_number(object);
+    if n.is_finite() {
+        n
+    } else {
+        0.0
+    }
+}
+
+fn raw_number(object: Option<&Object>) -> f32 {
     match object {
         Some(Object::Integer(i)) => *i as f32,
         Some(Object::Real(r)) => *r,
