@@ -51,6 +51,10 @@ fn sources_match_by_path_fragment_or_url_and_bad_lines_are_named() {
         "kb://patch-canker.md#2"
     ));
     assert!(!source_matches("patch-canker.md", "kb://pink-disease.md#1"));
+    // A PDF passage cites its page (RFC 8118); the document name still matches.
+    assert!(source_matches("guide.pdf", "kb://guide.pdf#page=3"));
+    assert!(source_matches("guide.pdf#page=3", "kb://guide.pdf#page=3"));
+    assert!(!source_matches("guide", "kb://guide.pdf#page=3"));
     assert!(!source_matches("patch", "kb://patch-canker.md#1"));
 
     let dir = tempfile::tempdir().unwrap();

@@ -32,12 +32,12 @@ pub struct Cli {
 pub enum Command {
     /// Answer a question, or continue a stopped run with --resume.
     Ask(AskArgs),
-    /// Build a knowledge-base bundle from a folder of Markdown, text and HTML documents and
-    /// JSONL entities; embeds every passage when EMBEDDINGS_BASE_URL (or
-    /// EMBEDDINGS_PROVIDER=bedrock) is set.
+    /// Build a knowledge-base bundle from a folder of Markdown, text, HTML, PDF, Word,
+    /// reStructuredText and CSV/TSV documents and JSONL entities; embeds every passage when
+    /// EMBEDDINGS_BASE_URL (or EMBEDDINGS_PROVIDER=bedrock) is set.
     Ingest {
-        /// Folder with .md/.txt/.html documents and optional nodes.jsonl / edges.jsonl /
-        /// communities.jsonl.
+        /// Folder with .md/.txt/.html/.pdf/.docx/.rst/.csv/.tsv documents and optional
+        /// nodes.jsonl / edges.jsonl / communities.jsonl.
         source: PathBuf,
         /// Where to write the bundle (use it with KB_PATH, or publish it).
         #[arg(long, default_value = ".bounded-rag/kb")]
@@ -45,6 +45,9 @@ pub enum Command {
         /// Passages per embeddings call (default: EMBEDDINGS_BATCH_SIZE, else 64).
         #[arg(long, value_parser = clap::value_parser!(u16).range(1..=2048))]
         batch_size: Option<u16>,
+        /// Fail (exit 2, nothing written) when any file is skipped, for CI pipelines.
+        #[arg(long)]
+        strict: bool,
     },
     /// Publish, list and roll back bundles on S3.
     #[command(subcommand)]
@@ -75,12 +78,16 @@ pub enum Command {
 
 /// Runs the CLI; returns the process exit code (0 answered, 1 failed, 2 bad input).
 pub async fn run(cli: Cli) -> ExitCode {
+    // Every CLI command reads PDF, Word and CSV sources (a KB_PATH folder, eval, ingest); the
+    // Lambda functions never get here, so the parsers stay out of their bootstraps.
+    crate::retrieval::enable_parsers();
     match cli.command {
         Command::Ingest {
             source,
             out,
             batch_size,
-        } => match ingest_command(&source, &out, batch_size.map(usize::from)).await {
+            strict,
+        } => match ingest_command(&source, &out, batch_size.map(usize::from), strict).await {
             Ok(text) => {
                 println!("{text}");
                 ExitCode::SUCCESS

@@ -4,7 +4,7 @@
 use super::app::{build_embedder, load_secrets};
 use crate::config::Settings;
 use crate::retrieval::s3::{self, BundleStore, Published, S3Location};
-use crate::retrieval::{ingest, IngestOptions, Progress, RetrievalError};
+use crate::retrieval::{ingest, Format, IngestOptions, Progress, RetrievalError};
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -88,6 +88,7 @@ pub(crate) async fn ingest_command(
     source: &Path,
     out: &Path,
     batch_size: Option<usize>,
+    strict: bool,
 ) -> Result<String, String> {
     let settings = Settings::from_env().map_err(|e| e.to_string())?;
     let secrets = load_secrets(&settings).await.map_err(|e| e.to_string())?;
@@ -104,6 +105,7 @@ pub(crate) async fn ingest_command(
         passage_prefix: tuning.passage_prefix.clone(),
         query_prefix: tuning.query_prefix.clone(),
         progress: &bar,
+        strict,
         ..IngestOptions::default()
     };
     let result = ingest(source, out, &options).await;
@@ -111,9 +113,11 @@ pub(crate) async fn ingest_command(
     let summary = result.map_err(|e| match e {
         // The sources are fine: the message says which setting to change and how to resume.
         RetrievalError::Interrupted { .. } => format!("ingest stopped: {e}"),
+        RetrievalError::Skipped { .. } => format!("ingest failed: {e}"),
         e => format!(
-            "ingest failed: {e}; SOURCE must be a folder of .md/.txt/.html documents (and \
-             optional nodes/edges/communities .jsonl), and --out a folder you can write"
+            "ingest failed: {e}; SOURCE must be a folder of documents ({}; and optional \
+             nodes/edges/communities .jsonl), and --out a folder you can write",
+            Format::all_extensions()
         ),
     })?;
     Ok(format!(

@@ -41,13 +41,24 @@ pub enum RetrievalError {
     },
     /// The folder holds nothing to index.
     #[error(
-        "no documents in {}: expected .md, .markdown or .txt files, or nodes.jsonl, \
-         edges.jsonl or communities.jsonl",
-        path.display()
+        "no documents in {}: expected {} files, or nodes.jsonl, edges.jsonl or \
+         communities.jsonl",
+        path.display(),
+        super::sources::Format::all_extensions()
     )]
     NoDocuments {
         /// The folder.
         path: PathBuf,
+    },
+    /// `ingest --strict`: files were skipped, so nothing was written.
+    #[error(
+        "{} files skipped (--strict): {}",
+        files.len(),
+        files.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    )]
+    Skipped {
+        /// Each file skipped, with the reason.
+        files: Vec<super::sources::SkippedFile>,
     },
     /// Ingest refused to write into its target folder.
     #[error("refusing to write into {}: {reason}", path.display())]
@@ -162,6 +173,7 @@ impl Classify for RetrievalError {
             | Self::Parse { .. }
             | Self::Invalid { .. }
             | Self::NoDocuments { .. }
+            | Self::Skipped { .. }
             | Self::Target { .. }
             | Self::Index { .. }
             | Self::InvalidResponse(_)
@@ -231,6 +243,11 @@ mod tests {
         assert_eq!(err.to_string(), "kb/edges.jsonl:3: missing field `fact`");
         let err = RetrievalError::NoDocuments { path: "x".into() };
         assert!(err.to_string().starts_with("no documents in x"));
+        for ext in [
+            ".md", ".txt", ".html", ".pdf", ".docx", ".rst", ".csv", ".tsv",
+        ] {
+            assert!(err.to_string().contains(ext), "{err} lacks {ext}");
+        }
         assert!(!RetrievalError::Connect("refused".into())
             .to_string()
             .is_empty());

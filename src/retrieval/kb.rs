@@ -94,13 +94,9 @@ impl KnowledgeBase {
         let root = Path::new("<embedded kb>");
         let files: Vec<SourceFile> = EMBEDDED
             .iter()
-            .map(|(rel, text)| SourceFile {
-                path: root.join(rel),
-                rel: (*rel).to_owned(),
-                text: (*text).to_owned(),
-            })
+            .map(|(rel, text)| SourceFile::text(root.join(rel), rel, (*text).to_owned()))
             .collect();
-        let corpus = sources::build(root, &files)?;
+        let corpus = sources::build(root, &files, Vec::new())?;
         Self::in_ram(&corpus.docs, corpus.meta, corpus.stats, None)
     }
 

@@ -50,6 +50,8 @@ pub use filter::{Filter, FilterError};
 pub use kb::KnowledgeBase;
 pub use live::{check_compatible, check_embedding, LiveKnowledge, LoadOptions, RefreshOutcome};
 pub use rerank::{Ranked, RerankClient, RerankConfig, RerankError, Reranker};
+pub(crate) use sources::enable_parsers;
+pub use sources::{DocumentInfo, Format, SkipReason, SkippedFile};
 pub use stats::KbStats;
 pub use web::{TavilyClient, TavilyConfig};
 

@@ -1,6 +1,7 @@
 //! The manifest of a bundle (`kb-manifest.json`): what it is, what it holds, and every file
 //! with its size and SHA-256, so a reader can tell a complete, intact bundle from anything
 //! else before loading a byte of index.
+use crate::retrieval::sources::{DocumentInfo, SkippedFile};
 use crate::retrieval::stats::KbStats;
 use crate::retrieval::RetrievalError;
 use serde::{Deserialize, Serialize};
@@ -76,6 +77,13 @@ pub struct Manifest {
     /// The metadata keys documents carry (filterable); empty in bundles without metadata.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metadata_keys: Vec<String>,
+    /// Each document with its format, pages (PDF) and passages; empty in bundles written
+    /// before formats were recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub documents: Vec<DocumentInfo>,
+    /// The files ingest found but did not use, with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedFile>,
 }
 
 impl EmbeddingInfo {

@@ -25,6 +25,7 @@ pub(crate) use manifest::hex_digest;
 pub use manifest::{BundleFile, EmbeddingInfo, Manifest, FORMAT_VERSION};
 pub(crate) use open::{open_dir, open_in_memory, Opened};
 
+use super::sources::SkippedFile;
 use super::stats::KbStats;
 use super::{Embedder, RetrievalError};
 use crate::engine::RetryPolicy;
@@ -71,6 +72,8 @@ pub struct IngestOptions<'a> {
     pub query_prefix: String,
     /// Where progress goes.
     pub progress: &'a dyn Progress,
+    /// Refuse to write the bundle when any file is skipped (`ingest --strict`).
+    pub strict: bool,
 }
 
 impl Default for IngestOptions<'_> {
@@ -88,6 +91,7 @@ impl Default for IngestOptions<'_> {
             passage_prefix: String::new(),
             query_prefix: String::new(),
             progress: &NoProgress,
+            strict: false,
         }
     }
 }
@@ -97,8 +101,10 @@ impl Default for IngestOptions<'_> {
 pub struct IngestSummary {
     /// Counts of what was indexed.
     pub stats: KbStats,
-    /// Files under the source that are not knowledge-base sources and were ignored.
+    /// How many files under the source were not ingested (`skipped.len()`).
     pub skipped_files: usize,
+    /// Each file not ingested, with the reason (also in the manifest).
+    pub skipped: Vec<SkippedFile>,
     /// The source folder (absolute when it could be resolved).
     pub source: PathBuf,
     /// The bundle folder.
@@ -120,8 +126,11 @@ impl std::fmt::Display for IngestSummary {
             self.target.display(),
             self.stats
         )?;
-        if self.skipped_files > 0 {
-            write!(f, "; {} other files ignored", self.skipped_files)?;
+        if !self.skipped.is_empty() {
+            write!(f, "; {} files skipped:", self.skipped.len())?;
+            for skip in &self.skipped {
+                write!(f, "\n  skipped {skip}")?;
+            }
         }
         match &self.manifest.embedding {
             Some(e) => write!(
@@ -137,7 +146,8 @@ impl std::fmt::Display for IngestSummary {
 
 /// Ingests `source` into a bundle at `target` without vectors (BM25 only).
 pub fn ingest_dir(source: &Path, target: &Path) -> Result<IngestSummary, RetrievalError> {
-    let plan = plan::Plan::new(source, target)?;
+    super::sources::enable_parsers();
+    let plan = plan::Plan::new(source, target, false)?;
     plan.finish(None, &NoProgress, (0, 0))
 }
 
@@ -152,7 +162,8 @@ pub async fn ingest(
     target: &Path,
     options: &IngestOptions<'_>,
 ) -> Result<IngestSummary, RetrievalError> {
-    let plan = plan::Plan::new(source, target)?;
+    super::sources::enable_parsers();
+    let plan = plan::Plan::new(source, target, options.strict)?;
     let Some(embedder) = options.embedder else {
         return plan.finish(None, options.progress, (0, 0));
     };

@@ -18,13 +18,19 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// Reads `source` and checks that `target` may be written.
-    pub(crate) fn new(source: &Path, target: &Path) -> Result<Self, RetrievalError> {
+    /// Reads `source` and checks that `target` may be written; with `strict`, any skipped
+    /// file is an error.
+    pub(crate) fn new(source: &Path, target: &Path, strict: bool) -> Result<Self, RetrievalError> {
         let source = source
             .canonicalize()
             .map_err(|e| RetrievalError::io(source, e))?;
         check_target(&source, target)?;
         let corpus = sources::load_dir(&source)?;
+        if strict && !corpus.skipped.is_empty() {
+            return Err(RetrievalError::Skipped {
+                files: corpus.skipped,
+            });
+        }
         let name = target
             .file_name()
             .ok_or_else(|| RetrievalError::Target {

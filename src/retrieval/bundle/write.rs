@@ -52,6 +52,8 @@ impl Plan {
             analyzer: ANALYZER.into(),
             files: describe_files(&build)?,
             metadata_keys: meta.keys(),
+            documents: self.corpus.documents.clone(),
+            skipped: self.corpus.skipped.clone(),
         };
         let json = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
         write(&build.join(MANIFEST), &json)?;
@@ -67,7 +69,8 @@ impl Plan {
 
         Ok(IngestSummary {
             stats: self.corpus.stats,
-            skipped_files: self.corpus.skipped_files,
+            skipped_files: self.corpus.skipped.len(),
+            skipped: self.corpus.skipped,
             source: self.source,
             target: self.target,
             manifest,

@@ -7,12 +7,6 @@ use std::path::Path;
 /// Wide enough that no heading or sentence is wrapped onto a second line.
 const WIDTH: usize = 100_000;
 
-/// Whether `path` names an HTML file (`.html`, `.htm`).
-pub(crate) fn is_html(path: &Path) -> bool {
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    ext.eq_ignore_ascii_case("html") || ext.eq_ignore_ascii_case("htm")
-}
-
 /// The text of an HTML document, with Markdown-style headings.
 pub(crate) fn to_text(path: &Path, html: &[u8]) -> Result<String, RetrievalError> {
     // The rich decorator marks links and emphasis with annotations, not characters, and
@@ -56,7 +50,5 @@ mod tests {
             parts[0].text.contains("Prune infected branches."),
             "{parts:?}"
         );
-        assert!(is_html(Path::new("x/Page.HTM")));
-        assert!(!is_html(Path::new("x/page.md")));
     }
 }

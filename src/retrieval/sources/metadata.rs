@@ -170,11 +170,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn file(rel: &str, text: &str) -> SourceFile {
-        SourceFile {
-            path: PathBuf::from("kb").join(rel),
-            rel: rel.to_owned(),
-            text: text.to_owned(),
-        }
+        SourceFile::text(PathBuf::from("kb").join(rel), rel, text.to_owned())
     }
 
     #[test]

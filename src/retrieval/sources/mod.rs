@@ -1,30 +1,71 @@
 //! Reading a knowledge-base folder into documents: which files count, in which order, and how
 //! they become passages and graph documents.
 //!
-//! Text documents are `*.md`, `*.markdown`, `*.txt`, `*.html` and `*.htm` at any depth (HTML
-//! is reduced to its text first, see [`html`]), cleaned of badges, link targets, URLs and HTML
-//! ([`clean`]) and split at headings ([`passages`]); the graph files are
-//! `nodes.jsonl`, `edges.jsonl` and `communities.jsonl` at any depth. Hidden entries, symlinked
-//! folders and folders written by ingest are skipped; everything else is ignored and counted.
+//! Documents are told by extension ([`Format`]): Markdown and text, HTML (reduced to its text
+//! first, see [`html`]), reStructuredText ([`rst`]), Word ([`docx`]), PDF ([`pdf`], page by
+//! page) and CSV/TSV ([`csv`], row by row), at any depth. Every file goes through one seam,
+//! [`read::read_file`], whatever calls ingest (a folder ingest, the embedding ingest, `eval`, a
+//! `KB_PATH` of sources). Text is cleaned of badges, link targets, URLs and HTML ([`clean`])
+//! and split at headings ([`passages`]); the graph files are `nodes.jsonl`, `edges.jsonl` and
+//! `communities.jsonl` at any depth. Hidden entries, symlinked folders and folders written by
+//! ingest are passed over; every other file that is not ingested is named with a typed reason
+//! ([`SkippedFile`]).
 mod clean;
+#[cfg(feature = "formats")]
+mod csv;
+#[cfg(feature = "formats")]
+mod docx;
+mod format;
+#[cfg(all(test, feature = "formats"))]
+mod fuzz_tests;
 mod html;
 mod jsonl;
 mod metadata;
 pub(crate) mod passages;
+#[cfg(feature = "formats")]
+mod pdf;
+mod read;
+mod rst;
+mod skip;
+
+pub use format::{DocumentInfo, Format};
+pub(crate) use read::{enable_parsers, ReadLimits};
+pub use skip::{SkipReason, SkippedFile};
 
 use crate::retrieval::layout::MANIFEST;
 use crate::retrieval::metadata::MetaTable;
 use crate::retrieval::stats::KbStats;
 use crate::retrieval::{DocKind, Document, RetrievalError};
 use jsonl::JsonlFile;
+use passages::Passage;
+use read::Outcome;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// One source file: its path for errors, its `kb://` path (relative, `/`-separated), its text.
+/// One source file: its path for errors, its `kb://` path (relative, `/`-separated), its
+/// format (`None` for graph files and metadata sidecars) and what its reader made of it.
 pub(crate) struct SourceFile {
     pub path: PathBuf,
     pub rel: String,
+    pub format: Option<Format>,
+    /// The text (Markdown-style for HTML, reStructuredText and Word; one row a line for CSV);
+    /// empty for a PDF.
     pub text: String,
+    /// A PDF's text, page by page.
+    pub pages: Vec<String>,
+}
+
+impl SourceFile {
+    /// A text file (its format told by `rel`'s extension).
+    pub(crate) fn text(path: PathBuf, rel: &str, text: String) -> Self {
+        Self {
+            format: Format::of(Path::new(rel)),
+            path,
+            rel: rel.to_owned(),
+            text,
+            pages: Vec::new(),
+        }
+    }
 }
 
 /// The documents of a knowledge base, ready to index.
@@ -33,26 +74,24 @@ pub(crate) struct Corpus {
     pub stats: KbStats,
     /// The documents' metadata, by corpus position.
     pub meta: MetaTable,
-    /// Files found but not used (other extensions).
-    pub skipped_files: usize,
+    /// Each text document: its path, format, pages and passages.
+    pub documents: Vec<DocumentInfo>,
+    /// Files found but not ingested, with the reason.
+    pub skipped: Vec<SkippedFile>,
 }
 
-/// Whether a file is part of a knowledge base.
-fn is_source(path: &Path) -> bool {
-    let sidecar = metadata::is_sidecar(&path.to_string_lossy());
-    if sidecar || jsonl::graph_kind(path).is_some() || html::is_html(path) {
-        return true;
-    }
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    ["md", "markdown", "txt"]
-        .iter()
-        .any(|known| ext.eq_ignore_ascii_case(known))
+/// Whether a file is a graph file or a metadata sidecar (read as UTF-8 text, never a document).
+fn is_auxiliary(path: &Path) -> bool {
+    metadata::is_sidecar(&path.to_string_lossy()) || jsonl::graph_kind(path).is_some()
 }
 
-/// Reads every source file under `root`, sorted by relative path.
-pub(crate) fn read_dir(root: &Path) -> Result<(Vec<SourceFile>, usize), RetrievalError> {
+/// Reads every source file under `root`, sorted by relative path, and the files skipped.
+pub(crate) fn read_dir(
+    root: &Path,
+    limits: &ReadLimits,
+) -> Result<(Vec<SourceFile>, Vec<SkippedFile>), RetrievalError> {
     let mut files = Vec::new();
-    let mut skipped = 0;
+    let mut skipped = Vec::new();
     let mut pending = vec![root.to_path_buf()];
     while let Some(dir) = pending.pop() {
         let entries = fs::read_dir(&dir).map_err(|e| RetrievalError::io(&dir, e))?;
@@ -76,38 +115,77 @@ pub(crate) fn read_dir(root: &Path) -> Result<(Vec<SourceFile>, usize), Retrieva
             if !path.is_file() {
                 continue;
             }
-            if !is_source(&path) {
-                skipped += 1;
-                continue;
-            }
-            let bytes = fs::read(&path).map_err(|e| RetrievalError::io(&path, e))?;
-            let text = if html::is_html(&path) {
-                html::to_text(&path, &bytes)?
-            } else {
-                String::from_utf8(bytes).map_err(|_| RetrievalError::Invalid {
-                    path: path.clone(),
-                    message: "not valid UTF-8 text".into(),
-                })?
-            };
             let rel = path.strip_prefix(root).unwrap_or(&path);
             let rel: Vec<_> = rel
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy())
                 .collect();
-            files.push(SourceFile {
-                rel: rel.join("/"),
-                path,
-                text,
-            });
+            let rel = rel.join("/");
+            let format = if is_auxiliary(&path) {
+                None
+            } else {
+                match Format::of(&path) {
+                    Some(format) => Some(format),
+                    None => {
+                        skipped.push(SkippedFile {
+                            path: rel,
+                            reason: SkipReason::UnknownExtension,
+                        });
+                        continue;
+                    }
+                }
+            };
+            match read::read_file(path, rel, format, limits)? {
+                Outcome::Read(file) => files.push(file),
+                Outcome::Skipped(skip) => skipped.push(skip),
+            }
         }
     }
     files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
     Ok((files, skipped))
 }
 
-/// Turns source files into documents. `root` is named in the "no documents" error.
-pub(crate) fn build(root: &Path, files: &[SourceFile]) -> Result<Corpus, RetrievalError> {
+/// A document's passages, each with the PDF page it is on (`None` for other formats).
+fn document_passages(file: &SourceFile, text: &str) -> Vec<(Option<usize>, Passage)> {
+    let fallback = passages::title_from_path(&file.rel);
+    let name = passages::folder_name(&file.rel);
+    match file.format {
+        Some(Format::Pdf) => {
+            let mut out = Vec::new();
+            // Passages never span pages: each page is split on its own.
+            for (n, page) in file.pages.iter().enumerate() {
+                let text = clean::clean(page);
+                let (_, parts) = passages::split_named(&text, &fallback, name.as_deref());
+                out.extend(parts.into_iter().map(|p| (Some(n + 1), p)));
+            }
+            out
+        }
+        #[cfg(feature = "formats")]
+        Some(Format::Csv | Format::Tsv) => {
+            let rows: Vec<String> = text.lines().map(str::to_owned).collect();
+            csv::passages(&rows, &fallback)
+                .into_iter()
+                .map(|p| (None, p))
+                .collect()
+        }
+        _ => {
+            let text = clean::clean(text);
+            let (_, parts) = passages::split_named(&text, &fallback, name.as_deref());
+            parts.into_iter().map(|p| (None, p)).collect()
+        }
+    }
+}
+
+/// Turns source files into documents. `root` is named in the "no documents" error; text
+/// documents without a passage are added to `skipped` ([`SkipReason::Empty`]).
+pub(crate) fn build(
+    root: &Path,
+    files: &[SourceFile],
+    mut skipped: Vec<SkippedFile>,
+) -> Result<Corpus, RetrievalError> {
     let mut docs = Vec::new();
+    let mut documents = Vec::new();
     let mut stats = KbStats::default();
     let (mut nodes, mut edges, mut communities) = (Vec::new(), Vec::new(), Vec::new());
     let sidecars = metadata::sidecars(files)?;
@@ -118,20 +196,32 @@ pub(crate) fn build(root: &Path, files: &[SourceFile]) -> Result<Corpus, Retriev
             Some(DocKind::Edge) => edges.push(jsonl(file)),
             Some(_) => communities.push(jsonl(file)),
             None => {
-                let fallback = passages::title_from_path(&file.rel);
                 let (doc_meta, text) = metadata::of_document(file, &sidecars);
-                let name = passages::folder_name(&file.rel);
-                let text = clean::clean(text);
-                let (_, parts) = passages::split_named(&text, &fallback, name.as_deref());
+                let parts = document_passages(file, text);
                 if parts.is_empty() {
+                    skipped.push(SkippedFile {
+                        path: file.rel.clone(),
+                        reason: SkipReason::Empty,
+                    });
                     continue;
                 }
                 stats.documents += 1;
+                documents.push(DocumentInfo {
+                    path: file.rel.clone(),
+                    format: file.format.unwrap_or(Format::Text),
+                    pages: (!file.pages.is_empty()).then_some(file.pages.len()),
+                    passages: parts.len(),
+                });
                 meta.push(docs.len(), parts.len(), doc_meta);
-                for (n, passage) in parts.into_iter().enumerate() {
+                for (n, (page, passage)) in parts.into_iter().enumerate() {
                     let id = format!("{}#{}", file.rel, n + 1);
+                    // RFC 8118: a PDF passage cites its page.
+                    let url = match page {
+                        Some(page) => format!("kb://{}#page={page}", file.rel),
+                        None => format!("kb://{id}"),
+                    };
                     docs.push(Document {
-                        url: format!("kb://{id}"),
+                        url,
                         id,
                         title: passage.title,
                         content: passage.text,
@@ -164,11 +254,13 @@ pub(crate) fn build(root: &Path, files: &[SourceFile]) -> Result<Corpus, Retriev
             path: root.to_path_buf(),
         });
     }
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(Corpus {
         docs,
         stats,
         meta,
-        skipped_files: 0,
+        documents,
+        skipped,
     })
 }
 
@@ -180,12 +272,15 @@ fn jsonl(file: &SourceFile) -> JsonlFile<'_> {
     }
 }
 
-/// Reads and builds the corpus of a folder.
+/// Reads and builds the corpus of a folder, with `MAX_DOCUMENT_BYTES` from the environment.
 pub(crate) fn load_dir(root: &Path) -> Result<Corpus, RetrievalError> {
-    let (files, skipped_files) = read_dir(root)?;
-    let mut corpus = build(root, &files)?;
-    corpus.skipped_files = skipped_files;
-    Ok(corpus)
+    load_dir_with(root, &ReadLimits::from_env()?)
+}
+
+/// [`load_dir`] with explicit limits.
+pub(crate) fn load_dir_with(root: &Path, limits: &ReadLimits) -> Result<Corpus, RetrievalError> {
+    let (files, skipped) = read_dir(root, limits)?;
+    build(root, &files, skipped)
 }
 
 #[cfg(test)]
@@ -218,7 +313,13 @@ mod tests {
             ]
         );
         assert_eq!(corpus.docs[1].title, "A");
-        assert_eq!(corpus.skipped_files, 1);
+        assert_eq!(
+            corpus.skipped,
+            [SkippedFile {
+                path: "image.png".into(),
+                reason: SkipReason::UnknownExtension
+            }]
+        );
         let stats = corpus.stats;
         assert_eq!((stats.documents, stats.passages, stats.nodes), (2, 2, 1));
     }
