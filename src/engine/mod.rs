@@ -15,6 +15,7 @@ mod retry;
 mod runner;
 mod session;
 mod usage;
+mod version;
 
 pub use crate::clock::{Clock, FakeClock, SystemClock};
 pub use budget::Budget;
@@ -28,3 +29,4 @@ pub use runner::advance;
 pub use session::{run_key, Loaded, Persist, Session};
 pub(crate) use usage::estimate_tokens;
 pub use usage::{Meter, Usage};
+pub use version::{Incompatible, Shape, Versioning, WorkflowVersion};

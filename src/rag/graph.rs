@@ -39,6 +39,8 @@ pub struct RagGraph {
     pub(crate) tenant_key: Option<String>,
     pub(crate) remote_policy: RetryPolicy,
     pub(crate) events: Events,
+    /// The workflow version its checkpoints record and the versions it resumes.
+    pub(crate) versioning: crate::engine::Versioning,
 }
 
 impl RagGraph {
@@ -59,6 +61,7 @@ impl RagGraph {
             tenant_key: None,
             remote_policy: RetryPolicy::REMOTE,
             events: Events::default(),
+            versioning: super::version::versioning(),
         }
     }
 

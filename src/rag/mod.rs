@@ -28,6 +28,7 @@ mod response;
 mod service;
 mod state;
 mod tenant;
+mod version;
 
 pub use caller::Caller;
 pub use error::RagError;

@@ -187,7 +187,15 @@ impl RunResponse {
                     node: f.node,
                     class: f.class,
                     message: f.message.clone(),
-                    hint: failed_run_hint(f.class).to_owned(),
+                    hint: match f.node {
+                        // The message names both versions.
+                        FailedAt::Version => format!(
+                            "{}: re-submit the question as a new run (POST /workflow/runs or \
+                             POST /workflow/run without this run's Idempotency-Key)",
+                            f.message
+                        ),
+                        _ => failed_run_hint(f.class).to_owned(),
+                    },
                 }),
         }
     }

@@ -3,8 +3,8 @@
 
 use super::{Caller, Events, RagGraph, RagNode, RagState, RunEvent, RunRequest, RunResponse};
 use crate::engine::{
-    advance, run_key, Budget, Checkpoint, Clock, EngineError, FailedAt, NodeFailure, Persist,
-    Phase, Session,
+    advance, run_key, Budget, Checkpoint, Clock, EngineError, FailedAt, Incompatible, Loaded,
+    NodeFailure, Persist, Phase, Session,
 };
 use crate::error::ErrorClass;
 use crate::store::{CheckpointStore, Lease, StoreError};
@@ -168,6 +168,13 @@ impl<'a> Workflow<'a> {
         if !loaded.checkpoint.can_advance(budget) {
             return Ok(self.respond(&loaded.checkpoint));
         }
+        if let Err(incompatible) = self
+            .graph
+            .versioning
+            .check(loaded.checkpoint.workflow_version.as_ref())
+        {
+            return self.fail_incompatible(run_id, loaded, incompatible).await;
+        }
         let session = Session::lock(
             self.store,
             run_id,
@@ -177,6 +184,7 @@ impl<'a> Workflow<'a> {
         )
         .await?;
         let mut cp = loaded.checkpoint;
+        cp.workflow_version = Some(self.graph.workflow_version().clone());
         cp.state.continue_on_deadline = self.continue_on_deadline;
         if cp.state.outcome == Some(super::Outcome::Suspended) {
             cp.state.outcome = None;
@@ -188,6 +196,35 @@ impl<'a> Workflow<'a> {
         advance(graph, &mut cp, budget, self.clock, &mut persist)
             .instrument(tracing::info_span!("run", run_id))
             .await?;
+        Ok(self.respond(&cp))
+    }
+
+    /// Ends a run this code cannot resume (written by an incompatible workflow version) as
+    /// `failed`, without running any node: the caller is told to re-submit it. The checkpoint
+    /// keeps the version that wrote it.
+    async fn fail_incompatible(
+        &self,
+        run_id: &str,
+        loaded: Loaded<RagCheckpoint>,
+        incompatible: Incompatible,
+    ) -> Result<RunResponse, EngineError> {
+        tracing::warn!(
+            run_id,
+            stored = %incompatible.stored,
+            current = %incompatible.current,
+            "run of an incompatible workflow version: failing it"
+        );
+        let now = self.clock.now_ms();
+        let mut session =
+            Session::lock(self.store, run_id, &loaded, self.lease_until(now), now).await?;
+        let mut cp = loaded.checkpoint;
+        cp.phase = Phase::Failed;
+        cp.failure = Some(NodeFailure {
+            node: FailedAt::Version,
+            class: ErrorClass::Permanent,
+            message: incompatible.to_string(),
+        });
+        session.save(&cp, true).await?;
         Ok(self.respond(&cp))
     }
 
@@ -275,7 +312,9 @@ impl<'a> Workflow<'a> {
         state.continue_on_deadline = self.continue_on_deadline;
         state.kb_version = graph.kb_version();
         state.retrieval = Some(graph.retrieval_mode());
-        Checkpoint::new(run_id, crate::engine::Graph::start(graph, &state), state)
+        let mut cp = Checkpoint::new(run_id, crate::engine::Graph::start(graph, &state), state);
+        cp.workflow_version = Some(graph.workflow_version().clone());
+        cp
     }
 
     /// The invocation's budget, with the token limit narrowed by the run's own `max_tokens`.
