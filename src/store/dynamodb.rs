@@ -22,6 +22,7 @@
 mod cache;
 mod head;
 mod leases;
+mod rate;
 
 pub use leases::{LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
 
@@ -381,6 +382,15 @@ impl CheckpointStore for DynamoStore {
 
     fn name(&self) -> &'static str {
         "dynamodb"
+    }
+
+    async fn count_request(
+        &self,
+        counter: &str,
+        window: super::Window,
+        limit: u32,
+    ) -> Result<bool, StoreError> {
+        self.count_in_window(counter, window, limit).await
     }
 }
 

@@ -15,6 +15,9 @@ pub(crate) enum StoreKey<'a> {
     ActiveRuns(&'a str),
     /// A cached model reply: `cache#<hex sha256 of the request>`.
     Cache(&'a str),
+    /// A caller's request counter: `rate#<caller digest>` (one per caller), or on DynamoDB
+    /// `rate#<caller digest>#<minute>` (one per caller and window).
+    Rate(&'a str),
 }
 
 impl<'a> StoreKey<'a> {
@@ -25,6 +28,7 @@ impl<'a> StoreKey<'a> {
             StoreKey::Idempotency(_) => "idem#",
             StoreKey::ActiveRuns(_) => "active#",
             StoreKey::Cache(_) => "cache#",
+            StoreKey::Rate(_) => "rate#",
         }
     }
 
@@ -34,7 +38,8 @@ impl<'a> StoreKey<'a> {
             StoreKey::Run(id)
             | StoreKey::Idempotency(id)
             | StoreKey::ActiveRuns(id)
-            | StoreKey::Cache(id) => id,
+            | StoreKey::Cache(id)
+            | StoreKey::Rate(id) => id,
         }
     }
 
@@ -46,6 +51,7 @@ impl<'a> StoreKey<'a> {
             "idem" => StoreKey::Idempotency(id),
             "active" => StoreKey::ActiveRuns(id),
             "cache" => StoreKey::Cache(id),
+            "rate" => StoreKey::Rate(id),
             _ => return None,
         })
     }
@@ -69,6 +75,7 @@ mod tests {
             (StoreKey::Idempotency("ab12"), "idem#ab12"),
             (StoreKey::ActiveRuns("c0ffee"), "active#c0ffee"),
             (StoreKey::Cache("00ff"), "cache#00ff"),
+            (StoreKey::Rate("c0ffee#29000000"), "rate#c0ffee#29000000"),
         ] {
             assert_eq!(key.to_string(), text);
             assert_eq!(StoreKey::parse(text), Some(key));

@@ -26,7 +26,10 @@ impl LapsedLease {
     pub fn run_id(&self) -> Option<&str> {
         match StoreKey::parse(&self.key)? {
             StoreKey::Run(run_id) => Some(run_id),
-            StoreKey::Idempotency(_) | StoreKey::ActiveRuns(_) | StoreKey::Cache(_) => None,
+            StoreKey::Idempotency(_)
+            | StoreKey::ActiveRuns(_)
+            | StoreKey::Cache(_)
+            | StoreKey::Rate(_) => None,
         }
     }
 }

@@ -10,6 +10,7 @@ mod file;
 mod key;
 mod leases;
 mod memory;
+mod rate;
 
 pub use cache::CacheStore;
 pub use dynamodb::{DynamoStore, LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
@@ -18,6 +19,7 @@ pub use file::FileStore;
 pub(crate) use key::StoreKey;
 pub use leases::{Lapsed, LapsedLease, LeaseIndex};
 pub use memory::MemoryStore;
+pub use rate::Window;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -102,6 +104,19 @@ pub trait CheckpointStore: Send + Sync {
 
     /// Short backend name for logs (`memory`, `file`, `dynamodb`).
     fn name(&self) -> &'static str;
+
+    /// Counts one request of `counter` (a caller's digest) in `window` unless `limit` were
+    /// counted there already: `true` when counted (`MAX_REQUESTS_PER_CALLER_PER_MINUTE`). By
+    /// default a read and a write conditional on its version, repeated on a conflict
+    /// ([`rate::count_with_versions`]); DynamoDB does it in one conditional `UpdateItem`.
+    async fn count_request(
+        &self,
+        counter: &str,
+        window: Window,
+        limit: u32,
+    ) -> Result<bool, StoreError> {
+        rate::count_with_versions(self, counter, window, limit).await
+    }
 }
 
 #[cfg(test)]

@@ -9,12 +9,14 @@
 //! | `routes.rs` | one handler per route, and the shaping of a run's answer |
 //! | `idempotency.rs` | `Idempotency-Key`: a repeated request gets the same run |
 //! | `admission.rs` | the per-caller active-run limit (429) |
+//! | `rate_limit.rs` | the per-caller request rate (429) |
 //! | `status.rs` | error answers, and the mapping of engine and queue errors to status codes |
 
 mod admission;
 mod api;
 mod idempotency;
 pub(crate) mod limits;
+mod rate_limit;
 mod routes;
 mod status;
 
