@@ -30,7 +30,8 @@ use super::caller;
 use crate::queue::WorkQueue;
 use lambda_http::http::header::{HeaderValue, ALLOW};
 use lambda_http::http::{Method, StatusCode};
-use lambda_http::{Body, Request, Response};
+use lambda_http::{Body, Request, RequestExt, Response};
+use tracing::Instrument;
 
 /// The routes, for the answer to a request that matches none.
 const ROUTES: &str =
@@ -43,21 +44,46 @@ pub async fn handle(app: &App, queue: Option<&dyn WorkQueue>, request: Request) 
     let method = request.method().clone();
     let path = request.uri().path().trim_end_matches('/').to_owned();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    let result = match (&method, segments.as_slice()) {
-        (&Method::POST, ["workflow", "run"]) => routes::run_sync(api, caller, &request).await,
-        (&Method::POST, ["workflow", "runs"]) => routes::run_async(api, caller, &request).await,
-        (&Method::GET, ["workflow", "runs", run_id]) => routes::get_run(api, &caller, run_id).await,
-        (_, ["workflow", "run"]) | (_, ["workflow", "runs"]) => {
-            Err(method_not_allowed(&method, &path, "POST"))
+    let span = request_span(&request, &method);
+    let result = async {
+        match (&method, segments.as_slice()) {
+            (&Method::POST, ["workflow", "run"]) => routes::run_sync(api, caller, &request).await,
+            (&Method::POST, ["workflow", "runs"]) => routes::run_async(api, caller, &request).await,
+            (&Method::GET, ["workflow", "runs", run_id]) => {
+                routes::get_run(api, &caller, run_id).await
+            }
+            (_, ["workflow", "run"]) | (_, ["workflow", "runs"]) => {
+                Err(method_not_allowed(&method, &path, "POST"))
+            }
+            (_, ["workflow", "runs", _]) => Err(method_not_allowed(&method, &path, "GET")),
+            _ => Err(status::error(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                &format!("no route for {path}; the routes are {ROUTES}"),
+            )),
         }
-        (_, ["workflow", "runs", _]) => Err(method_not_allowed(&method, &path, "GET")),
-        _ => Err(status::error(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            &format!("no route for {path}; the routes are {ROUTES}"),
-        )),
-    };
+    }
+    .instrument(span)
+    .await;
+    crate::otlp::flush().await;
     result.unwrap_or_else(Response::from)
+}
+
+/// The root span of a request: a child of the caller's `traceparent` header, else of the
+/// invocation's X-Ray trace (API Gateway / Lambda active tracing).
+fn request_span(request: &Request, method: &Method) -> tracing::Span {
+    let traceparent = request
+        .headers()
+        .get(crate::otlp::TRACEPARENT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| crate::otlp::invocation_traceparent(request.lambda_context_ref()))
+        .unwrap_or_default();
+    tracing::info_span!(
+        "request",
+        otel.name = %format_args!("{method} {}", request.uri().path()),
+        traceparent
+    )
 }
 
 fn method_not_allowed(method: &Method, path: &str, allowed: &'static str) -> ApiError {
