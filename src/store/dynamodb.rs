@@ -321,6 +321,7 @@ impl DynamoStore {
 
 #[async_trait]
 impl CheckpointStore for DynamoStore {
+    #[tracing::instrument(name = "dynamodb", skip_all, fields(operation = "GetItem"))]
     async fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
         let Some(mut item) = self.head(key, true).await? else {
             return Ok(None);
@@ -348,6 +349,7 @@ impl CheckpointStore for DynamoStore {
         }))
     }
 
+    #[tracing::instrument(name = "dynamodb", skip_all, fields(operation = "PutItem"))]
     async fn put(
         &self,
         key: &str,
@@ -384,6 +386,7 @@ impl CheckpointStore for DynamoStore {
         "dynamodb"
     }
 
+    #[tracing::instrument(name = "dynamodb", skip_all, fields(operation = "UpdateItem"))]
     async fn count_request(
         &self,
         counter: &str,
