@@ -37,41 +37,18 @@ use tracing::Instrument;
 const ROUTES: &str =
     "POST /workflow/run, POST /workflow/runs and GET /workflow/runs/{run_id} (see openapi.yaml)";
 
-/// Handles one HTTP request. Never fails: every error becomes a JSON response.
+/// Handles one HTTP request. Never fails: every error becomes a JSON response. Its spans
+/// are exported (when export is on) before it returns.
 pub async fn handle(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Response<Body> {
-    let api = Api::new(app, queue);
-    let caller = caller::of(&request);
-    let method = request.method().clone();
-    let path = request.uri().path().trim_end_matches('/').to_owned();
-    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    let span = request_span(&request, &method);
-    let result = async {
-        match (&method, segments.as_slice()) {
-            (&Method::POST, ["workflow", "run"]) => routes::run_sync(api, caller, &request).await,
-            (&Method::POST, ["workflow", "runs"]) => routes::run_async(api, caller, &request).await,
-            (&Method::GET, ["workflow", "runs", run_id]) => {
-                routes::get_run(api, &caller, run_id).await
-            }
-            (_, ["workflow", "run"]) | (_, ["workflow", "runs"]) => {
-                Err(method_not_allowed(&method, &path, "POST"))
-            }
-            (_, ["workflow", "runs", _]) => Err(method_not_allowed(&method, &path, "GET")),
-            _ => Err(status::error(
-                StatusCode::NOT_FOUND,
-                "not_found",
-                &format!("no route for {path}; the routes are {ROUTES}"),
-            )),
-        }
-    }
-    .instrument(span)
-    .await;
+    let span = request_span(&request);
+    let response = route(app, queue, request).instrument(span).await;
     crate::otlp::flush().await;
-    result.unwrap_or_else(Response::from)
+    response
 }
 
 /// The root span of a request: a child of the caller's `traceparent` header, else of the
-/// invocation's X-Ray trace (API Gateway / Lambda active tracing).
-fn request_span(request: &Request, method: &Method) -> tracing::Span {
+/// invocation's X-Ray trace (Lambda active tracing).
+fn request_span(request: &Request) -> tracing::Span {
     let traceparent = request
         .headers()
         .get(crate::otlp::TRACEPARENT)
@@ -81,9 +58,32 @@ fn request_span(request: &Request, method: &Method) -> tracing::Span {
         .unwrap_or_default();
     tracing::info_span!(
         "request",
-        otel.name = %format_args!("{method} {}", request.uri().path()),
+        otel.name = %format_args!("{} {}", request.method(), request.uri().path()),
         traceparent
     )
+}
+
+async fn route(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Response<Body> {
+    let api = Api::new(app, queue);
+    let caller = caller::of(&request);
+    let method = request.method().clone();
+    let path = request.uri().path().trim_end_matches('/').to_owned();
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let result = match (&method, segments.as_slice()) {
+        (&Method::POST, ["workflow", "run"]) => routes::run_sync(api, caller, &request).await,
+        (&Method::POST, ["workflow", "runs"]) => routes::run_async(api, caller, &request).await,
+        (&Method::GET, ["workflow", "runs", run_id]) => routes::get_run(api, &caller, run_id).await,
+        (_, ["workflow", "run"]) | (_, ["workflow", "runs"]) => {
+            Err(method_not_allowed(&method, &path, "POST"))
+        }
+        (_, ["workflow", "runs", _]) => Err(method_not_allowed(&method, &path, "GET")),
+        _ => Err(status::error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            &format!("no route for {path}; the routes are {ROUTES}"),
+        )),
+    };
+    result.unwrap_or_else(Response::from)
 }
 
 fn method_not_allowed(method: &Method, path: &str, allowed: &'static str) -> ApiError {
