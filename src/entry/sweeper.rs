@@ -195,6 +195,7 @@ impl Sweeper {
         let doc =
             super::metrics::sweep_metrics(report.requeued, report.lapsed, report.failed, now_ms);
         println!("{doc}");
+        crate::otlp::flush().await;
         Ok(report)
     }
 }
