@@ -198,6 +198,9 @@ pub struct Limits {
     /// `MAX_ACTIVE_RUNS_PER_CALLER`: unfinished (`running` / `suspended`) runs one caller may
     /// have (0..=10000, 0 or unset = unlimited); past it, new runs get 429.
     pub max_active_runs_per_caller: Option<u32>,
+    /// `MAX_REQUESTS_PER_CALLER_PER_MINUTE`: run requests one caller may make in a minute
+    /// (0..=100000, 0 or unset = unlimited); past it, 429 until the minute ends.
+    pub max_requests_per_caller_per_minute: Option<u32>,
 }
 
 /// Wall-clock budgets.
@@ -245,6 +248,7 @@ const RUN_TTL: Num = Num::new(60, 31_536_000, 604_800, "seconds");
 const MAX_BODY_BYTES: Num = Num::new(1_024, 1_048_576, 65_536, "bytes");
 const MAX_TOKENS_PER_RUN: Num = Num::new(0, 100_000_000, 0, "tokens (0 = unbounded)");
 const MAX_ACTIVE_RUNS: Num = Num::new(0, 10_000, 0, "runs (0 = unlimited)");
+const MAX_REQUESTS_PER_MINUTE: Num = Num::new(0, 100_000, 0, "requests (0 = unlimited)");
 const KB_REFRESH: Num = Num::new(
     0,
     86_400,
@@ -301,6 +305,11 @@ impl Settings {
             max_active_runs_per_caller: Some(
                 env.count("MAX_ACTIVE_RUNS_PER_CALLER", MAX_ACTIVE_RUNS)?,
             )
+            .filter(|n| *n > 0),
+            max_requests_per_caller_per_minute: Some(env.count(
+                "MAX_REQUESTS_PER_CALLER_PER_MINUTE",
+                MAX_REQUESTS_PER_MINUTE,
+            )?)
             .filter(|n| *n > 0),
         };
         let budgets = Budgets {

@@ -30,3 +30,12 @@ pub trait Classify {
         self.class() == ErrorClass::Transient
     }
 }
+
+/// A span's `outcome` attribute: `ok`, `transient_error` or `permanent_error`.
+pub(crate) fn outcome<T, E: Classify>(result: &Result<T, E>) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(e) if e.is_transient() => "transient_error",
+        Err(_) => "permanent_error",
+    }
+}

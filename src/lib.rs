@@ -16,6 +16,7 @@
 //! | `http` | HTTP plumbing of the remote clients: retryable statuses, `Retry-After`, transport errors, scrubbing |
 //! | `clock` | the one injected clock (re-exported by [`engine`]) |
 //! | [`entry`] | CLI, API Gateway and SQS handlers |
+//! | [`otlp`] | span export (OTLP/HTTP JSON) and trace context propagation |
 #![warn(missing_docs)]
 
 pub mod aws;
@@ -27,6 +28,7 @@ pub mod entry;
 pub mod error;
 pub(crate) mod http;
 pub mod llm;
+pub mod otlp;
 pub mod queue;
 pub mod rag;
 pub mod retrieval;

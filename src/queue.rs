@@ -6,6 +6,7 @@ use crate::rag::RunRequest;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
+use tracing::Instrument;
 
 /// An SQS message body: a new run carries its request, a continuation only the run id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,11 +78,23 @@ impl WorkQueue for SqsQueue {
     async fn send(&self, message: &WorkMessage) -> Result<(), QueueError> {
         let body =
             serde_json::to_string(message).map_err(|e| QueueError::Permanent(e.to_string()))?;
+        // The sender's trace goes with the message, so the run it continues stays one trace.
+        let trace = crate::otlp::current_traceparent().and_then(|tp| {
+            aws_sdk_sqs::types::MessageAttributeValue::builder()
+                .data_type("String")
+                .string_value(tp)
+                .build()
+                .ok()
+        });
         self.client
             .send_message()
             .queue_url(&self.url)
             .message_body(body)
+            .set_message_attributes(
+                trace.map(|t| [(crate::otlp::TRACEPARENT.to_owned(), t)].into()),
+            )
             .send()
+            .instrument(tracing::info_span!("sqs", operation = "SendMessage"))
             .await
             .map_err(|e| {
                 // Classified like every AWS error: throttling codes (`RequestThrottled`,

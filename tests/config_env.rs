@@ -121,6 +121,18 @@ const NUMERIC: &[NumCase] = &[
         expected: "a whole number of runs (0 = unlimited) in 0..=10000",
         read: |s| s.limits.max_active_runs_per_caller.map_or(0, u64::from),
     },
+    NumCase {
+        var: "MAX_REQUESTS_PER_CALLER_PER_MINUTE",
+        min: 0,
+        max: 100_000,
+        default: 0,
+        expected: "a whole number of requests (0 = unlimited) in 0..=100000",
+        read: |s| {
+            s.limits
+                .max_requests_per_caller_per_minute
+                .map_or(0, u64::from)
+        },
+    },
 ];
 
 #[test]

@@ -540,6 +540,20 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
     assert_eq!(refused.status, 429, "{refused:?}");
     answers.push(refused);
 
+    // The per-caller request rate, on both POST routes.
+    let limited = app(&llm, Arc::new(MemoryStore::new()), true)
+        .with_max_requests_per_caller_per_minute(Some(1));
+    answers.push(call(&limited, Some(&queue), RUNS_START).await);
+    for event in [RUNS_START, RUN] {
+        let refused = call(&limited, Some(&queue), event).await;
+        assert_eq!(
+            json_of(&refused)["error"],
+            "too_many_requests",
+            "{refused:?}"
+        );
+        answers.push(refused);
+    }
+
     // The streamed variant: text/event-stream, ending with the JSON body as `final`.
     let streaming: &'static App =
         Box::leak(Box::new(app(&llm, Arc::new(MemoryStore::new()), false)));

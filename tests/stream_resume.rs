@@ -10,7 +10,7 @@ mod support;
 
 use serde_json::{json, Value};
 use std::time::Duration;
-use support::happy_path::{QUESTION, STEPS};
+use support::happy_path::{QUESTION, SPECULATED_STEPS};
 use support::lambda_watch::LambdaWatch;
 use support::llm_server::{Reply, Script, ScriptedLlm};
 use support::moto::moto;
@@ -161,7 +161,7 @@ async fn a_stream_resumed_with_last_event_id_gets_each_step_exactly_once() {
         .chain(&rest)
         .map(|e| e.data["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, STEPS);
+    assert_eq!(names, SPECULATED_STEPS);
     assert_eq!(rest.last().unwrap().data["counters"]["model_calls"], 7);
     assert_eq!(llm.total_calls(), 7, "the run ran once");
 

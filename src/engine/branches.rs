@@ -54,6 +54,13 @@ impl<N: NodeId> Fork<N> {
     fn complete(&self) -> bool {
         self.done.len() >= self.branches.len()
     }
+
+    /// How many of the checkpoint's records no pending branch can be recorded before: the
+    /// records before the fork's, then those of the branches declared first that all finished.
+    pub(super) fn settled(&self) -> usize {
+        let finished = self.branches.iter().take_while(|b| self.done.contains(b));
+        self.first_record + finished.count()
+    }
 }
 
 /// How the run goes on after a fork ran.

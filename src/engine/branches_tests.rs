@@ -356,3 +356,18 @@ async fn a_failed_branch_lets_its_siblings_finish_and_a_resume_runs_it_alone() {
     assert_eq!([g.calls(N::A), g.calls(N::B), g.calls(N::C)], [1, 2, 1]);
     assert_eq!(names(&cp), ["a", "b", "c", "after"]);
 }
+
+#[test]
+fn only_records_ahead_of_every_running_branch_are_settled() {
+    let fork = |done: Vec<N>| Fork {
+        branches: vec![N::A, N::B, N::C],
+        done,
+        first_record: 2,
+    };
+    // b finished first: its record sits where it will stay only once a is recorded before it.
+    assert_eq!(fork(vec![]).settled(), 2);
+    assert_eq!(fork(vec![N::B]).settled(), 2);
+    assert_eq!(fork(vec![N::B, N::A]).settled(), 4);
+    assert_eq!(fork(vec![N::C, N::A]).settled(), 3);
+    assert_eq!(fork(vec![N::C, N::A, N::B]).settled(), 5);
+}

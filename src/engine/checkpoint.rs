@@ -1,6 +1,6 @@
 //! The checkpoint: everything needed to resume a run, written after every step.
 
-use super::{Budget, Fork, NodeId, StepRecord, Usage};
+use super::{Budget, Fork, NodeId, StepRecord, Usage, WorkflowVersion};
 use crate::error::ErrorClass;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -49,10 +49,14 @@ pub enum FailedAt<N> {
     Node(N),
     /// The run's queue message could not be processed (a poison message).
     Queue,
+    /// The checkpoint was written by a workflow version the running code cannot resume.
+    Version,
 }
 
 /// Wire name of [`FailedAt::Queue`].
 const QUEUE: &str = "queue";
+/// Wire name of [`FailedAt::Version`].
+const VERSION: &str = "workflow_version";
 
 impl<N: NodeId> FailedAt<N> {
     /// The name shown to callers: the node's, or `queue`.
@@ -60,6 +64,7 @@ impl<N: NodeId> FailedAt<N> {
         match self {
             FailedAt::Node(node) => node.name(),
             FailedAt::Queue => QUEUE,
+            FailedAt::Version => VERSION,
         }
     }
 }
@@ -82,6 +87,7 @@ impl<N: Serialize> Serialize for FailedAt<N> {
         match self {
             FailedAt::Node(node) => node.serialize(serializer),
             FailedAt::Queue => serializer.serialize_str(QUEUE),
+            FailedAt::Version => serializer.serialize_str(VERSION),
         }
     }
 }
@@ -89,8 +95,10 @@ impl<N: Serialize> Serialize for FailedAt<N> {
 impl<'de, N: Deserialize<'de>> Deserialize<'de> for FailedAt<N> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let name = String::deserialize(deserializer)?;
-        if name == QUEUE {
-            return Ok(FailedAt::Queue);
+        match name.as_str() {
+            QUEUE => return Ok(FailedAt::Queue),
+            VERSION => return Ok(FailedAt::Version),
+            _ => {}
         }
         let node = serde::de::value::StrDeserializer::<D::Error>::new(&name);
         N::deserialize(node).map(FailedAt::Node)
@@ -113,6 +121,10 @@ pub struct NodeFailure<N> {
 pub struct Checkpoint<S, N> {
     /// Run id.
     pub run_id: String,
+    /// The workflow version of the code that wrote it; `None` in checkpoints written before
+    /// versions were recorded (see [`super::Versioning`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_version: Option<WorkflowVersion>,
     /// Engine phase.
     pub(crate) phase: Phase,
     /// The node to run next (`None` once finished).
@@ -147,6 +159,7 @@ impl<S, N> Checkpoint<S, N> {
     pub fn new(run_id: impl Into<String>, start: N, state: S) -> Self {
         Self {
             run_id: run_id.into(),
+            workflow_version: None,
             phase: Phase::Running,
             next: Some(start),
             steps: 0,
@@ -195,6 +208,18 @@ impl<S, N> Checkpoint<S, N> {
         self.records
             .iter()
             .fold(0.0, |total, r| total + r.processing_time)
+    }
+}
+
+impl<S, N: NodeId> Checkpoint<S, N> {
+    /// How many records, from the first, are in their final place: a branch still running is
+    /// recorded in its declared place, before siblings that finished earlier, so only the
+    /// records before it are settled. Every record is settled outside a fork. Step events are
+    /// numbered by these places, so a live stream and a replay number each step alike.
+    pub fn settled_records(&self) -> usize {
+        self.fork.as_ref().map_or(self.records.len(), |fork| {
+            fork.settled().min(self.records.len())
+        })
     }
 }
 

@@ -18,6 +18,7 @@ mod retry;
 mod runner;
 mod session;
 mod usage;
+mod version;
 
 pub use crate::clock::{Clock, FakeClock, SystemClock};
 pub use branches::Fork;
@@ -32,3 +33,4 @@ pub use runner::advance;
 pub use session::{run_key, Loaded, Persist, Session};
 pub(crate) use usage::estimate_tokens;
 pub use usage::{Meter, Usage};
+pub use version::{Incompatible, Shape, Versioning, WorkflowVersion};

@@ -8,6 +8,7 @@ use super::{
 };
 use crate::error::Classify;
 use std::time::Duration;
+use tracing::Instrument;
 
 /// Advances a run until it ends, a limit stops it, or a node fails; the checkpoint is saved
 /// after every step and once more (releasing the lease) when the loop stops.
@@ -58,10 +59,25 @@ where
             budget,
             graph.retry_policy(node),
         );
-        let result = graph.step(node, &mut cp.state, &ctx).await;
+        // One span per step: the how-many-th run of this node in the run, its tokens, outcome.
+        let span = tracing::info_span!(
+            "step",
+            otel.name = node.name(),
+            run_id = %cp.run_id,
+            node = node.name(),
+            attempt = cp.records.iter().filter(|r| r.name == node).count() + 1,
+            tokens = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+        );
+        let result = graph
+            .step(node, &mut cp.state, &ctx)
+            .instrument(span.clone())
+            .await;
         cp.infra_retries += ctx.retries();
         let used = ctx.usage();
         cp.usage.add(&used);
+        span.record("tokens", used.total());
+        span.record("outcome", crate::error::outcome(&result));
         match result {
             Ok(out) => {
                 let elapsed = clock.now_micros().saturating_sub(started);

@@ -157,6 +157,12 @@ impl App {
         self
     }
 
+    /// This app with another `MAX_REQUESTS_PER_CALLER_PER_MINUTE` (tests).
+    pub fn with_max_requests_per_caller_per_minute(mut self, limit: Option<u32>) -> Self {
+        self.http.max_requests_per_caller_per_minute = limit;
+        self
+    }
+
     /// The workflow's clients and budget rules.
     pub fn runs(&self) -> &Runs {
         &self.runs

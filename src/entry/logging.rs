@@ -26,26 +26,48 @@ pub fn init_cli(quiet: bool) {
 
 /// Lambda logging: JSON lines (with the current span's fields, `run_id` among them) when
 /// `AWS_LAMBDA_LOG_FORMAT=JSON`, plain text otherwise; level from `RUST_LOG` or
-/// `AWS_LAMBDA_LOG_LEVEL`.
+/// `AWS_LAMBDA_LOG_LEVEL`. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans are also exported
+/// ([`crate::otlp`]; `OTEL_SERVICE_NAME`, else the function's name, names the service).
 pub fn init_lambda() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let level = std::env::var("AWS_LAMBDA_LOG_LEVEL")
         .map(|l| l.to_lowercase())
         .unwrap_or_else(|_| "info".to_owned());
     let filter = filter(&format!("bounded_rag={level},warn"));
     let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false);
-    let _ = if json {
-        builder
+    let json_layer = json.then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .without_time()
             .json()
             .flatten_event(true)
             .with_current_span(true)
             .with_span_list(false)
+    });
+    let text_layer = (!json).then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_target(false)
             .without_time()
-            .try_init()
-    } else {
-        builder.without_time().with_ansi(false).try_init()
-    };
+            .with_ansi(false)
+    });
+    let otlp = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .ok()
+        .filter(|e| !e.is_empty())
+        .map(|endpoint| {
+            let service = std::env::var("OTEL_SERVICE_NAME")
+                .or_else(|_| std::env::var("AWS_LAMBDA_FUNCTION_NAME"))
+                .unwrap_or_else(|_| "bounded-rag".to_owned());
+            let (exporter, layer) = crate::otlp::Exporter::new(&endpoint, &service);
+            crate::otlp::install(exporter);
+            layer
+        });
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(json_layer)
+        .with(text_layer)
+        .with(otlp)
+        .try_init();
 }

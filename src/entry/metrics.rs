@@ -9,7 +9,9 @@ pub(crate) const NAMESPACE: &str = "BoundedRag";
 
 /// The EMF document for one run invocation: steps, retries, rewrites, regenerations,
 /// fallbacks, limits hit, model latency (summed over steps, so concurrent branches add up),
-/// model calls, cache hits, tokens and speculation, with the route as dimension.
+/// model calls, cache hits, tokens and speculation, with the route as dimension; and `Runs` (1)
+/// by `Status` and by route and status, which the dashboard and the failed-runs alarm
+/// (`template.yaml`) read.
 pub(crate) fn run_metrics(response: &RunResponse, timestamp_ms: u64) -> Value {
     let m = &response.metadata;
     let route = m.route.map(|r| r.as_str()).unwrap_or("none");
@@ -66,10 +68,16 @@ pub(crate) fn run_metrics(response: &RunResponse, timestamp_ms: u64) -> Value {
                 "Namespace": NAMESPACE,
                 "Dimensions": [["Route"]],
                 "Metrics": metrics.iter().map(|(name, unit, _)| json!({"Name": name, "Unit": unit})).collect::<Vec<_>>(),
+            }, {
+                "Namespace": NAMESPACE,
+                "Dimensions": [["Status"], ["Route", "Status"]],
+                "Metrics": [{"Name": "Runs", "Unit": "Count"}],
             }]
         }),
     );
     doc.insert("Route".into(), json!(route));
+    doc.insert("Status".into(), json!(response.status));
+    doc.insert("Runs".into(), json!(1));
     for (name, _, value) in metrics {
         doc.insert(name.into(), value);
     }
@@ -89,6 +97,28 @@ fn limit_metric(limit: LimitHit) -> &'static str {
         LimitHit::MaxRegenerations => "LimitMaxRegenerations",
         LimitHit::NoSources => "LimitNoSources",
     }
+}
+
+/// The EMF document of one sweep: `RunsRequeued`, `LapsedLeases` and `SweepFailures`, without
+/// dimensions (the re-queue alarm reads `RunsRequeued`).
+pub(crate) fn sweep_metrics(requeued: u32, lapsed: u32, failed: u32, timestamp_ms: u64) -> Value {
+    json!({
+        "_aws": {
+            "Timestamp": timestamp_ms,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [[]],
+                "Metrics": [
+                    {"Name": "RunsRequeued", "Unit": "Count"},
+                    {"Name": "LapsedLeases", "Unit": "Count"},
+                    {"Name": "SweepFailures", "Unit": "Count"},
+                ],
+            }]
+        },
+        "RunsRequeued": requeued,
+        "LapsedLeases": lapsed,
+        "SweepFailures": failed,
+    })
 }
 
 /// Prints the EMF line of a run on stdout.
@@ -190,5 +220,26 @@ mod tests {
             ),
             (Some(1), Some(120))
         );
+        let runs = &doc["_aws"]["CloudWatchMetrics"][1];
+        assert_eq!(runs["Metrics"][0]["Name"], "Runs");
+        assert_eq!(runs["Dimensions"], json!([["Status"], ["Route", "Status"]]));
+        assert_eq!(
+            (&doc["Runs"], &doc["Status"]),
+            (&json!(1), &json!("best_effort"))
+        );
+    }
+
+    #[test]
+    fn a_sweep_reports_its_requeues() {
+        let doc = sweep_metrics(2, 3, 1, 7);
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([[]])
+        );
+        assert_eq!(
+            (&doc["RunsRequeued"], &doc["LapsedLeases"]),
+            (&json!(2), &json!(3))
+        );
+        assert_eq!(doc["SweepFailures"], 1);
     }
 }

@@ -43,10 +43,18 @@ pub async fn handle_batch(
     let runs = runs.as_ref();
     let outcomes = futures::future::join_all(event.records.iter().map(|record| {
         let id = record.message_id.clone().unwrap_or_default();
-        let span = tracing::info_span!("sqs_record", message_id = %id);
+        // The trace of whoever queued the message, else this invocation's (X-Ray).
+        let traceparent = record
+            .message_attributes
+            .get(crate::otlp::TRACEPARENT)
+            .and_then(|a| a.string_value.clone())
+            .or_else(|| crate::otlp::invocation_traceparent(invocation))
+            .unwrap_or_default();
+        let span = tracing::info_span!("sqs_record", message_id = %id, traceparent);
         async move { (id, handle_record(runs, queue, record, invocation).await) }.instrument(span)
     }))
     .await;
+    crate::otlp::flush().await;
     let mut response = SqsBatchResponse::default();
     for (id, outcome) in outcomes {
         match outcome {

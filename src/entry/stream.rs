@@ -123,6 +123,7 @@ pub async fn handle(
         );
         let body = http::body_json(&answer);
         send(&mut sender, last_event(&ids.last(), answer.status(), &body)).await;
+        crate::otlp::flush().await;
     });
     let mut response = Response::new(body);
     let headers = response.headers_mut();

@@ -192,6 +192,10 @@ impl Sweeper {
             unlisted = report.unlisted,
             "sweep done"
         );
+        let doc =
+            super::metrics::sweep_metrics(report.requeued, report.lapsed, report.failed, now_ms);
+        println!("{doc}");
+        crate::otlp::flush().await;
         Ok(report)
     }
 }

@@ -9,6 +9,7 @@ use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmError, Message, Ro
 use crate::engine::{estimate_tokens, Meter, Usage};
 use serde::de::DeserializeOwned;
 use std::time::Instant;
+use tracing::Instrument;
 
 /// How many times a malformed reply is re-asked before giving up (permanent error).
 pub(crate) const MAX_REASKS: u32 = 1;
@@ -47,12 +48,42 @@ pub async fn ask_metered<T: DeserializeOwned>(
     meter: &Meter,
     on_delta: Option<DeltaSink<'_>>,
 ) -> Result<T, LlmError> {
+    // One span per model call (re-asks included), with the tokens it used and its outcome.
+    let span = tracing::info_span!(
+        "model",
+        task = request.task.schema_name(),
+        provider = model.name(),
+        tokens = tracing::field::Empty,
+        outcome = tracing::field::Empty,
+    );
+    let result = ask_metered_once(model, request, meter, on_delta)
+        .instrument(span.clone())
+        .await;
+    span.record("outcome", crate::error::outcome(&result));
+    result
+}
+
+/// Charges `usage` to the step's meter and adds it to the current model span's tokens (the
+/// meter is shared by the calls a step makes at once, so the span keeps its own count).
+fn charge(meter: &Meter, usage: &Usage, spent: &mut u64) {
+    meter.charge(usage);
+    *spent += usage.total();
+    tracing::Span::current().record("tokens", *spent);
+}
+
+async fn ask_metered_once<T: DeserializeOwned>(
+    model: &dyn ChatModel,
+    request: &ChatRequest<'_>,
+    meter: &Meter,
+    on_delta: Option<DeltaSink<'_>>,
+) -> Result<T, LlmError> {
     let started = Instant::now();
     let first = match on_delta {
         Some(sink) => model.complete_streaming(request, sink).await?,
         None => model.complete(request).await?,
     };
-    meter.charge(&usage_of(request, &first));
+    let mut spent = 0;
+    charge(meter, &usage_of(request, &first), &mut spent);
     let mut reply = first.content;
     let mut error = match parse::<T>(&reply) {
         Ok(value) => return Ok(value),
@@ -72,7 +103,7 @@ pub async fn ask_metered<T: DeserializeOwned>(
         next.messages
             .push(Message::new(Role::User, reask_prompt(&next, &error)));
         let completion = model.complete(&next).await?;
-        meter.charge(&usage_of(&next, &completion));
+        charge(meter, &usage_of(&next, &completion), &mut spent);
         reply = completion.content;
         match parse::<T>(&reply) {
             Ok(value) => return Ok(value),

@@ -71,14 +71,15 @@ impl RunEvent {
             .unwrap_or_default()
     }
 
-    /// The `step` event of the checkpoint's latest step record.
-    pub fn step(cp: &RagCheckpoint) -> Option<Self> {
-        let record = cp.latest_record()?;
+    /// The `step` event of the checkpoint's record `index` (0-based), numbered `index + 1`:
+    /// its place among the run's records, as a replay numbers it.
+    pub fn step_at(cp: &RagCheckpoint, index: usize) -> Option<Self> {
+        let record = cp.records.get(index)?;
         Some(RunEvent::Step {
             name: record.name,
             details: record.details.clone(),
             counters: Counters {
-                steps: cp.steps,
+                steps: u32::try_from(index + 1).unwrap_or(u32::MAX),
                 query_transformation_retry_count: cp.state.query_transformation_retry_count,
                 hallucination_retry_count: cp.state.hallucination_retry_count,
                 model_calls: cp.usage.model_calls,

@@ -44,6 +44,8 @@ pub struct RagGraph {
     pub(crate) remote_policy: RetryPolicy,
     pub(crate) events: Events,
     pub(crate) speculation: Speculation,
+    /// The workflow version its checkpoints record and the versions it resumes.
+    pub(crate) versioning: crate::engine::Versioning,
 }
 
 impl RagGraph {
@@ -65,6 +67,7 @@ impl RagGraph {
             remote_policy: RetryPolicy::REMOTE,
             events: Events::default(),
             speculation: Speculation::Off,
+            versioning: super::version::versioning(),
         }
     }
 

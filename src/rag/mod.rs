@@ -39,6 +39,7 @@ mod speculation;
 mod state;
 mod tenant;
 pub mod thread;
+mod version;
 
 pub use caller::Caller;
 pub use cancel::Cancel;

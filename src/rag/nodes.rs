@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
+use tracing::Instrument;
 
 type Step = Result<StepOutput<RagNode>, RagError>;
 
@@ -170,9 +171,19 @@ pub(super) async fn kg_retrieval(
                 })
                 .await?;
             let vector = embedded.vectors.into_iter().next().unwrap_or_default();
-            graph.kb.retrieve_hybrid(query, &vector, &options).await?
+            graph
+                .kb
+                .retrieve_hybrid(query, &vector, &options)
+                .instrument(tracing::info_span!("retrieval", mode = "hybrid"))
+                .await?
         }
-        _ => graph.kb.retrieve(query, &options).await?,
+        _ => {
+            graph
+                .kb
+                .retrieve(query, &options)
+                .instrument(tracing::info_span!("retrieval", mode = "bm25"))
+                .await?
+        }
     };
     let (documents, mode, rerank_failed) =
         match super::rerank::rerank(graph, ctx, query, documents, limit).await {
@@ -296,6 +307,7 @@ pub(super) async fn web_search(graph: &RagGraph, state: &mut RagState, ctx: &Ste
     let results = ctx
         .retry("web_search", || {
             web.search(query, max_results, ctx.remaining())
+                .instrument(tracing::info_span!("web_search"))
         })
         .await?;
     let found = results.len();

@@ -201,7 +201,7 @@ impl RunResponse {
                 .as_ref()
                 .map_or(&state.request.question, |t| &t.question)
                 .clone(),
-            workflow_steps: cp.records.clone(),
+            workflow_steps: cp.records[..shown_steps(cp)].to_vec(),
             // A best-effort answer extracted from the documents cites them too.
             citations: if answered {
                 state.citations()
@@ -239,7 +239,15 @@ impl RunResponse {
                     node: f.node,
                     class: f.class,
                     message: f.message.clone(),
-                    hint: failed_run_hint(f.class).to_owned(),
+                    hint: match f.node {
+                        // The message names both versions.
+                        FailedAt::Version => format!(
+                            "{}: re-submit the question as a new run (POST /workflow/runs or \
+                             POST /workflow/run without this run's Idempotency-Key)",
+                            f.message
+                        ),
+                        _ => failed_run_hint(f.class).to_owned(),
+                    },
                 }),
         }
     }
@@ -250,6 +258,17 @@ pub(crate) fn status_of(cp: &Checkpoint<RagState, RagNode>) -> RunStatus {
 }
 
 /// The status of a run in `phase` whose workflow ended with `outcome`.
+/// How many of a run's records its caller sees: every one once the run ended; while it may
+/// still advance, the settled ones ([`Checkpoint::settled_records`]: a branch still running
+/// is recorded before siblings that finished earlier), so a step's number never changes
+/// between two reads, a live stream and a replay.
+fn shown_steps(cp: &Checkpoint<RagState, RagNode>) -> usize {
+    match cp.phase {
+        Phase::Finished | Phase::Failed => cp.records.len(),
+        Phase::Running | Phase::Stopped => cp.settled_records(),
+    }
+}
+
 pub(crate) fn status_from(phase: Phase, outcome: Option<Outcome>) -> RunStatus {
     match phase {
         Phase::Running => RunStatus::Running,

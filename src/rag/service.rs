@@ -5,8 +5,8 @@ use super::{
     Caller, Cancel, Events, RagGraph, RagNode, RagState, RunEvent, RunRequest, RunResponse,
 };
 use crate::engine::{
-    advance, run_key, Budget, Checkpoint, Clock, EngineError, FailedAt, NodeFailure, Persist,
-    Phase, Session,
+    advance, run_key, Budget, Checkpoint, Clock, EngineError, FailedAt, Incompatible, Loaded,
+    NodeFailure, Persist, Phase, Session,
 };
 use crate::error::ErrorClass;
 use crate::store::{CheckpointStore, Lease, StoreError};
@@ -196,6 +196,13 @@ impl<'a> Workflow<'a> {
         if !loaded.checkpoint.can_advance(budget) {
             return Ok(self.respond(&loaded.checkpoint));
         }
+        if let Err(incompatible) = self
+            .graph
+            .versioning
+            .check(loaded.checkpoint.workflow_version.as_ref())
+        {
+            return self.fail_incompatible(run_id, loaded, incompatible).await;
+        }
         let session = match Session::lock(
             self.store,
             run_id,
@@ -209,6 +216,7 @@ impl<'a> Workflow<'a> {
             Err(e) => return self.settle(run_id, e).await,
         };
         let mut cp = loaded.checkpoint;
+        cp.workflow_version = Some(self.graph.workflow_version().clone());
         cp.state.continue_on_deadline = self.continue_on_deadline;
         if cp.state.outcome == Some(super::Outcome::Suspended) {
             cp.state.outcome = None;
@@ -248,6 +256,35 @@ impl<'a> Workflow<'a> {
     /// when a cancel is why; otherwise `error`.
     async fn settle(&self, run_id: &str, error: EngineError) -> Result<RunResponse, EngineError> {
         super::cancel::settle(self.store, run_id, error, |cp| self.respond(cp)).await
+    }
+
+    /// Ends a run this code cannot resume (written by an incompatible workflow version) as
+    /// `failed`, without running any node: the caller is told to re-submit it. The checkpoint
+    /// keeps the version that wrote it.
+    async fn fail_incompatible(
+        &self,
+        run_id: &str,
+        loaded: Loaded<RagCheckpoint>,
+        incompatible: Incompatible,
+    ) -> Result<RunResponse, EngineError> {
+        tracing::warn!(
+            run_id,
+            stored = %incompatible.stored,
+            current = %incompatible.current,
+            "run of an incompatible workflow version: failing it"
+        );
+        let now = self.clock.now_ms();
+        let mut session =
+            Session::lock(self.store, run_id, &loaded, self.lease_until(now), now).await?;
+        let mut cp = loaded.checkpoint;
+        cp.phase = Phase::Failed;
+        cp.failure = Some(NodeFailure {
+            node: FailedAt::Version,
+            class: ErrorClass::Permanent,
+            message: incompatible.to_string(),
+        });
+        session.save(&cp, true).await?;
+        Ok(self.respond(&cp))
     }
 
     /// Marks a run `failed` with `reason` (a poison message), unless it already ended or
@@ -336,7 +373,9 @@ impl<'a> Workflow<'a> {
         state.retrieval = Some(graph.retrieval_mode());
         state.thread = self.thread.cloned();
         state.created_at_ms = self.clock.now_ms();
-        Checkpoint::new(run_id, crate::engine::Graph::start(graph, &state), state)
+        let mut cp = Checkpoint::new(run_id, crate::engine::Graph::start(graph, &state), state);
+        cp.workflow_version = Some(graph.workflow_version().clone());
+        cp
     }
 
     /// The invocation's budget, with the token limit narrowed by the run's own `max_tokens`.
@@ -390,7 +429,7 @@ impl<'e, P> Observed<'e, P> {
         Self {
             inner,
             events,
-            reported: cp.records.len(),
+            reported: cp.settled_records(),
             hold_finished,
         }
     }
@@ -405,12 +444,15 @@ impl<P: Persist<RagCheckpoint> + Send> Persist<RagCheckpoint> for Observed<'_, P
         } else {
             self.inner.save(cp, release).await?;
         }
-        if cp.records.len() > self.reported {
-            self.reported = cp.records.len();
-            if let Some(event) = RunEvent::step(cp) {
+        // Only settled records: a branch that finished before a sibling declared ahead of it
+        // is told once that sibling is recorded too, so each step keeps its number.
+        let settled = cp.settled_records();
+        for index in self.reported..settled {
+            if let Some(event) = RunEvent::step_at(cp, index) {
                 self.events.emit(event);
             }
         }
+        self.reported = self.reported.max(settled);
         Ok(())
     }
 }

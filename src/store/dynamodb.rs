@@ -24,6 +24,7 @@ mod cache;
 mod head;
 mod leases;
 mod owner;
+mod rate;
 mod thread;
 
 pub use leases::{LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
@@ -332,6 +333,7 @@ impl DynamoStore {
 
 #[async_trait]
 impl CheckpointStore for DynamoStore {
+    #[tracing::instrument(name = "dynamodb", skip_all, fields(operation = "GetItem"))]
     async fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
         let Some(mut item) = self.head(key, true).await? else {
             return Ok(None);
@@ -359,6 +361,7 @@ impl CheckpointStore for DynamoStore {
         }))
     }
 
+    #[tracing::instrument(name = "dynamodb", skip_all, fields(operation = "PutItem"))]
     async fn put(
         &self,
         key: &str,
@@ -408,6 +411,16 @@ impl CheckpointStore for DynamoStore {
         cursor: Option<&str>,
     ) -> Result<ListPage, StoreError> {
         self.query_owned(owner, status, limit, cursor).await
+    }
+
+    #[tracing::instrument(name = "dynamodb", skip_all, fields(operation = "UpdateItem"))]
+    async fn count_request(
+        &self,
+        counter: &str,
+        window: super::Window,
+        limit: u32,
+    ) -> Result<bool, StoreError> {
+        self.count_in_window(counter, window, limit).await
     }
 }
 

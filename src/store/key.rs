@@ -22,6 +22,9 @@ pub(crate) enum StoreKey<'a> {
     ThreadTurn(&'a str),
     /// The claim on a run's completion event: `finished#<run id>`.
     Finished(&'a str),
+    /// A caller's request counter: `rate#<caller digest>` (one per caller), or on DynamoDB
+    /// `rate#<caller digest>#<minute>` (one per caller and window).
+    Rate(&'a str),
 }
 
 impl<'a> StoreKey<'a> {
@@ -35,6 +38,7 @@ impl<'a> StoreKey<'a> {
             StoreKey::Thread(_) => "thread#",
             StoreKey::ThreadTurn(_) => "turn#",
             StoreKey::Finished(_) => "finished#",
+            StoreKey::Rate(_) => "rate#",
         }
     }
 
@@ -47,7 +51,8 @@ impl<'a> StoreKey<'a> {
             | StoreKey::Cache(id)
             | StoreKey::Thread(id)
             | StoreKey::ThreadTurn(id)
-            | StoreKey::Finished(id) => id,
+            | StoreKey::Finished(id)
+            | StoreKey::Rate(id) => id,
         }
     }
 
@@ -62,6 +67,7 @@ impl<'a> StoreKey<'a> {
             "thread" => StoreKey::Thread(id),
             "turn" => StoreKey::ThreadTurn(id),
             "finished" => StoreKey::Finished(id),
+            "rate" => StoreKey::Rate(id),
             _ => return None,
         })
     }
@@ -91,6 +97,7 @@ mod tests {
                 "turn#c0#t-1#0000000001",
             ),
             (StoreKey::Finished("r-1"), "finished#r-1"),
+            (StoreKey::Rate("c0ffee#29000000"), "rate#c0ffee#29000000"),
         ] {
             assert_eq!(key.to_string(), text);
             assert_eq!(StoreKey::parse(text), Some(key));

@@ -31,7 +31,8 @@ impl LapsedLease {
             | StoreKey::Cache(_)
             | StoreKey::Thread(_)
             | StoreKey::ThreadTurn(_)
-            | StoreKey::Finished(_) => None,
+            | StoreKey::Finished(_)
+            | StoreKey::Rate(_) => None,
         }
     }
 }

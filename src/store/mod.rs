@@ -12,6 +12,7 @@ mod key;
 mod leases;
 mod memory;
 mod owner;
+mod rate;
 mod thread;
 
 pub use cache::CacheStore;
@@ -24,6 +25,7 @@ pub use memory::MemoryStore;
 pub use owner::{
     decode_cursor, Indexer, ListPage, Listed, Listing, OWNER, OWNER_INDEX, OWNER_SORT,
 };
+pub use rate::Window;
 pub use thread::{HeadWrite, ListedHead, StoredHead, ThreadKey, ThreadStore};
 
 use async_trait::async_trait;
@@ -127,6 +129,19 @@ pub trait CheckpointStore: Send + Sync {
     ) -> Result<ListPage, StoreError> {
         let _ = (owner, status, limit, cursor);
         Err(owner::unsupported(self.name()))
+    }
+
+    /// Counts one request of `counter` (a caller's digest) in `window` unless `limit` were
+    /// counted there already: `true` when counted (`MAX_REQUESTS_PER_CALLER_PER_MINUTE`). By
+    /// default a read and a write conditional on its version, repeated on a conflict
+    /// ([`rate::count_with_versions`]); DynamoDB does it in one conditional `UpdateItem`.
+    async fn count_request(
+        &self,
+        counter: &str,
+        window: Window,
+        limit: u32,
+    ) -> Result<bool, StoreError> {
+        rate::count_with_versions(self, counter, window, limit).await
     }
 }
 

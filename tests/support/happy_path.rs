@@ -16,6 +16,17 @@ pub const STEPS: [&str; 6] = [
     "grade_answer",
 ];
 
+/// The same six steps with speculation on (the default): the fork's branches are recorded
+/// after the retrieval that starts it, in declared order.
+pub const SPECULATED_STEPS: [&str; 6] = [
+    "kg_retrieval",
+    "route_question",
+    "grade_documents",
+    "generate",
+    "grade_hallucinations",
+    "grade_answer",
+];
+
 /// The scheduled event that invokes the sweeper (`events/eventbridge-schedule.json`).
 pub fn schedule() -> Value {
     serde_json::from_str(include_str!("../../events/eventbridge-schedule.json"))

@@ -6,7 +6,7 @@
 //! writers on separate tokio tasks, which needs `'static` handles). Stores that also hold
 //! cache items pass [`check_cache`] as well.
 
-use bounded_rag::store::{CacheStore, CheckpointStore, Lease, StoreError};
+use bounded_rag::store::{CacheStore, CheckpointStore, Lease, StoreError, Window};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Barrier;
@@ -151,6 +151,39 @@ pub async fn check_parallel_tasks(store: Arc<dyn CheckpointStore>) {
     let winner = single_winner(store.as_ref(), &key, results);
     let expected_body = format!("task-{winner}").into_bytes();
     assert_eq!(read(store.as_ref(), &key).await, (2, expected_body));
+    check_request_counting(store).await;
+}
+
+/// Requests of one caller counted on parallel tasks: exactly `limit` of them are admitted in
+/// a window, the next window admits again, and another caller has a counter of its own.
+pub async fn check_request_counting(store: Arc<dyn CheckpointStore>) {
+    const LIMIT: u32 = 5;
+    const REQUESTS: usize = 3 * LIMIT as usize;
+    let caller = format!("conformance-{}", uuid::Uuid::new_v4().simple());
+    let window = Window::at(1_800_000_000_000);
+    let barrier = Arc::new(Barrier::new(REQUESTS));
+    let tasks: Vec<_> = (0..REQUESTS)
+        .map(|_| {
+            let (store, caller, barrier) = (store.clone(), caller.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                store.count_request(&caller, window, LIMIT).await
+            })
+        })
+        .collect();
+    let mut admitted = 0;
+    for task in tasks {
+        admitted += u32::from(
+            task.await
+                .expect("counting task panicked")
+                .expect("counted"),
+        );
+    }
+    assert_eq!(admitted, LIMIT, "{}: admitted in one window", store.name());
+    let next = Window::at(window.ends_at_ms());
+    assert!(store.count_request(&caller, next, LIMIT).await.unwrap());
+    let other = format!("{caller}-other");
+    assert!(store.count_request(&other, window, LIMIT).await.unwrap());
 }
 
 /// A 1 MiB body of every byte value round-trips byte-exact, and can be replaced.

@@ -1,5 +1,5 @@
-//! What the HTTP API admits, read once from the settings: the body size and the per-caller
-//! active-run limit.
+//! What the HTTP API admits, read once from the settings: the body size, the per-caller
+//! active-run limit and the per-caller request rate.
 
 use crate::config::Settings;
 
@@ -10,6 +10,9 @@ pub(crate) struct HttpLimits {
     pub(crate) max_body_bytes: usize,
     /// `MAX_ACTIVE_RUNS_PER_CALLER`: unfinished runs one caller may have (`None`: unlimited).
     pub(crate) max_active_runs_per_caller: Option<u32>,
+    /// `MAX_REQUESTS_PER_CALLER_PER_MINUTE`: run requests one caller may make per minute
+    /// (`None`: unlimited).
+    pub(crate) max_requests_per_caller_per_minute: Option<u32>,
 }
 
 impl HttpLimits {
@@ -18,6 +21,7 @@ impl HttpLimits {
         Self {
             max_body_bytes: settings.max_body_bytes,
             max_active_runs_per_caller: settings.limits.max_active_runs_per_caller,
+            max_requests_per_caller_per_minute: settings.limits.max_requests_per_caller_per_minute,
         }
     }
 }

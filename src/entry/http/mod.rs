@@ -11,6 +11,7 @@
 //! | `admission.rs` | the per-caller active-run limit (429) |
 //! | `cancel.rs` | cancelling a run |
 //! | `history.rs` | a run's steps, and the caller's runs |
+//! | `rate_limit.rs` | the per-caller request rate (429) |
 //! | `status.rs` | error answers, and the mapping of engine and queue errors to status codes |
 //! | `threads.rs` | conversation threads: a turn's start (409 when busy) and `/threads` |
 
@@ -20,6 +21,7 @@ mod cancel;
 mod history;
 mod idempotency;
 pub(crate) mod limits;
+mod rate_limit;
 mod routes;
 mod status;
 mod threads;
@@ -35,7 +37,8 @@ use super::caller;
 use crate::queue::WorkQueue;
 use lambda_http::http::header::{HeaderValue, ALLOW};
 use lambda_http::http::{Method, StatusCode};
-use lambda_http::{Body, Request, Response};
+use lambda_http::{Body, Request, RequestExt, Response};
+use tracing::Instrument;
 
 /// The routes, for the answer to a request that matches none.
 const ROUTES: &str =
@@ -43,8 +46,33 @@ const ROUTES: &str =
      /workflow/runs/{run_id}/cancel, GET /workflow/runs/{run_id}/steps, GET /threads and GET or \
      DELETE /threads/{thread_id} (see openapi.yaml)";
 
-/// Handles one HTTP request. Never fails: every error becomes a JSON response.
+/// Handles one HTTP request. Never fails: every error becomes a JSON response. Its spans
+/// are exported (when export is on) before it returns.
 pub async fn handle(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Response<Body> {
+    let span = request_span(&request);
+    let response = route(app, queue, request).instrument(span).await;
+    crate::otlp::flush().await;
+    response
+}
+
+/// The root span of a request: a child of the caller's `traceparent` header, else of the
+/// invocation's X-Ray trace (Lambda active tracing).
+fn request_span(request: &Request) -> tracing::Span {
+    let traceparent = request
+        .headers()
+        .get(crate::otlp::TRACEPARENT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| crate::otlp::invocation_traceparent(request.lambda_context_ref()))
+        .unwrap_or_default();
+    tracing::info_span!(
+        "request",
+        otel.name = %format_args!("{} {}", request.method(), request.uri().path()),
+        traceparent
+    )
+}
+
+async fn route(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Response<Body> {
     let api = Api::new(app, queue);
     let caller = caller::of(&request);
     let method = request.method().clone();

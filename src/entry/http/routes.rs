@@ -30,12 +30,13 @@ pub(crate) struct Claimed {
 }
 
 /// Reads and validates the body of `request` and claims its run; everything that can refuse
-/// a run request (body, `Idempotency-Key`, the active-run limit) answers here.
+/// a run request (the request rate, body, `Idempotency-Key`, the active-run limit) answers here.
 pub(crate) async fn prepare(
     api: Api<'_>,
     caller: Caller,
     request: &Request,
 ) -> Result<Claimed, ApiError> {
+    super::rate_limit::count(api, &caller).await?;
     let (run_request, body) = parse_body(api, request)?;
     let run = claim(api, &caller, request, &body).await?;
     let thread = match &run {

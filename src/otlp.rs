@@ -1,0 +1,348 @@
+//! Trace export: every closed `tracing` span of an invocation, sent as OTLP/HTTP JSON to an
+//! OpenTelemetry collector (in Lambda, the ADOT collector layer on `localhost:4318`, which
+//! forwards to AWS X-Ray) once, at the end of the invocation.
+//!
+//! Why not the `opentelemetry` SDK: its exporters run on a background thread with a blocking
+//! HTTP client (a second HTTP stack in the bootstrap) or flush through `block_on` from inside
+//! the async handler; a Lambda is frozen as soon as its handler returns, so export must be one
+//! awaited request before that. This layer does exactly that, on the client the app already
+//! has, in about 300 lines.
+//!
+//! Off unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set ([`crate::entry::logging::init_lambda`]):
+//! then no layer is installed and spans cost what they cost without it.
+//!
+//! Spans and their attributes: a span's fields are its attributes; the field `otel.name`
+//! replaces its name; a root span's field `traceparent` (W3C `00-<trace>-<span>-<flags>`)
+//! makes it a child of that remote span (the API Gateway / Lambda X-Ray context, or the span
+//! that queued an SQS message), so one trace holds a suspended and resumed run.
+
+use rand::Rng;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::Subscriber;
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::Layer;
+
+/// A 128-bit trace id and the 64-bit id of a span in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanContext {
+    /// Trace id.
+    pub trace_id: u128,
+    /// Span id.
+    pub span_id: u64,
+}
+
+impl SpanContext {
+    /// Reads a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`).
+    pub fn from_traceparent(value: &str) -> Option<Self> {
+        let mut parts = value.trim().split('-');
+        let (_version, trace, span) = (parts.next()?, parts.next()?, parts.next()?);
+        let trace_id = u128::from_str_radix(trace, 16).ok().filter(|t| *t != 0)?;
+        let span_id = u64::from_str_radix(span, 16).ok().filter(|s| *s != 0)?;
+        (trace.len() == 32 && span.len() == 16).then_some(Self { trace_id, span_id })
+    }
+
+    /// Reads an X-Ray trace header (`Root=1-<8 hex>-<24 hex>;Parent=<16 hex>;Sampled=1`), as
+    /// Lambda gives it for an invocation with active tracing.
+    pub fn from_xray(value: &str) -> Option<Self> {
+        let field = |name: &str| {
+            value
+                .split(';')
+                .find_map(|kv| kv.trim().strip_prefix(name)?.strip_prefix('='))
+        };
+        let root = field("Root")?.strip_prefix("1-")?.replace('-', "");
+        let trace_id = u128::from_str_radix(&root, 16).ok()?;
+        let span_id = u64::from_str_radix(field("Parent")?, 16).ok()?;
+        (root.len() == 32).then_some(Self { trace_id, span_id })
+    }
+
+    /// As a W3C `traceparent`, sampled.
+    pub fn traceparent(self) -> String {
+        format!("00-{:032x}-{:016x}-01", self.trace_id, self.span_id)
+    }
+}
+
+/// A new trace id that X-Ray accepts: its first 32 bits are the current Unix time in seconds.
+fn new_trace_id() -> u128 {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    (u128::from(secs as u32) << 96) | (rand::rng().random::<u128>() >> 32)
+}
+
+fn new_span_id() -> u64 {
+    rand::rng().random_range(1..=u64::MAX)
+}
+
+fn now_nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// One span as it is recorded and exported.
+#[derive(Debug, Clone)]
+struct SpanData {
+    context: SpanContext,
+    parent: Option<u64>,
+    name: String,
+    start: u128,
+    end: u128,
+    attributes: Vec<(String, Value)>,
+}
+
+impl Visit for SpanData {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        let mut text = String::new();
+        let _ = write!(text, "{value:?}");
+        self.set(field.name(), Value::String(text));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.set(field.name(), Value::String(value.to_owned()));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.set(field.name(), json!({ "intValue": value.to_string() }));
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.set(field.name(), json!({ "intValue": value.to_string() }));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.set(field.name(), json!({ "boolValue": value }));
+    }
+}
+
+impl SpanData {
+    fn set(&mut self, key: &str, value: Value) {
+        let value = match value {
+            Value::String(s) if key == "otel.name" => {
+                self.name = s;
+                return;
+            }
+            Value::String(s) => json!({ "stringValue": s }),
+            other => other,
+        };
+        match self.attributes.iter_mut().find(|(k, _)| k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.attributes.push((key.to_owned(), value)),
+        }
+    }
+
+    fn attribute(&self, key: &str) -> Option<&str> {
+        let (_, value) = self.attributes.iter().find(|(k, _)| k == key)?;
+        value["stringValue"].as_str()
+    }
+
+    fn to_otlp(&self) -> Value {
+        let failed = self.attribute("outcome").is_some_and(|o| o != "ok");
+        let mut span = json!({
+            "traceId": format!("{:032x}", self.context.trace_id),
+            "spanId": format!("{:016x}", self.context.span_id),
+            "name": self.name,
+            "kind": 1,
+            "startTimeUnixNano": self.start.to_string(),
+            "endTimeUnixNano": self.end.to_string(),
+            "attributes": self.attributes.iter()
+                .filter(|(k, _)| k != "traceparent")
+                .map(|(k, v)| json!({ "key": k, "value": v }))
+                .collect::<Vec<_>>(),
+            "status": { "code": if failed { 2 } else { 1 } },
+        });
+        if let Some(parent) = self.parent {
+            span["parentSpanId"] = json!(format!("{parent:016x}"));
+        }
+        span
+    }
+}
+
+/// Closed spans waiting for the next [`Exporter::flush`], and where to send them.
+#[derive(Debug)]
+struct Inner {
+    endpoint: String,
+    service: String,
+    closed: Mutex<Vec<SpanData>>,
+    client: reqwest::Client,
+}
+
+/// Sends the spans closed so far: call [`Exporter::flush`] before an invocation returns.
+#[derive(Debug, Clone)]
+pub struct Exporter {
+    inner: Arc<Inner>,
+}
+
+/// The `tracing` layer that records spans for an [`Exporter`].
+#[derive(Debug, Clone)]
+pub struct OtlpLayer {
+    inner: Arc<Inner>,
+}
+
+impl Exporter {
+    /// An exporter posting to `{endpoint}/v1/traces` (`endpoint` as in
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`, e.g. `http://localhost:4318`) for `service`, and the
+    /// layer feeding it.
+    pub fn new(endpoint: &str, service: &str) -> (Self, OtlpLayer) {
+        let inner = Arc::new(Inner {
+            endpoint: format!("{}/v1/traces", endpoint.trim_end_matches('/')),
+            service: service.to_owned(),
+            closed: Mutex::new(Vec::new()),
+            client: reqwest::Client::new(),
+        });
+        (
+            Self {
+                inner: inner.clone(),
+            },
+            OtlpLayer { inner },
+        )
+    }
+
+    /// Sends every span closed so far in one request; a failure is logged, never returned
+    /// (tracing must not fail a run).
+    pub async fn flush(&self) {
+        let spans = std::mem::take(
+            &mut *self
+                .inner
+                .closed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        if spans.is_empty() {
+            return;
+        }
+        let body = json!({ "resourceSpans": [{
+            "resource": { "attributes": [
+                { "key": "service.name", "value": { "stringValue": self.inner.service } },
+            ]},
+            "scopeSpans": [{
+                "scope": { "name": "bounded-rag" },
+                "spans": spans.iter().map(SpanData::to_otlp).collect::<Vec<_>>(),
+            }],
+        }]});
+        let sent = self
+            .inner
+            .client
+            .post(&self.inner.endpoint)
+            .json(&body)
+            .timeout(std::time::Duration::from_secs(2))
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status);
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, spans = spans.len(), "could not export spans");
+        }
+    }
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let parent = span
+            .parent()
+            .and_then(|p| p.extensions().get::<SpanData>().map(|d| d.context));
+        let mut data = SpanData {
+            context: SpanContext {
+                trace_id: parent.map_or_else(new_trace_id, |p| p.trace_id),
+                span_id: new_span_id(),
+            },
+            parent: parent.map(|p| p.span_id),
+            name: attrs.metadata().name().to_owned(),
+            start: now_nanos(),
+            end: 0,
+            attributes: Vec::new(),
+        };
+        attrs.record(&mut data);
+        if parent.is_none() {
+            if let Some(remote) = data
+                .attribute("traceparent")
+                .and_then(SpanContext::from_traceparent)
+            {
+                data.context.trace_id = remote.trace_id;
+                data.parent = Some(remote.span_id);
+            }
+        }
+        span.extensions_mut().insert(data);
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(id) {
+            if let Some(data) = span.extensions_mut().get_mut::<SpanData>() {
+                values.record(data);
+            }
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else { return };
+        let Some(mut data) = span.extensions_mut().remove::<SpanData>() else {
+            return;
+        };
+        data.end = now_nanos();
+        self.inner
+            .closed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(data);
+    }
+}
+
+/// Name of the SQS message attribute (and HTTP header) carrying a W3C trace context.
+pub const TRACEPARENT: &str = "traceparent";
+
+/// The process's exporter, set once by [`crate::entry::logging::init_lambda`].
+static GLOBAL: OnceLock<Exporter> = OnceLock::new();
+
+/// Makes `exporter` the one [`flush`] sends through.
+pub(crate) fn install(exporter: Exporter) {
+    let _ = GLOBAL.set(exporter);
+}
+
+/// Sends the spans of this invocation, if export is on; a no-op otherwise.
+pub async fn flush() {
+    if let Some(exporter) = GLOBAL.get() {
+        exporter.flush().await;
+    }
+}
+
+/// The W3C form of a Lambda invocation's X-Ray trace context (active tracing), if any.
+pub fn invocation_traceparent(invocation: Option<&lambda_runtime::Context>) -> Option<String> {
+    let header = invocation?.xray_trace_id.as_deref()?;
+    SpanContext::from_xray(header).map(SpanContext::traceparent)
+}
+
+/// The W3C `traceparent` of the current span, to hand a trace on (an SQS message attribute);
+/// `None` when no span is exported.
+pub fn current_traceparent() -> Option<String> {
+    tracing::Span::current().with_subscriber(|(id, dispatch)| {
+        let registry = dispatch.downcast_ref::<tracing_subscriber::Registry>()?;
+        let span = registry.span(id)?;
+        let extensions = span.extensions();
+        extensions
+            .get::<SpanData>()
+            .map(|d| d.context.traceparent())
+    })?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_headers_read_and_write() {
+        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let ctx = SpanContext::from_traceparent(tp).unwrap();
+        assert_eq!(ctx.traceparent(), tp);
+        assert_eq!(SpanContext::from_traceparent("00-0-0-01"), None);
+        let xray = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
+        let ctx = SpanContext::from_xray(xray).unwrap();
+        assert_eq!(
+            ctx.traceparent(),
+            "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"
+        );
+        let id = new_trace_id();
+        let secs = (id >> 96) as u64;
+        assert!(secs > 1_700_000_000, "{id:x}");
+    }
+}
