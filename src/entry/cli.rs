@@ -169,7 +169,7 @@ async fn ask(args: AskArgs) -> ExitCode {
     };
     if args.stream {
         let job = match (request, args.resume) {
-            (Some(request), _) => Job::New(run_id, request, thread),
+            (Some(request), _) => Job::New(run_id, Box::new(request), thread),
             (None, Some(run_id)) => Job::Resume(run_id),
             (None, None) => return fail(2, NO_QUESTION),
         };

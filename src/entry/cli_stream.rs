@@ -12,7 +12,7 @@ use std::io::Write;
 /// What to run: a new run, or the continuation of a stored one.
 pub(crate) enum Job {
     /// A new run with this id (a thread's turn when a context is given).
-    New(String, RunRequest, Option<ThreadContext>),
+    New(String, Box<RunRequest>, Option<ThreadContext>),
     /// Continue this run.
     Resume(String),
 }
@@ -32,7 +32,7 @@ pub async fn run(
         match job {
             Job::New(run_id, request, thread) => {
                 let workflow = workflow.in_thread(thread.as_ref());
-                workflow.run_new(&run_id, request, budget).await
+                workflow.run_new(&run_id, *request, budget).await
             }
             Job::Resume(run_id) => workflow.resume(&run_id, budget).await,
         }
