@@ -130,6 +130,9 @@ fn a_bedrock_validation_error_fails_the_run_once_with_what_to_fix() {
     let env = [
         ("LLM_PROVIDER", "bedrock"),
         ("LLM_MODEL", "meta.llama3-8b-instruct-v1:0"),
+        // The sequential path: routing is the run's only call before it fails (speculation
+        // would have grading and an answer in flight beside it).
+        ("SPECULATION", "off"),
     ];
     let out = cli(dir.path(), &server, &env, &["ask", "--json", QUESTION]);
     let text = String::from_utf8_lossy(&out.stdout);
