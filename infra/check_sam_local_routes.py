@@ -1,4 +1,4 @@
-"""Checks that `sam local start-api` would serve the three HTTP API routes of template.yaml
+"""Checks that `sam local start-api` would serve every HTTP API route of template.yaml
 (run by scripts/validate-infra.sh with the SAM CLI venv's python).
 
 Uses SAM CLI's own template readers, so it catches what cfn-lint cannot: a resource order or
@@ -16,6 +16,12 @@ EXPECTED = {
     ("POST", "/workflow/run"),
     ("POST", "/workflow/runs"),
     ("GET", "/workflow/runs/{run_id}"),
+    ("GET", "/workflow/runs"),
+    ("POST", "/workflow/runs/{run_id}/cancel"),
+    ("GET", "/workflow/runs/{run_id}/steps"),
+    ("GET", "/threads"),
+    ("GET", "/threads/{thread_id}"),
+    ("DELETE", "/threads/{thread_id}"),
 }
 
 
