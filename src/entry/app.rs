@@ -108,7 +108,10 @@ impl App {
                 }
                 _ => {
                     let store = FileStore::open(&settings.state_dir)?;
-                    let store = Arc::new(store.with_ttl(settings.aws.run_ttl));
+                    let store = store
+                        .with_ttl(settings.aws.run_ttl)
+                        .with_indexer(Arc::new(crate::rag::RunIndexer));
+                    let store = Arc::new(store);
                     (store.clone(), store)
                 }
             };

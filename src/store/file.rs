@@ -21,6 +21,7 @@
 //! Every blocking call runs inside `tokio::task::spawn_blocking`.
 
 mod items;
+mod list;
 
 use super::memory::{expiry_ms, is_expired};
 use super::{CacheStore, CheckpointStore, Lease, StoreError, Versioned};
@@ -48,6 +49,8 @@ const MAX_READABLE_STEM: usize = 200;
 /// absent, like a DynamoDB item past its `expires_at`.
 pub struct FileStore {
     inner: Arc<Inner>,
+    /// Lists items by owner (`list_owned`), when set.
+    indexer: Option<Arc<dyn super::Indexer>>,
 }
 
 #[derive(Clone)]
@@ -61,6 +64,9 @@ struct Inner {
 /// What one file holds.
 #[derive(Serialize, Deserialize)]
 struct Envelope {
+    /// The item's key (files written before it was recorded: read back from the file name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
     version: u64,
     #[serde(default)]
     lease: Option<Lease>,
@@ -81,6 +87,7 @@ impl FileStore {
                 clock: Arc::new(SystemClock),
                 lock_timeout: DEFAULT_LOCK_TIMEOUT,
             }),
+            indexer: None,
         })
     }
 
@@ -152,6 +159,17 @@ impl CheckpointStore for FileStore {
         "file"
     }
 
+    /// A read of the folder (fine locally; DynamoDB queries its `by_owner` index).
+    async fn list_owned(
+        &self,
+        owner: &str,
+        status: Option<&str>,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<super::ListPage, StoreError> {
+        self.list(owner, status, limit, cursor).await
+    }
+
     fn threads(&self) -> Option<&dyn super::ThreadStore> {
         Some(self)
     }
@@ -206,6 +224,7 @@ impl Inner {
         }
         let version = expected + 1;
         let envelope = Envelope {
+            key: Some(key.to_owned()),
             version,
             lease,
             expires_at_ms: expiry_ms(now_ms, self.ttl),
@@ -230,6 +249,7 @@ impl Inner {
         let data = self.data_path(key)?;
         let _lock = lock_exclusive(&data.with_extension("lock"), self.lock_timeout)?;
         let envelope = Envelope {
+            key: Some(key.to_owned()),
             version: 0,
             lease: None,
             expires_at_ms: expiry_ms(self.now_ms(), Some(ttl)),

@@ -10,10 +10,9 @@
 
 mod items;
 
-use super::owner::encode_cursor;
 use super::{
-    decode_cursor, CacheStore, CheckpointStore, Indexer, Lapsed, LapsedLease, Lease, LeaseIndex,
-    ListPage, Listed, StoreError, Versioned,
+    CacheStore, CheckpointStore, Indexer, Lapsed, LapsedLease, Lease, LeaseIndex, ListPage,
+    StoreError, Versioned,
 };
 use crate::clock::{Clock, SystemClock};
 use async_trait::async_trait;
@@ -185,36 +184,15 @@ impl CheckpointStore for MemoryStore {
         let Some(indexer) = &self.indexer else {
             return Err(super::owner::unsupported("memory"));
         };
-        let after = cursor.and_then(decode_cursor);
         let now_ms = self.now_ms();
-        let mut listed: Vec<Listed> = self
+        let items: Vec<(String, Vec<u8>)> = self
             .lock()
             .iter()
             .filter(|(_, entry)| !is_expired(entry.expires_at_ms, now_ms))
-            .filter_map(|(key, entry)| {
-                let listing = indexer.listing(key, &entry.item.body)?;
-                (listing.owner == owner && status.is_none_or(|s| s == listing.status)).then(|| {
-                    Listed {
-                        key: key.clone(),
-                        sort: listing.sort,
-                        status: listing.status,
-                    }
-                })
-            })
-            .filter(|l| {
-                after
-                    .as_ref()
-                    .is_none_or(|(sort, key)| (&l.sort, &l.key) < (sort, key))
-            })
+            .map(|(key, entry)| (key.clone(), entry.item.body.clone()))
             .collect();
-        listed.sort_by(|a, b| (&b.sort, &b.key).cmp(&(&a.sort, &a.key)));
-        let more = listed.len() > limit;
-        listed.truncate(limit);
-        let cursor = more.then(|| listed.last().map(encode_cursor)).flatten();
-        Ok(ListPage {
-            items: listed,
-            cursor,
-        })
+        let page = super::owner::page_of(items, indexer.as_ref(), owner, status, limit, cursor);
+        Ok(page)
     }
 }
 

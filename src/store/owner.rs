@@ -72,6 +72,44 @@ pub fn decode_cursor(cursor: &str) -> Option<(String, String)> {
     (!sort.is_empty() && !key.is_empty()).then(|| (sort.to_owned(), key.to_owned()))
 }
 
+/// One page of `owner`'s items among `items` (key and body), newest first: the listing of a
+/// store that scans its items (memory, file), where DynamoDB queries its `by_owner` index.
+pub(crate) fn page_of(
+    items: impl IntoIterator<Item = (String, Vec<u8>)>,
+    indexer: &dyn Indexer,
+    owner: &str,
+    status: Option<&str>,
+    limit: usize,
+    cursor: Option<&str>,
+) -> ListPage {
+    let after = cursor.and_then(decode_cursor);
+    let mut listed: Vec<Listed> = items
+        .into_iter()
+        .filter_map(|(key, body)| {
+            let listing = indexer.listing(&key, &body)?;
+            let wanted = listing.owner == owner && status.is_none_or(|s| s == listing.status);
+            wanted.then_some(Listed {
+                key,
+                sort: listing.sort,
+                status: listing.status,
+            })
+        })
+        .filter(|l| {
+            after
+                .as_ref()
+                .is_none_or(|(sort, key)| (&l.sort, &l.key) < (sort, key))
+        })
+        .collect();
+    listed.sort_by(|a, b| (&b.sort, &b.key).cmp(&(&a.sort, &a.key)));
+    let more = listed.len() > limit;
+    listed.truncate(limit);
+    let cursor = more.then(|| listed.last().map(encode_cursor)).flatten();
+    ListPage {
+        items: listed,
+        cursor,
+    }
+}
+
 /// A store without an owner listing.
 pub(crate) fn unsupported(store: &str) -> StoreError {
     StoreError::Permanent(format!(
