@@ -7,6 +7,14 @@
 //!   also serializes the checkpoint (whose step records grow with the run) and writes it
 //!   conditionally.
 //!
+//! A third group, `tracing`, runs `noop_persist` under each `tracing` set-up a function can
+//! have, to show what tracing costs when it is off (every step opens a `step` span):
+//! - `no_subscriber`: nothing installed, the floor (a span callsite no one listens to);
+//! - `lambda_off`: the subscriber the Lambda functions install by default
+//!   ([`bounded_rag::entry::logging::lambda_subscriber`], JSON logs, no OTLP endpoint);
+//! - `lambda_otlp`: the same with span export on (spans recorded for the exporter, which the
+//!   bench drains after each run without sending).
+//!
 //! `scripts/bench.sh` divides criterion's mean time per run by 50 to report time per step.
 //! Run alone: `cargo bench --bench engine`.
 
@@ -151,5 +159,51 @@ fn engine(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, engine);
+/// One `noop_persist` run (50 steps, so 50 `step` spans).
+async fn noop_run() -> Checkpoint<u32, Node> {
+    let budget = budget();
+    let mut cp = Checkpoint::new("bench", Node::First, 0u32);
+    advance(&Noop, &mut cp, &budget, &SystemClock, &mut NoPersist)
+        .await
+        .expect("advance");
+    assert_eq!(cp.steps, STEPS);
+    cp
+}
+
+fn tracing_cost(c: &mut Criterion) {
+    use bounded_rag::entry::logging::lambda_subscriber;
+    use bounded_rag::otlp::Exporter;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // As the template configures the functions (LoggingConfig LogFormat JSON).
+    std::env::set_var("AWS_LAMBDA_LOG_FORMAT", "JSON");
+    let mut group = c.benchmark_group("tracing");
+    group.throughput(Throughput::Elements(u64::from(STEPS)));
+    group.bench_function("no_subscriber", |b| {
+        b.to_async(&rt)
+            .iter(|| async { black_box(noop_run().await) })
+    });
+    // The current-thread runtime polls on this thread, so a thread-local default applies.
+    tracing::subscriber::with_default(lambda_subscriber(None), || {
+        group.bench_function("lambda_off", |b| {
+            b.to_async(&rt)
+                .iter(|| async { black_box(noop_run().await) })
+        });
+    });
+    let (exporter, layer) = Exporter::new("http://127.0.0.1:9", "bench");
+    tracing::subscriber::with_default(lambda_subscriber(Some(layer)), || {
+        group.bench_function("lambda_otlp", |b| {
+            b.to_async(&rt).iter(|| async {
+                let cp = noop_run().await;
+                assert_eq!(exporter.take_closed().len(), STEPS as usize);
+                black_box(cp)
+            })
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, engine, tracing_cost);
 criterion_main!(benches);

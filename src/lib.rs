@@ -34,3 +34,4 @@ pub mod rag;
 pub mod retrieval;
 pub mod secrets;
 pub mod store;
+pub mod tls;

@@ -189,7 +189,7 @@ impl Exporter {
             endpoint: format!("{}/v1/traces", endpoint.trim_end_matches('/')),
             service: service.to_owned(),
             closed: Mutex::new(Vec::new()),
-            client: reqwest::Client::new(),
+            client: crate::tls::reqwest_builder().build().unwrap_or_default(),
         });
         (
             Self {
@@ -199,16 +199,30 @@ impl Exporter {
         )
     }
 
-    /// Sends every span closed so far in one request; a failure is logged, never returned
-    /// (tracing must not fail a run).
-    pub async fn flush(&self) {
-        let spans = std::mem::take(
+    /// Takes the spans closed so far (what the next [`Exporter::flush`] would send).
+    fn take_closed_spans(&self) -> Vec<SpanData> {
+        std::mem::take(
             &mut *self
                 .inner
                 .closed
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
-        );
+        )
+    }
+
+    /// The names of the spans closed since the last flush, which are dropped unsent (the bench
+    /// suite measures recording without the request).
+    pub fn take_closed(&self) -> Vec<String> {
+        self.take_closed_spans()
+            .into_iter()
+            .map(|s| s.name)
+            .collect()
+    }
+
+    /// Sends every span closed so far in one request; a failure is logged, never returned
+    /// (tracing must not fail a run).
+    pub async fn flush(&self) {
+        let spans = self.take_closed_spans();
         if spans.is_empty() {
             return;
         }

@@ -102,7 +102,10 @@ async fn a_worker_killed_mid_step_is_swept_and_finished_with_only_that_step_run_
         first.endpoint()
     );
     let pending = tokio::spawn(async move {
-        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        let http = bounded_rag::tls::reqwest_builder()
+            .no_proxy()
+            .build()
+            .unwrap();
         http.post(invoke).json(&event).send().await
     });
 

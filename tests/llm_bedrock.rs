@@ -171,6 +171,7 @@ async fn connection_refused_is_transient_and_a_slow_reply_times_out() {
     let port = listener.local_addr().unwrap().port();
     drop(listener);
     let sdk = aws_config::SdkConfig::builder()
+        .http_client(bounded_rag::tls::aws_http_client())
         .behavior_version(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(

@@ -124,7 +124,10 @@ async fn one_run_finished_event_across_a_crash_a_failed_put_a_duplicate_and_swee
     );
     let body = original.clone();
     let pending = tokio::spawn(async move {
-        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        let http = bounded_rag::tls::reqwest_builder()
+            .no_proxy()
+            .build()
+            .unwrap();
         http.post(invoke).json(&body).send().await
     });
     for _ in 0..1_500 {

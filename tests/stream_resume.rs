@@ -118,7 +118,10 @@ async fn a_stream_resumed_with_last_event_id_gets_each_step_exactly_once() {
         "{}/lambda-url/stream/workflow/runs/{run_id}/events",
         watch.endpoint()
     );
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let http = bounded_rag::tls::reqwest_builder()
+        .no_proxy()
+        .build()
+        .unwrap();
     let response = http
         .get(url)
         .header("last-event-id", &last_id)

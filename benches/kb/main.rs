@@ -144,6 +144,7 @@ fn moto() -> Moto {
 fn sdk(endpoint: &str) -> aws_config::SdkConfig {
     use aws_sdk_s3::config::{Credentials, SharedCredentialsProvider};
     aws_config::SdkConfig::builder()
+        .http_client(bounded_rag::tls::aws_http_client())
         .behavior_version(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(SharedCredentialsProvider::new(Credentials::new(

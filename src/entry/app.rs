@@ -200,7 +200,7 @@ impl AsRef<Runs> for App {
 
 /// The AWS configuration of this process, as the SDK reads it from the environment.
 pub(crate) async fn sdk_config() -> aws_config::SdkConfig {
-    aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
+    crate::tls::aws_sdk_config().await
 }
 
 /// The checkpoint table of `settings` (the run's store, the response cache and the sweeper's

@@ -129,7 +129,7 @@ pub(crate) async fn ingest_command(
 
 /// Runs a `kb` sub-command; returns what to print.
 pub(crate) async fn kb_command(command: KbCommand) -> Result<String, String> {
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let sdk = crate::tls::aws_sdk_config().await;
     let store = |uri: &S3Location| BundleStore::new(s3::client(&sdk), uri.clone());
     match command {
         KbCommand::Publish { bundle, uri } => {

@@ -1,26 +1,35 @@
 //! `tracing` set-up: compact progress on stderr for the CLI, JSON for Lambda when
 //! `AWS_LAMBDA_LOG_FORMAT=JSON`.
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::Targets;
 
-fn filter(default: &str) -> EnvFilter {
-    EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(default))
+/// Levels per target from `RUST_LOG` (`target=level,...,level`), else `default`. `Targets`
+/// rather than `EnvFilter`: the same directives without span and field filters, and without
+/// the regex engine those need in the bootstraps.
+fn filter(default: &str) -> Targets {
+    std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|directives| directives.parse().ok())
+        .unwrap_or_else(|| default.parse().unwrap_or_default())
 }
 
 /// CLI logging: one short line per step and per retry on stderr; `quiet` keeps warnings only.
 pub fn init_cli(quiet: bool) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let default = if quiet {
         "warn"
     } else {
         "bounded_rag=info,warn"
     };
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter(default))
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .without_time()
         .compact()
+        .finish()
+        .with(filter(default))
         .try_init();
 }
 
@@ -29,8 +38,27 @@ pub fn init_cli(quiet: bool) {
 /// `AWS_LAMBDA_LOG_LEVEL`. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans are also exported
 /// ([`crate::otlp`]; `OTEL_SERVICE_NAME`, else the function's name, names the service).
 pub fn init_lambda() {
-    use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
+    let otlp = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .ok()
+        .filter(|e| !e.is_empty())
+        .map(|endpoint| {
+            let service = std::env::var("OTEL_SERVICE_NAME")
+                .or_else(|_| std::env::var("AWS_LAMBDA_FUNCTION_NAME"))
+                .unwrap_or_else(|_| "bounded-rag".to_owned());
+            let (exporter, layer) = crate::otlp::Exporter::new(&endpoint, &service);
+            crate::otlp::install(exporter);
+            layer
+        });
+    let _ = lambda_subscriber(otlp).try_init();
+}
+
+/// The subscriber [`init_lambda`] installs, with `otlp` as its export layer (`None`: tracing
+/// off). Public so that the bench suite measures the subscriber the functions run with.
+pub fn lambda_subscriber(
+    otlp: Option<crate::otlp::OtlpLayer>,
+) -> impl tracing::Subscriber + Send + Sync {
+    use tracing_subscriber::layer::SubscriberExt;
     let level = std::env::var("AWS_LAMBDA_LOG_LEVEL")
         .map(|l| l.to_lowercase())
         .unwrap_or_else(|_| "info".to_owned());
@@ -53,21 +81,9 @@ pub fn init_lambda() {
             .without_time()
             .with_ansi(false)
     });
-    let otlp = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .ok()
-        .filter(|e| !e.is_empty())
-        .map(|endpoint| {
-            let service = std::env::var("OTEL_SERVICE_NAME")
-                .or_else(|_| std::env::var("AWS_LAMBDA_FUNCTION_NAME"))
-                .unwrap_or_else(|_| "bounded-rag".to_owned());
-            let (exporter, layer) = crate::otlp::Exporter::new(&endpoint, &service);
-            crate::otlp::install(exporter);
-            layer
-        });
-    let _ = tracing_subscriber::registry()
+    tracing_subscriber::registry()
         .with(filter)
         .with(json_layer)
         .with(text_layer)
         .with(otlp)
-        .try_init();
 }

@@ -132,7 +132,7 @@ fn client_for(base_url: &str, path: &str) -> Result<(reqwest::Url, reqwest::Clie
     if !matches!(endpoint.scheme(), "http" | "https") {
         return Err(format!("base URL `{base}` must be http or https"));
     }
-    let http = reqwest::Client::builder()
+    let http = crate::tls::reqwest_builder()
         .user_agent(USER_AGENT)
         .build()
         .map_err(|e| error_chain(&e))?;

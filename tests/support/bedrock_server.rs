@@ -377,6 +377,7 @@ impl ScriptedBedrock {
     pub fn sdk_config(&self) -> SdkConfig {
         let credentials = Credentials::new("testing", "testing", None, None, "scripted");
         SdkConfig::builder()
+            .http_client(bounded_rag::tls::aws_http_client())
             .behavior_version(BehaviorVersion::latest())
             .region(Region::new(REGION))
             .credentials_provider(SharedCredentialsProvider::new(credentials))

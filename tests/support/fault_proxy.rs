@@ -155,7 +155,7 @@ impl FaultProxy {
             attempts: Vec::new(),
         }));
         let in_flight = Arc::new(AtomicUsize::new(0));
-        let http = reqwest::Client::builder()
+        let http = bounded_rag::tls::reqwest_builder()
             .no_proxy()
             .build()
             .expect("reqwest client");

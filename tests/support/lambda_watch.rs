@@ -515,7 +515,7 @@ async fn try_start(
         }
     }
 
-    let http = reqwest::Client::builder()
+    let http = bounded_rag::tls::reqwest_builder()
         .no_proxy()
         .build()
         .map_err(|e| format!("reqwest client: {e}"))?;

@@ -83,6 +83,7 @@ impl Moto {
     pub async fn sdk_config(&self) -> SdkConfig {
         let credentials = Credentials::new("testing", "testing", None, None, "moto");
         SdkConfig::builder()
+            .http_client(bounded_rag::tls::aws_http_client())
             .behavior_version(BehaviorVersion::latest())
             .region(Region::new("us-east-1"))
             .credentials_provider(SharedCredentialsProvider::new(credentials))

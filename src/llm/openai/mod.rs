@@ -121,7 +121,7 @@ impl OpenAiModel {
             }
             None => None,
         };
-        let client = Client::builder()
+        let client = crate::tls::reqwest_builder()
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
             // A redirected POST is a misconfigured base URL; never send the key elsewhere.
