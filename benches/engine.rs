@@ -7,13 +7,15 @@
 //!   also serializes the checkpoint (whose step records grow with the run) and writes it
 //!   conditionally.
 //!
-//! A third group, `tracing`, runs `noop_persist` under each `tracing` set-up a function can
-//! have, to show what tracing costs when it is off (every step opens a `step` span):
-//! - `no_subscriber`: nothing installed, the floor (a span callsite no one listens to);
-//! - `lambda_off`: the subscriber the Lambda functions install by default
-//!   ([`bounded_rag::entry::logging::lambda_subscriber`], JSON logs, no OTLP endpoint);
-//! - `lambda_otlp`: the same with span export on (spans recorded for the exporter, which the
-//!   bench drains after each run without sending).
+//! A third group, `tracing`, shows what tracing costs when its export is off, on the
+//! subscribers the binaries install (`bounded_rag::entry::logging`):
+//! - `step_span/*`: open, enter, record and close one production step span
+//!   (`bounded_rag::spans::step`), under no subscriber (the floor: a call site nobody listens
+//!   to), the CLI's, the Lambda functions' default (JSON logs at INFO, no OTLP endpoint), and
+//!   the Lambda functions' with export on (spans recorded for the exporter, drained unsent);
+//! - `run_50_steps/*`: `noop_persist` under no subscriber, the Lambda default with logs at
+//!   WARN (no log line is written), and with export on. The Lambda default at INFO adds one
+//!   `step done` log line per step, which is logging, not tracing.
 //!
 //! `scripts/bench.sh` divides criterion's mean time per run by 50 to report time per step.
 //! Run alone: `cargo bench --bench engine`.
@@ -170,31 +172,63 @@ async fn noop_run() -> Checkpoint<u32, Node> {
     cp
 }
 
+/// One step span as the run loop makes it: opened, entered, its tokens and outcome recorded.
+fn one_step_span() {
+    let span = bounded_rag::spans::step("generate", "bench-run", 1);
+    let _entered = span.enter();
+    span.record("tokens", 123u64);
+    span.record("outcome", "ok");
+}
+
 fn tracing_cost(c: &mut Criterion) {
-    use bounded_rag::entry::logging::lambda_subscriber;
+    use bounded_rag::entry::logging::{cli_subscriber, lambda_subscriber};
     use bounded_rag::otlp::Exporter;
+    use tracing::subscriber::with_default;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     // As the template configures the functions (LoggingConfig LogFormat JSON).
     std::env::set_var("AWS_LAMBDA_LOG_FORMAT", "JSON");
+    std::env::remove_var("RUST_LOG");
+    let lambda_at = |level: &str, export: Option<bounded_rag::otlp::OtlpLayer>| {
+        std::env::set_var("AWS_LAMBDA_LOG_LEVEL", level);
+        lambda_subscriber(export)
+    };
     let mut group = c.benchmark_group("tracing");
+
+    group.bench_function("step_span/no_subscriber", |b| b.iter(one_step_span));
+    with_default(cli_subscriber(false), || {
+        group.bench_function("step_span/cli", |b| b.iter(one_step_span));
+    });
+    with_default(lambda_at("INFO", None), || {
+        group.bench_function("step_span/lambda_export_off", |b| b.iter(one_step_span));
+    });
+    let (exporter, layer) = Exporter::new("http://127.0.0.1:9", "bench");
+    with_default(lambda_at("INFO", Some(layer)), || {
+        group.bench_function("step_span/lambda_export_on", |b| {
+            b.iter(|| {
+                one_step_span();
+                assert_eq!(exporter.take_closed(), ["generate"]);
+            })
+        });
+    });
+
+    // The current-thread runtime polls on this thread, so a thread-local default applies.
     group.throughput(Throughput::Elements(u64::from(STEPS)));
-    group.bench_function("no_subscriber", |b| {
+    group.bench_function("run_50_steps/no_subscriber", |b| {
         b.to_async(&rt)
             .iter(|| async { black_box(noop_run().await) })
     });
-    // The current-thread runtime polls on this thread, so a thread-local default applies.
-    tracing::subscriber::with_default(lambda_subscriber(None), || {
-        group.bench_function("lambda_off", |b| {
+    with_default(lambda_at("WARN", None), || {
+        group.bench_function("run_50_steps/lambda_export_off", |b| {
             b.to_async(&rt)
                 .iter(|| async { black_box(noop_run().await) })
         });
     });
     let (exporter, layer) = Exporter::new("http://127.0.0.1:9", "bench");
-    tracing::subscriber::with_default(lambda_subscriber(Some(layer)), || {
-        group.bench_function("lambda_otlp", |b| {
+    with_default(lambda_at("WARN", Some(layer)), || {
+        group.bench_function("run_50_steps/lambda_export_on", |b| {
             b.to_async(&rt).iter(|| async {
                 let cp = noop_run().await;
                 assert_eq!(exporter.take_closed().len(), STEPS as usize);

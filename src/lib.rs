@@ -33,5 +33,6 @@ pub mod queue;
 pub mod rag;
 pub mod retrieval;
 pub mod secrets;
+pub mod spans;
 pub mod store;
 pub mod tls;

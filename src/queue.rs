@@ -94,7 +94,9 @@ impl WorkQueue for SqsQueue {
                 trace.map(|t| [(crate::otlp::TRACEPARENT.to_owned(), t)].into()),
             )
             .send()
-            .instrument(tracing::info_span!("sqs", operation = "SendMessage"))
+            .instrument(
+                tracing::info_span!(target: crate::spans::TARGET, "sqs", operation = "SendMessage"),
+            )
             .await
             .map_err(|e| {
                 // Classified like every AWS error: throttling codes (`RequestThrottled`,

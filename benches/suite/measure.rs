@@ -57,6 +57,8 @@ pub struct Sizes {
 pub struct Results {
     pub engine_noop: Option<PerStep>,
     pub engine_memory: Option<PerStep>,
+    /// `(what, per span or per step)` from the engine bench's `tracing` group.
+    pub tracing: Vec<(&'static str, Option<PerStep>)>,
     pub cli: Vec<CliRun>,
     pub api: Vec<LambdaRun>,
     pub worker: Vec<LambdaRun>,
@@ -93,8 +95,43 @@ pub fn measure(o: &Options) -> Results {
     let fresh = |label: &str, i: usize| state.path().join(format!("{label}-{i}"));
 
     eprintln!("bench: engine (criterion results)");
-    let engine_noop = criterion("noop_persist_50_steps");
-    let engine_memory = criterion("memory_session_50_steps");
+    let engine_noop = criterion("engine", "noop_persist_50_steps", 50.0);
+    let engine_memory = criterion("engine", "memory_session_50_steps", 50.0);
+    let tracing = [
+        (
+            "one step span, no subscriber",
+            "step_span_no_subscriber",
+            1.0,
+        ),
+        ("one step span, CLI subscriber", "step_span_cli", 1.0),
+        (
+            "one step span, Lambda subscriber, export off (default)",
+            "step_span_lambda_export_off",
+            1.0,
+        ),
+        (
+            "one step span, Lambda subscriber, export on",
+            "step_span_lambda_export_on",
+            1.0,
+        ),
+        (
+            "per step of a run, no subscriber",
+            "run_50_steps_no_subscriber",
+            50.0,
+        ),
+        (
+            "per step of a run, Lambda subscriber, export off (logs at WARN)",
+            "run_50_steps_lambda_export_off",
+            50.0,
+        ),
+        (
+            "per step of a run, Lambda subscriber, export on (logs at WARN)",
+            "run_50_steps_lambda_export_on",
+            50.0,
+        ),
+    ]
+    .map(|(what, id, per)| (what, criterion("tracing", id, per)))
+    .to_vec();
 
     eprintln!("bench: cold start of the CLI ({cold_runs} runs)");
     let cli_bin = bin("bounded-rag");
@@ -146,6 +183,7 @@ pub fn measure(o: &Options) -> Results {
     Results {
         engine_noop,
         engine_memory,
+        tracing,
         cli,
         api,
         worker,
@@ -160,18 +198,19 @@ pub fn measure(o: &Options) -> Results {
     }
 }
 
-/// Criterion's mean for `engine/<id>`, divided by the 50 steps of a run.
-fn criterion(id: &str) -> Option<PerStep> {
+/// Criterion's mean for `<group>/<id>`, divided by `per` (the 50 steps of a run, or 1).
+fn criterion(group: &str, id: &str, per: f64) -> Option<PerStep> {
     let path = target_dir()
-        .join("criterion/engine")
+        .join("criterion")
+        .join(group)
         .join(id)
         .join("new/estimates.json");
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
     let mean = &v["mean"];
     Some(PerStep {
-        mean_ns: mean["point_estimate"].as_f64()? / 50.0,
-        low_ns: mean["confidence_interval"]["lower_bound"].as_f64()? / 50.0,
-        high_ns: mean["confidence_interval"]["upper_bound"].as_f64()? / 50.0,
+        mean_ns: mean["point_estimate"].as_f64()? / per,
+        low_ns: mean["confidence_interval"]["lower_bound"].as_f64()? / per,
+        high_ns: mean["confidence_interval"]["upper_bound"].as_f64()? / per,
     })
 }
 

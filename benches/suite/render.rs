@@ -1,6 +1,6 @@
 //! The Markdown table: the targets with their verdicts, then every figure.
 
-use super::measure::Results;
+use super::measure::{PerStep, Results};
 use super::process::{ms, Samples};
 use std::fmt::Write as _;
 
@@ -189,13 +189,11 @@ pub fn render(r: &Results) -> String {
         row(
             "engine (criterion)",
             &format!("time per step: {name}"),
-            est.map_or("not run (cargo bench --bench engine)".into(), |e| {
-                format!(
-                    "{:.0} ns (95% CI {:.0}–{:.0})",
-                    e.mean_ns, e.low_ns, e.high_ns
-                )
-            }),
+            per_step(est),
         );
+    }
+    for (name, est) in &r.tracing {
+        row("tracing (criterion)", name, per_step(*est));
     }
     for e in [&r.e2e_0, &r.e2e_50] {
         let area = format!("end-to-end, {} ms server", e.delay.as_millis());
@@ -474,4 +472,14 @@ pub fn render(r: &Results) -> String {
         row("size", &format!("x86_64 release `{n}`"), mb(*b));
     }
     s
+}
+
+/// A criterion mean with its confidence interval, or how to get one.
+fn per_step(est: Option<PerStep>) -> String {
+    est.map_or("not run (cargo bench --bench engine)".into(), |e| {
+        format!(
+            "{:.0} ns (95% CI {:.0}–{:.0})",
+            e.mean_ns, e.low_ns, e.high_ns
+        )
+    })
 }

@@ -60,15 +60,8 @@ where
             graph.retry_policy(node),
         );
         // One span per step: the how-many-th run of this node in the run, its tokens, outcome.
-        let span = tracing::info_span!(
-            "step",
-            otel.name = node.name(),
-            run_id = %cp.run_id,
-            node = node.name(),
-            attempt = cp.records.iter().filter(|r| r.name == node).count() + 1,
-            tokens = tracing::field::Empty,
-            outcome = tracing::field::Empty,
-        );
+        let attempt = cp.records.iter().filter(|r| r.name == node).count() + 1;
+        let span = crate::spans::step(node.name(), &cp.run_id, attempt);
         let result = graph
             .step(node, &mut cp.state, &ctx)
             .instrument(span.clone())

@@ -1,7 +1,7 @@
 //! `tracing` set-up: compact progress on stderr for the CLI, JSON for Lambda when
 //! `AWS_LAMBDA_LOG_FORMAT=JSON`.
 
-use tracing_subscriber::filter::Targets;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 
 /// Levels per target from `RUST_LOG` (`target=level,...,level`), else `default`. `Targets`
 /// rather than `EnvFilter`: the same directives without span and field filters, and without
@@ -13,24 +13,38 @@ fn filter(default: &str) -> Targets {
         .unwrap_or_else(|| default.parse().unwrap_or_default())
 }
 
+/// [`filter`] for the log layers: never the export-only spans ([`crate::spans`]).
+fn log_filter(default: &str) -> Targets {
+    filter(default).with_target(crate::spans::TARGET, LevelFilter::OFF)
+}
+
+/// [`filter`] for the export layer: the export-only spans at `INFO` whatever the log level.
+fn export_filter(default: &str) -> Targets {
+    filter(default).with_target(crate::spans::TARGET, LevelFilter::INFO)
+}
+
 /// CLI logging: one short line per step and per retry on stderr; `quiet` keeps warnings only.
 pub fn init_cli(quiet: bool) {
-    use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
+    let _ = cli_subscriber(quiet).try_init();
+}
+
+/// The subscriber [`init_cli`] installs (the CLI never exports spans).
+pub fn cli_subscriber(quiet: bool) -> impl tracing::Subscriber + Send + Sync {
+    use tracing_subscriber::layer::SubscriberExt;
     let default = if quiet {
         "warn"
     } else {
         "bounded_rag=info,warn"
     };
-    let _ = tracing_subscriber::fmt()
+    tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .without_time()
         .compact()
         .finish()
-        .with(filter(default))
-        .try_init();
+        .with(log_filter(default))
 }
 
 /// Lambda logging: JSON lines (with the current span's fields, `run_id` among them) when
@@ -58,32 +72,34 @@ pub fn init_lambda() {
 pub fn lambda_subscriber(
     otlp: Option<crate::otlp::OtlpLayer>,
 ) -> impl tracing::Subscriber + Send + Sync {
-    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::layer::{Layer, SubscriberExt};
+    use tracing_subscriber::Registry;
     let level = std::env::var("AWS_LAMBDA_LOG_LEVEL")
         .map(|l| l.to_lowercase())
         .unwrap_or_else(|_| "info".to_owned());
-    let filter = filter(&format!("bounded_rag={level},warn"));
+    let default = format!("bounded_rag={level},warn");
     let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
-    let json_layer = json.then(|| {
-        tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
-            .with_target(false)
-            .without_time()
-            .json()
+    let log = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time();
+    // Only the layers in use, each with its own filter: an absent layer (`Option::None`) would
+    // declare interest in every call site, and the export-only spans would then be built for
+    // nobody.
+    let mut layers: Vec<Box<dyn Layer<Registry> + Send + Sync>> = vec![if json {
+        log.json()
             .flatten_event(true)
             .with_current_span(true)
             .with_span_list(false)
-    });
-    let text_layer = (!json).then(|| {
-        tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
-            .with_target(false)
-            .without_time()
-            .with_ansi(false)
-    });
-    tracing_subscriber::registry()
-        .with(filter)
-        .with(json_layer)
-        .with(text_layer)
-        .with(otlp)
+            .with_filter(log_filter(&default))
+            .boxed()
+    } else {
+        log.with_ansi(false)
+            .with_filter(log_filter(&default))
+            .boxed()
+    }];
+    if let Some(otlp) = otlp {
+        layers.push(otlp.with_filter(export_filter(&default)).boxed());
+    }
+    tracing_subscriber::registry().with(layers)
 }

@@ -50,6 +50,7 @@ pub async fn ask_metered<T: DeserializeOwned>(
 ) -> Result<T, LlmError> {
     // One span per model call (re-asks included), with the tokens it used and its outcome.
     let span = tracing::info_span!(
+        target: crate::spans::TARGET,
         "model",
         task = request.task.schema_name(),
         provider = model.name(),

@@ -333,7 +333,12 @@ impl DynamoStore {
 
 #[async_trait]
 impl CheckpointStore for DynamoStore {
-    #[tracing::instrument(name = "dynamodb", skip_all, fields(operation = "GetItem"))]
+    #[tracing::instrument(
+        target = "bounded_rag::spans",
+        name = "dynamodb",
+        skip_all,
+        fields(operation = "GetItem")
+    )]
     async fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
         let Some(mut item) = self.head(key, true).await? else {
             return Ok(None);
@@ -361,7 +366,12 @@ impl CheckpointStore for DynamoStore {
         }))
     }
 
-    #[tracing::instrument(name = "dynamodb", skip_all, fields(operation = "PutItem"))]
+    #[tracing::instrument(
+        target = "bounded_rag::spans",
+        name = "dynamodb",
+        skip_all,
+        fields(operation = "PutItem")
+    )]
     async fn put(
         &self,
         key: &str,
@@ -413,7 +423,12 @@ impl CheckpointStore for DynamoStore {
         self.query_owned(owner, status, limit, cursor).await
     }
 
-    #[tracing::instrument(name = "dynamodb", skip_all, fields(operation = "UpdateItem"))]
+    #[tracing::instrument(
+        target = "bounded_rag::spans",
+        name = "dynamodb",
+        skip_all,
+        fields(operation = "UpdateItem")
+    )]
     async fn count_request(
         &self,
         counter: &str,
