@@ -124,15 +124,8 @@ fn engine(c: &mut Criterion) {
     group.throughput(Throughput::Elements(u64::from(STEPS)));
 
     group.bench_function("noop_persist_50_steps", |b| {
-        b.to_async(&rt).iter(|| async {
-            let budget = budget();
-            let mut cp = Checkpoint::new("bench", Node::First, 0u32);
-            advance(&Noop, &mut cp, &budget, &SystemClock, &mut NoPersist)
-                .await
-                .expect("advance");
-            assert_eq!(cp.steps, STEPS);
-            black_box(cp)
-        })
+        b.to_async(&rt)
+            .iter(|| async { black_box(noop_run().await) })
     });
 
     group.bench_function("memory_session_50_steps", |b| {

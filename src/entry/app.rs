@@ -86,7 +86,7 @@ impl App {
             || uses_bedrock(&settings)
             || settings.aws.event_bus_name.is_some()
         {
-            Some(sdk_config().await)
+            Some(crate::tls::aws_sdk_config().await)
         } else {
             None
         };
@@ -198,11 +198,6 @@ impl AsRef<Runs> for App {
     }
 }
 
-/// The AWS configuration of this process, as the SDK reads it from the environment.
-pub(crate) async fn sdk_config() -> aws_config::SdkConfig {
-    crate::tls::aws_sdk_config().await
-}
-
 /// The checkpoint table of `settings` (the run's store, the response cache and the sweeper's
 /// lease index); each call, SDK retries included, is bounded like every AWS call during a run.
 pub(crate) fn dynamo_store(
@@ -281,7 +276,7 @@ pub(crate) async fn load_secrets(settings: &Settings) -> Result<SecretBundle, St
     if settings.aws.secrets_id.is_none() {
         return Ok(SecretBundle::default());
     }
-    read_secrets(settings, Some(&sdk_config().await)).await
+    read_secrets(settings, Some(&crate::tls::aws_sdk_config().await)).await
 }
 
 /// The knowledge base: `KB_URI` (S3, refreshed), else `KB_PATH`, else the bundled sample.
@@ -355,7 +350,7 @@ pub(crate) async fn build_embedder(
         EmbeddingsProvider::Bedrock { dimensions } => {
             let sdk = match aws {
                 Some(sdk) => sdk.clone(),
-                None => sdk_config().await,
+                None => crate::tls::aws_sdk_config().await,
             };
             let client = BedrockEmbeddings::new(&sdk, &e.model, *dimensions)
                 .map_err(crate::retrieval::RetrievalError::from)?;

@@ -165,7 +165,7 @@ impl Sweeper {
                 clock,
             });
         };
-        let sdk = app::sdk_config().await;
+        let sdk = crate::tls::aws_sdk_config().await;
         let store = app::dynamo_store(&settings, &sdk, &table);
         let clients = app::work_queue(&settings, &sdk).map(|queue| {
             let index: Arc<dyn LeaseIndex> = Arc::new(store);
