@@ -396,3 +396,20 @@ fn ask_stream_with_speculation_searches_first_and_uses_the_speculative_answer() 
         serde_json::json!({"started": 1, "used": 1, "discarded": 0, "wasted_tokens": 0})
     );
 }
+
+#[test]
+fn an_unreadable_rust_log_is_named_and_the_default_levels_are_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli(
+        dir.path(),
+        &[("RUST_LOG", "bounded_rag=[{x}]")],
+        &["ask", QUESTION],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("RUST_LOG not understood"), "{err}");
+    assert!(err.contains("bounded_rag=[{x}]"), "{err}");
+    // The default levels: one `step done` line per step of the sequential path.
+    assert_eq!(err.matches("step done").count(), 6, "{err}");
+    assert!(stdout(&out).contains("kb://"), "{}", stdout(&out));
+}

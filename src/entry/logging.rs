@@ -13,6 +13,20 @@ fn filter(default: &str) -> Targets {
         .unwrap_or_else(|| default.parse().unwrap_or_default())
 }
 
+/// Says so when `RUST_LOG` is set but not `target=level` directives (the default levels are
+/// used then); called once a subscriber is installed, so the warning is seen.
+fn warn_on_unreadable_rust_log() {
+    if let Ok(directives) = std::env::var("RUST_LOG") {
+        if let Err(error) = directives.parse::<Targets>() {
+            tracing::warn!(
+                rust_log = %directives,
+                %error,
+                "RUST_LOG not understood (expected `target=level,...,level`, e.g. `bounded_rag=debug,warn`); using the default levels"
+            );
+        }
+    }
+}
+
 /// [`filter`] for the log layers: never the export-only spans ([`crate::spans`]).
 fn log_filter(default: &str) -> Targets {
     filter(default).with_target(crate::spans::TARGET, LevelFilter::OFF)
@@ -27,6 +41,7 @@ fn export_filter(default: &str) -> Targets {
 pub fn init_cli(quiet: bool) {
     use tracing_subscriber::util::SubscriberInitExt;
     let _ = cli_subscriber(quiet).try_init();
+    warn_on_unreadable_rust_log();
 }
 
 /// The subscriber [`init_cli`] installs (the CLI never exports spans).
@@ -65,6 +80,7 @@ pub fn init_lambda() {
             layer
         });
     let _ = lambda_subscriber(otlp).try_init();
+    warn_on_unreadable_rust_log();
 }
 
 /// The subscriber [`init_lambda`] installs, with `otlp` as its export layer (`None`: tracing
