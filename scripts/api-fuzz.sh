@@ -15,7 +15,10 @@
 #
 # Environment (all optional):
 #   API_FUZZ_MAX_EXAMPLES=100  cases per operation in the fuzzing phase
-#   API_FUZZ_SEED=20251124     schemathesis seed
+#   API_FUZZ_SEED=20251124     the fixed schemathesis seed
+#   API_FUZZ_RANDOM_SEEDS=1    how many runs with a fresh random seed follow the fixed one (each
+#                              seed is printed, so a failure reruns with API_FUZZ_SEED=that seed
+#                              API_FUZZ_RANDOM_SEEDS=0)
 #   API_FUZZ_TIME_LIMIT=300    seconds before schemathesis is stopped (a failure)
 #   API_FUZZ_ACTIVE_RUNS=4     MAX_ACTIVE_RUNS_PER_CALLER of the functions, so 429 is exercised
 #   MOTO_SERVER_BIN, CARGO_LAMBDA_BIN   tools other than those in .local/venv
@@ -31,6 +34,7 @@ CARGO_LAMBDA="${CARGO_LAMBDA_BIN:-$VENV/bin/cargo-lambda}"
 SCHEMATHESIS="$VENV/bin/schemathesis"
 MAX_EXAMPLES="${API_FUZZ_MAX_EXAMPLES:-100}"
 SEED="${API_FUZZ_SEED:-20251124}"
+RANDOM_SEEDS="${API_FUZZ_RANDOM_SEEDS:-1}"
 TIME_LIMIT="${API_FUZZ_TIME_LIMIT:-300}"
 ACTIVE_RUNS="${API_FUZZ_ACTIVE_RUNS:-4}"
 OUT="$ROOT/.local/api-fuzz"
@@ -165,22 +169,31 @@ spawn sqs_pump "$PY" infra/local/sqs_pump.py --endpoint "$ENDPOINT" --queue-url 
 BASE="http://$ADDR/lambda-url/api"
 wait_http "$BASE/workflow/runs/ready" 60 || { log "the api function did not answer"; exit 1; }
 
-# 4. schemathesis, bounded.
-log "schemathesis on $BASE: seed $SEED, $MAX_EXAMPLES cases per operation, at most $TIME_LIMIT s"
+# 4. schemathesis, bounded: the fixed seed, then RANDOM_SEEDS fresh ones.
 # Run from $OUT: schemathesis and hypothesis keep their caches (.schemathesis/, .hypothesis/)
 # in the working directory.
 cd "$OUT"
-SCHEMATHESIS_HOOKS="$ROOT/scripts/api_fuzz_hooks.py" \
-    timeout --kill-after=10 "$TIME_LIMIT" "$SCHEMATHESIS" run "$ROOT/openapi.yaml" \
-    --url "$BASE" \
-    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
-    --phases examples,coverage,fuzzing \
-    --max-examples "$MAX_EXAMPLES" \
-    --seed "$SEED" \
-    --workers 1 \
-    --request-timeout 60 \
-    --generation-database none \
-    --no-color \
-    --output-sanitize false \
-    --report junit --report-dir "$OUT" \
-    2>&1 | tee "$OUT/schemathesis.log"
+seeds=("$SEED")
+for _ in $(seq 1 "$RANDOM_SEEDS"); do
+    seeds+=("$("$PY" -c 'import random; print(random.SystemRandom().randrange(1, 2**31))')")
+done
+for seed in "${seeds[@]}"; do
+    log "schemathesis on $BASE: seed $seed, $MAX_EXAMPLES cases per operation, at most $TIME_LIMIT s"
+    SCHEMATHESIS_HOOKS="$ROOT/scripts/api_fuzz_hooks.py" \
+        timeout --kill-after=10 "$TIME_LIMIT" "$SCHEMATHESIS" run "$ROOT/openapi.yaml" \
+        --url "$BASE" \
+        --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
+        --phases examples,coverage,fuzzing \
+        --max-examples "$MAX_EXAMPLES" \
+        --seed "$seed" \
+        --workers 1 \
+        --request-timeout 60 \
+        --generation-database none \
+        --no-color \
+        --output-sanitize false \
+        --report junit --report-dir "$OUT/seed-$seed" \
+        2>&1 | tee "$OUT/schemathesis-$seed.log" || {
+        log "schemathesis failed with seed $seed: rerun it with API_FUZZ_SEED=$seed API_FUZZ_RANDOM_SEEDS=0 scripts/api-fuzz.sh"
+        exit 1
+    }
+done

@@ -443,3 +443,23 @@ fn support_sqs_event(bodies: &[String]) -> aws_lambda_events::event::sqs::SqsEve
         .collect();
     serde_json::from_value(serde_json::json!({ "Records": records })).unwrap()
 }
+
+/// `GET /workflow/runs?status=&limit=` (what a form with empty fields sends): an empty value
+/// is not absent, and openapi.yaml allows neither an empty status nor an empty limit.
+const RUNS_LIST_EMPTY: &str = include_str!("../events/apigw-runs-list-empty-params.json");
+
+#[tokio::test]
+async fn empty_query_values_are_refused_as_the_contract_says() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let app = app(&llm, Arc::new(MemoryStore::new()), false);
+    let (status, body) = call(&app, None, RUNS_LIST_EMPTY).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["field"], "status", "{body}");
+    let only_limit = RUNS_LIST_EMPTY
+        .replace("\"status=&limit=\"", "\"limit=\"")
+        .replace("\"status\": \"\",", "");
+    let (status, body) = call(&app, None, &only_limit).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["field"], "limit", "{body}");
+    assert_eq!(llm.total_calls(), 0);
+}

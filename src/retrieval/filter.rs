@@ -53,16 +53,32 @@ pub enum Filter {
         /// Metadata key.
         key: String,
         /// Greater than or equal.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            deserialize_with = "present",
+            skip_serializing_if = "Option::is_none"
+        )]
         gte: Option<Value>,
         /// Greater than.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            deserialize_with = "present",
+            skip_serializing_if = "Option::is_none"
+        )]
         gt: Option<Value>,
         /// Less than or equal.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            deserialize_with = "present",
+            skip_serializing_if = "Option::is_none"
+        )]
         lte: Option<Value>,
         /// Less than.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            default,
+            deserialize_with = "present",
+            skip_serializing_if = "Option::is_none"
+        )]
         lt: Option<Value>,
     },
     /// Every filter matches.
@@ -115,6 +131,12 @@ fn day(text: &str) -> Option<i64> {
     let format = time::macros::format_description!("[year]-[month]-[day]");
     let date = time::Date::parse(head, &format).ok()?;
     Some(i64::from(date.to_julian_day()))
+}
+
+/// A range bound that is present, `null` included: `{"lt": null}` is a bound that is not a
+/// number or a date (refused by validation, as the contract says), not an absent one.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }
 
 fn scalar(value: &Value) -> bool {
@@ -375,6 +397,11 @@ mod tests {
         assert_eq!(
             path(json!({"range": {"key": "a", "gte": "soon"}})),
             "filters.range.gte"
+        );
+        // A null bound is a bound that is not a number or a date, not an absent one.
+        assert_eq!(
+            path(json!({"range": {"key": "a", "gte": 2020, "lt": null}})),
+            "filters.range.lt"
         );
         assert_eq!(path(json!({"or": []})), "filters.or");
         let deep =

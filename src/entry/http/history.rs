@@ -61,7 +61,7 @@ pub(crate) fn bad_header(code: StatusCode, name: &str, message: &str) -> ApiErro
 /// before).
 pub(super) async fn list(api: Api<'_>, caller: &Caller, request: &Request) -> Reply {
     let query = request.query_string_parameters();
-    let status = match query.first("status").filter(|s| !s.is_empty()) {
+    let status = match query.first("status") {
         None => None,
         Some(text) => Some(parse_status(text).ok_or_else(|| {
             error_field(
@@ -117,7 +117,7 @@ fn number(
     default: u32,
 ) -> Result<u32, ApiError> {
     let query = request.query_string_parameters();
-    let Some(text) = query.first(name).filter(|t| !t.is_empty()) else {
+    let Some(text) = query.first(name) else {
         return Ok(default);
     };
     text.parse::<u32>()
