@@ -12,7 +12,9 @@ use async_trait::async_trait;
 use bounded_rag::entry::{http, stream, App};
 use bounded_rag::queue::{MemoryQueue, QueueError, WorkMessage, WorkQueue};
 use bounded_rag::rag::RunIndexer;
-use bounded_rag::store::{CheckpointStore, Lease, ListPage, MemoryStore, StoreError, Versioned};
+use bounded_rag::store::{
+    CheckpointStore, Lease, ListPage, ListedStatus, MemoryStore, StoreError, Versioned,
+};
 use lambda_http::http::HeaderMap;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -392,7 +394,7 @@ impl CheckpointStore for Faulty {
     async fn list_owned(
         &self,
         owner: &str,
-        status: Option<&str>,
+        status: Option<ListedStatus>,
         limit: usize,
         cursor: Option<&str>,
     ) -> Result<ListPage, StoreError> {

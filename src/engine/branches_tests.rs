@@ -4,6 +4,7 @@ use super::*;
 use crate::engine::{advance, FakeClock, RetryPolicy};
 use crate::error::ErrorClass;
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::{Barrier, Semaphore};

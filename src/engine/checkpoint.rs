@@ -1,31 +1,8 @@
 //! The checkpoint: everything needed to resume a run, written after every step.
 
-use super::{Budget, Fork, NodeId, StepRecord, Usage, WorkflowVersion};
+use super::{Budget, Fork, Limit, NodeId, StepRecord, Usage, WorkflowVersion};
 use crate::error::ErrorClass;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-/// Which limit stopped a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Limit {
-    /// `WORKFLOW_RECURSION_LIMIT` steps were taken.
-    StepLimit,
-    /// The deadline budget could not cover the next node.
-    Deadline,
-    /// The run's token budget could not cover the next node.
-    TokenBudget,
-}
-
-impl Limit {
-    /// Wire name (`limits_hit[]`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Limit::StepLimit => "step_limit",
-            Limit::Deadline => "deadline",
-            Limit::TokenBudget => "token_budget",
-        }
-    }
-}
 
 /// Where a run stands, as far as the engine knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

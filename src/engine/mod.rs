@@ -7,12 +7,15 @@
 //! A node may fork into branches that run concurrently ([`Graph::branches`]); each branch
 //! is admitted against every limit, recorded and checkpointed as a step of its own.
 
+mod admit;
 mod branches;
 mod budget;
 mod checkpoint;
 mod ctx;
 mod error;
+mod fork;
 mod graph;
+mod limit;
 mod record;
 mod retry;
 mod runner;
@@ -21,12 +24,13 @@ mod usage;
 mod version;
 
 pub use crate::clock::{Clock, FakeClock, SystemClock};
-pub use branches::Fork;
 pub use budget::Budget;
-pub use checkpoint::{Checkpoint, FailedAt, Limit, NodeFailure, Phase};
+pub use checkpoint::{Checkpoint, FailedAt, NodeFailure, Phase};
 pub use ctx::StepCtx;
 pub use error::EngineError;
+pub use fork::Fork;
 pub use graph::{BranchOutput, Graph, NodeId, StepOutput, Transition};
+pub use limit::Limit;
 pub use record::{rfc3339_ms, utc_seconds, StepRecord};
 pub use retry::RetryPolicy;
 pub use runner::advance;

@@ -8,12 +8,12 @@
 use super::response::status_from;
 use super::{Caller, Outcome, RunStatus};
 use crate::engine::{rfc3339_ms, Phase};
-use crate::store::{Indexer, Listed, Listing, StoreKey};
+use crate::store::{Indexer, Listed, Listing, OwnerKey, StoreKey};
 use serde::{Deserialize, Serialize};
 
 /// The owner the runs of `caller` are listed under.
 pub(crate) fn runs_owner(caller: &Caller) -> String {
-    format!("runs#{}", caller.digest())
+    OwnerKey::Runs(&caller.digest()).to_string()
 }
 
 /// Lists run checkpoints (`run#` keys) by caller; other items are not listed.
@@ -46,9 +46,7 @@ impl Indexer for RunIndexer {
         Some(Listing {
             owner: runs_owner(&peek.state.caller),
             sort: format!("{:015}#{run_id}", peek.state.created_at_ms),
-            status: status_from(peek.phase, peek.state.outcome)
-                .as_str()
-                .to_owned(),
+            status: status_from(peek.phase, peek.state.outcome).into(),
         })
     }
 }
@@ -80,7 +78,7 @@ impl RunSummary {
             .unwrap_or(0);
         Some(Self {
             run_id: run_id.to_owned(),
-            status: listed.status.clone(),
+            status: listed.status.as_str().to_owned(),
             created_at: rfc3339_ms(created_ms),
             status_url: format!("/workflow/runs/{run_id}"),
         })

@@ -4,6 +4,7 @@ use super::{Citation, LimitHit, Outcome, RagNode, RagState, SpeculationStats};
 use crate::engine::{Checkpoint, FailedAt, NodeFailure, Phase, StepRecord, Usage};
 use crate::llm::DataSource;
 use crate::retrieval::RetrievalMode;
+use crate::store::ListedStatus;
 use serde::{Deserialize, Serialize};
 
 /// A run's status as callers see it.
@@ -46,6 +47,20 @@ impl RunStatus {
             | RunStatus::Failed
             | RunStatus::Cancelled => true,
             RunStatus::Running | RunStatus::Suspended => false,
+        }
+    }
+}
+
+/// The status a run's checkpoint is listed with in the store (same wire name).
+impl From<RunStatus> for ListedStatus {
+    fn from(status: RunStatus) -> Self {
+        match status {
+            RunStatus::Running => ListedStatus::Running,
+            RunStatus::Completed => ListedStatus::Completed,
+            RunStatus::BestEffort => ListedStatus::BestEffort,
+            RunStatus::Suspended => ListedStatus::Suspended,
+            RunStatus::Failed => ListedStatus::Failed,
+            RunStatus::Cancelled => ListedStatus::Cancelled,
         }
     }
 }

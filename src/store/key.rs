@@ -1,6 +1,8 @@
-//! Every shape of key the checkpoint stores hold (DynamoDB's `pk`, the memory map's key, the
-//! file store's file name): one type builds them all and reads them back, so no two kinds of
-//! item can ever share a key. The strings are a contract with stored data: never change them.
+//! Every shape of key the checkpoint stores hold: [`StoreKey`] for an item's key (DynamoDB's
+//! `pk`, the memory map's key, the file store's file name), which it also reads back, so no two
+//! kinds of item can ever share a key; [`OwnerKey`] for what the `by_owner` index lists an item
+//! under; [`SortKey`] for an item's place in its DynamoDB partition (`sk`). The strings are a
+//! contract with stored data: never change them.
 
 use std::fmt;
 
@@ -80,6 +82,59 @@ impl fmt::Display for StoreKey<'_> {
     }
 }
 
+/// What the `by_owner` index lists a head item under (its `owner` attribute): a kind and a
+/// caller digest, written `kind#digest`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OwnerKey<'a> {
+    /// A caller's runs: `runs#<caller digest>`.
+    Runs(&'a str),
+    /// A caller's conversation threads (DynamoDB): `threads#<caller digest>`.
+    Threads(&'a str),
+}
+
+impl fmt::Display for OwnerKey<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OwnerKey::Runs(digest) => write!(f, "runs#{digest}"),
+            OwnerKey::Threads(digest) => write!(f, "threads#{digest}"),
+        }
+    }
+}
+
+/// Where an item sits in its DynamoDB partition (the sort key `sk`) besides the head item
+/// ([`SortKey::HEAD`]). Numbers are zero-padded so items sort by them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SortKey {
+    /// One chunk of a checkpoint body too large for its head:
+    /// `chunk#<version, 20 digits>#<index, 4 digits>`, so one version's chunks sort by index
+    /// and its range never overlaps another version's.
+    Chunk {
+        /// The checkpoint version the chunk belongs to.
+        version: u64,
+        /// Its place among the version's chunks.
+        index: usize,
+    },
+    /// One finished turn of a thread: `turn#<turn, 10 digits>`.
+    Turn(u32),
+}
+
+impl SortKey {
+    /// The sort key of a partition's head item (a checkpoint, a thread's head, a cache entry,
+    /// a counter).
+    pub(crate) const HEAD: &'static str = "head";
+    /// What every [`SortKey::Turn`] starts with.
+    pub(crate) const TURNS: &'static str = "turn#";
+}
+
+impl fmt::Display for SortKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SortKey::Chunk { version, index } => write!(f, "chunk#{version:020}#{index:04}"),
+            SortKey::Turn(turn) => write!(f, "{}{turn:010}", Self::TURNS),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +160,20 @@ mod tests {
         assert_eq!(StoreKey::parse("run#a#b"), Some(StoreKey::Run("a#b")));
         assert_eq!(StoreKey::parse("lease#x"), None);
         assert_eq!(StoreKey::parse("run"), None);
+    }
+
+    #[test]
+    fn owner_and_sort_keys_keep_their_stored_shape() {
+        assert_eq!(OwnerKey::Runs("c0ffee").to_string(), "runs#c0ffee");
+        assert_eq!(OwnerKey::Threads("c0ffee").to_string(), "threads#c0ffee");
+        assert_eq!(SortKey::HEAD, "head");
+        assert_eq!(SortKey::Turn(7).to_string(), "turn#0000000007");
+        assert_eq!(SortKey::Turn(u32::MAX).to_string(), "turn#4294967295");
+        assert!(SortKey::Turn(7).to_string().starts_with(SortKey::TURNS));
+        let chunk = SortKey::Chunk {
+            version: 12,
+            index: 3,
+        };
+        assert_eq!(chunk.to_string(), "chunk#00000000000000000012#0003");
     }
 }

@@ -177,7 +177,7 @@ impl CheckpointStore for MemoryStore {
     async fn list_owned(
         &self,
         owner: &str,
-        status: Option<&str>,
+        status: Option<super::ListedStatus>,
         limit: usize,
         cursor: Option<&str>,
     ) -> Result<ListPage, StoreError> {

@@ -19,11 +19,11 @@ pub use cache::CacheStore;
 pub use dynamodb::{DynamoStore, LEASE_INDEX, LEASE_SHARD, LEASE_SHARDS};
 pub use error::StoreError;
 pub use file::FileStore;
-pub(crate) use key::StoreKey;
+pub(crate) use key::{OwnerKey, SortKey, StoreKey};
 pub use leases::{Lapsed, LapsedLease, LeaseIndex};
 pub use memory::MemoryStore;
 pub use owner::{
-    decode_cursor, Indexer, ListPage, Listed, Listing, OWNER, OWNER_INDEX, OWNER_SORT,
+    decode_cursor, Indexer, ListPage, Listed, ListedStatus, Listing, OWNER, OWNER_INDEX, OWNER_SORT,
 };
 pub use rate::Window;
 pub use thread::{HeadWrite, ListedHead, StoredHead, ThreadKey, ThreadStore};
@@ -123,7 +123,7 @@ pub trait CheckpointStore: Send + Sync {
     async fn list_owned(
         &self,
         owner: &str,
-        status: Option<&str>,
+        status: Option<ListedStatus>,
         limit: usize,
         cursor: Option<&str>,
     ) -> Result<ListPage, StoreError> {
@@ -134,14 +134,29 @@ pub trait CheckpointStore: Send + Sync {
     /// Counts one request of `counter` (a caller's digest) in `window` unless `limit` were
     /// counted there already: `true` when counted (`MAX_REQUESTS_PER_CALLER_PER_MINUTE`). By
     /// default a read and a write conditional on its version, repeated on a conflict
-    /// ([`rate::count_with_versions`]); DynamoDB does it in one conditional `UpdateItem`.
+    /// ([`rate::Counter`]); DynamoDB does it in one conditional `UpdateItem`.
     async fn count_request(
         &self,
         counter: &str,
         window: Window,
         limit: u32,
     ) -> Result<bool, StoreError> {
-        rate::count_with_versions(self, counter, window, limit).await
+        let key = StoreKey::Rate(counter).to_string();
+        loop {
+            let stored = self.get(&key).await?;
+            let version = stored.as_ref().map_or(0, |item| item.version);
+            let body = stored.as_ref().map(|item| item.body.as_slice());
+            let hits = rate::Counter::hits_in(&key, body, window)?;
+            if hits >= limit {
+                return Ok(false);
+            }
+            let body = rate::Counter::one_more(&key, hits, window)?;
+            match self.put(&key, version, &body, None).await {
+                Ok(_) => return Ok(true),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(other) => return Err(other),
+            }
+        }
     }
 }
 

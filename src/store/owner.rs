@@ -7,7 +7,7 @@
 //! `listed_status`, so one `Query` with `ScanIndexForward = false` returns an owner's items
 //! newest first, and a status filter is a `FilterExpression` on that query. Runs are listed
 //! under `runs#<caller digest>` with `owner_sort` = zero-padded creation time in epoch
-//! milliseconds, `#`, run id.
+//! milliseconds, `#`, run id, and with their status ([`ListedStatus`]).
 
 use super::StoreError;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -22,6 +22,60 @@ pub const OWNER_SORT: &str = "owner_sort";
 /// The status an item is listed with (filterable).
 pub(crate) const LISTED_STATUS: &str = "listed_status";
 
+/// The status a run is listed with, to filter an owner's list by: a closed set (the run
+/// statuses of the workflow above, which convert into it), stored as its wire name in the
+/// `listed_status` attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListedStatus {
+    /// `running`.
+    Running,
+    /// `completed`.
+    Completed,
+    /// `best_effort`.
+    BestEffort,
+    /// `suspended`.
+    Suspended,
+    /// `failed`.
+    Failed,
+    /// `cancelled`.
+    Cancelled,
+}
+
+impl ListedStatus {
+    /// Every status, in wire order.
+    const ALL: [ListedStatus; 6] = [
+        ListedStatus::Running,
+        ListedStatus::Completed,
+        ListedStatus::BestEffort,
+        ListedStatus::Suspended,
+        ListedStatus::Failed,
+        ListedStatus::Cancelled,
+    ];
+
+    /// The stored value (`listed_status`), the run status's wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ListedStatus::Running => "running",
+            ListedStatus::Completed => "completed",
+            ListedStatus::BestEffort => "best_effort",
+            ListedStatus::Suspended => "suspended",
+            ListedStatus::Failed => "failed",
+            ListedStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// The status stored as `text`; `None` for a value this store never wrote.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+impl PartialEq<&str> for ListedStatus {
+    fn eq(&self, wire_name: &&str) -> bool {
+        self.as_str() == *wire_name
+    }
+}
+
 /// What an item is listed under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listing {
@@ -30,7 +84,7 @@ pub struct Listing {
     /// Sorts the owner's items: the greatest is the newest.
     pub sort: String,
     /// The status to filter by.
-    pub status: String,
+    pub status: ListedStatus,
 }
 
 /// Tells a store what an item is listed under, from its key and body (`None`: not listed).
@@ -47,7 +101,7 @@ pub struct Listed {
     /// Its sort value.
     pub sort: String,
     /// Its listed status.
-    pub status: String,
+    pub status: ListedStatus,
 }
 
 /// A page of an owner's items, newest first.
@@ -61,7 +115,12 @@ pub struct ListPage {
 
 /// The opaque cursor after `last`: its sort value and key, URL-safe base64.
 pub(crate) fn encode_cursor(last: &Listed) -> String {
-    URL_SAFE_NO_PAD.encode(format!("{}\n{}", last.sort, last.key))
+    cursor_after(&last.sort, &last.key)
+}
+
+/// The opaque cursor after the item `key` sorted at `sort`.
+pub(crate) fn cursor_after(sort: &str, key: &str) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{sort}\n{key}"))
 }
 
 /// The (sort, key) a cursor resumes after; `None` for one this store never wrote.
@@ -78,7 +137,7 @@ pub(crate) fn page_of(
     items: impl IntoIterator<Item = (String, Vec<u8>)>,
     indexer: &dyn Indexer,
     owner: &str,
-    status: Option<&str>,
+    status: Option<ListedStatus>,
     limit: usize,
     cursor: Option<&str>,
 ) -> ListPage {
@@ -126,7 +185,7 @@ mod tests {
         let last = Listed {
             key: "run#r-1".into(),
             sort: "000001800000000000#r-1".into(),
-            status: "completed".into(),
+            status: ListedStatus::Completed,
         };
         let cursor = encode_cursor(&last);
         assert_eq!(
@@ -138,5 +197,26 @@ mod tests {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
         assert_eq!(decode_cursor("not a cursor"), None);
         assert_eq!(decode_cursor(&URL_SAFE_NO_PAD.encode("no-newline")), None);
+    }
+
+    #[test]
+    fn statuses_are_stored_by_their_wire_names() {
+        let names: Vec<&str> = ListedStatus::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "running",
+                "completed",
+                "best_effort",
+                "suspended",
+                "failed",
+                "cancelled"
+            ]
+        );
+        for status in ListedStatus::ALL {
+            assert_eq!(ListedStatus::parse(status.as_str()), Some(status));
+        }
+        assert_eq!(ListedStatus::parse(""), None);
+        assert_eq!(ListedStatus::parse("Completed"), None);
     }
 }

@@ -8,7 +8,7 @@
 //! window's at the start of that one (at most twice the limit in any 60 s), never more than
 //! the limit within one window.
 
-use super::{CheckpointStore, StoreError, StoreKey};
+use super::StoreError;
 use serde::{Deserialize, Serialize};
 
 /// Length of a window.
@@ -36,64 +36,54 @@ impl Window {
     }
 }
 
-/// The stored counter of the version-based implementation: one item per caller, reset when a
-/// new window starts, so a store without expiring items keeps one small item per caller.
+/// The stored counter of the version-based implementation (the default of
+/// [`CheckpointStore::count_request`](super::CheckpointStore::count_request), for stores whose
+/// writes are conditional on a version: memory, files): one item per caller, reset when a new
+/// window starts, so a store without expiring items keeps one small item per caller.
+///
+/// A request reads the caller's counter and writes it back one higher on the version read. A
+/// conflict means another request of the caller was counted meanwhile, so it re-reads; every
+/// conflict is another request's success, so it ends within `limit + 1` rounds.
 #[derive(Debug, Serialize, Deserialize)]
-struct Counter {
+pub(crate) struct Counter {
     window: u64,
     hits: u32,
 }
 
-/// Counts one request of `counter` in `window` unless `limit` were counted there already:
-/// `true` when counted (the request is admitted).
-///
-/// The default of [`CheckpointStore::count_request`], for stores whose writes are conditional
-/// on a version (memory, files): read the caller's counter, write it back one higher on the
-/// version read. A conflict means another request of the caller was counted meanwhile, so the
-/// loop re-reads; every conflict is another request's success, so it ends within `limit + 1`
-/// rounds.
-pub(crate) async fn count_with_versions<S: CheckpointStore + ?Sized>(
-    store: &S,
-    counter: &str,
-    window: Window,
-    limit: u32,
-) -> Result<bool, StoreError> {
-    let key = StoreKey::Rate(counter).to_string();
-    loop {
-        let (version, hits) = match store.get(&key).await? {
-            None => (0, 0),
-            Some(item) => {
-                let stored: Counter = serde_json::from_slice(&item.body).map_err(|e| {
-                    StoreError::Permanent(format!("rate counter {key} is unreadable: {e}"))
-                })?;
-                let hits = if stored.window == window.index {
-                    stored.hits
-                } else {
-                    0
-                };
-                (item.version, hits)
-            }
+impl Counter {
+    /// The hits counted in `window` by the counter stored under `key` (`None`: none stored);
+    /// a counter of an earlier window counts none.
+    pub(crate) fn hits_in(
+        key: &str,
+        stored: Option<&[u8]>,
+        window: Window,
+    ) -> Result<u32, StoreError> {
+        let Some(body) = stored else {
+            return Ok(0);
         };
-        if hits >= limit {
-            return Ok(false);
-        }
-        let body = serde_json::to_vec(&Counter {
+        let stored: Counter = serde_json::from_slice(body)
+            .map_err(|e| StoreError::Permanent(format!("rate counter {key} is unreadable: {e}")))?;
+        Ok(if stored.window == window.index {
+            stored.hits
+        } else {
+            0
+        })
+    }
+
+    /// The body of the counter under `key` after one more hit in `window`.
+    pub(crate) fn one_more(key: &str, hits: u32, window: Window) -> Result<Vec<u8>, StoreError> {
+        serde_json::to_vec(&Counter {
             window: window.index,
             hits: hits + 1,
         })
-        .map_err(|e| StoreError::Permanent(format!("cannot encode rate counter {key}: {e}")))?;
-        match store.put(&key, version, &body, None).await {
-            Ok(_) => return Ok(true),
-            Err(StoreError::Conflict { .. }) => continue,
-            Err(other) => return Err(other),
-        }
+        .map_err(|e| StoreError::Permanent(format!("cannot encode rate counter {key}: {e}")))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::MemoryStore;
+    use crate::store::{CheckpointStore, MemoryStore};
     use std::sync::Arc;
 
     #[test]

@@ -61,11 +61,6 @@ pub(crate) fn sort_key(updated_ms: u64, thread_id: &str) -> String {
     format!("{updated_ms:015}#{thread_id}")
 }
 
-/// The sort key of a turn, so turns sort by number.
-pub(crate) fn turn_sk(turn: u32) -> String {
-    format!("turn#{turn:010}")
-}
-
 /// What a head write carries besides its body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeadWrite<'a> {

@@ -95,7 +95,7 @@ pub(super) async fn list(api: Api<'_>, caller: &Caller, request: &Request) -> Re
         .store()
         .list_owned(
             &runs_owner(caller),
-            status.map(|s| s.as_str()),
+            status.map(Into::into),
             limit as usize,
             cursor,
         )

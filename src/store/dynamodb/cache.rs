@@ -13,8 +13,10 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::{encode, n, num, s, take_blob, DynamoStore, Item, HEAD, INLINE_LIMIT};
-use crate::store::{CacheStore, StoreError};
+use super::body::INLINE_LIMIT;
+use super::item::{encode, n, num, s, take_blob, Item};
+use super::table::DynamoStore;
+use crate::store::{CacheStore, SortKey, StoreError};
 
 #[async_trait]
 impl CacheStore for DynamoStore {
@@ -45,7 +47,7 @@ impl CacheStore for DynamoStore {
         }
         let item = Item::from([
             ("pk".to_owned(), s(key)),
-            ("sk".to_owned(), s(HEAD)),
+            ("sk".to_owned(), s(SortKey::HEAD)),
             ("enc".to_owned(), s(enc)),
             (
                 "body".to_owned(),

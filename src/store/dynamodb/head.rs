@@ -4,8 +4,9 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::{decode, s, DynamoStore, Item, HEAD};
-use crate::store::StoreError;
+use super::item::{decode, s, Item};
+use super::table::DynamoStore;
+use crate::store::{SortKey, StoreError};
 
 impl DynamoStore {
     /// The head item of `key`, if there is one: a strongly consistent read when `consistent`
@@ -20,7 +21,7 @@ impl DynamoStore {
             .get_item()
             .table_name(&self.table)
             .key("pk", s(key))
-            .key("sk", s(HEAD))
+            .key("sk", s(SortKey::HEAD))
             .set_consistent_read(consistent.then_some(true))
             .send()
             .await

@@ -23,8 +23,9 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use sha2::{Digest, Sha256};
 
-use super::{n, num, s, DynamoStore, Item, HEAD};
-use crate::store::{Lapsed, LapsedLease, Lease, LeaseIndex, StoreError};
+use super::item::{n, num, s, Item};
+use super::table::DynamoStore;
+use crate::store::{Lapsed, LapsedLease, Lease, LeaseIndex, SortKey, StoreError};
 
 /// Name of the sparse GSI listing leased items (`template.yaml`, `infra/local/provision.py`).
 pub const LEASE_INDEX: &str = "leases";
@@ -139,7 +140,7 @@ impl LeaseIndex for DynamoStore {
             .update_item()
             .table_name(&self.table)
             .key("pk", s(&lapsed.key))
-            .key("sk", s(HEAD))
+            .key("sk", s(SortKey::HEAD))
             .update_expression(
                 "SET requeued_for = :owner, requeued_at = :now, requeued_by = :claim",
             )
@@ -180,7 +181,7 @@ impl LeaseIndex for DynamoStore {
             .update_item()
             .table_name(&self.table)
             .key("pk", s(&lapsed.key))
-            .key("sk", s(HEAD))
+            .key("sk", s(SortKey::HEAD))
             .update_expression("REMOVE requeued_for, requeued_at, requeued_by")
             .condition_expression("requeued_for = :owner AND requeued_at = :at")
             .expression_attribute_values(":owner", s(&lapsed.lease.owner))

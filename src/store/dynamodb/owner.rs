@@ -5,10 +5,13 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::{s, DynamoStore, Item, HEAD};
-use crate::store::owner::{encode_cursor, LISTED_STATUS};
+use super::item::{s, Item};
+use super::table::DynamoStore;
+use crate::store::owner::{cursor_after, encode_cursor, LISTED_STATUS};
+use crate::store::SortKey;
 use crate::store::{
-    decode_cursor, ListPage, Listed, Listing, StoreError, OWNER, OWNER_INDEX, OWNER_SORT,
+    decode_cursor, ListPage, Listed, ListedStatus, Listing, StoreError, OWNER, OWNER_INDEX,
+    OWNER_SORT,
 };
 
 /// Queries one page may take when a status filter leaves pages short.
@@ -27,21 +30,21 @@ impl DynamoStore {
         };
         head.insert(OWNER.to_owned(), s(&owner));
         head.insert(OWNER_SORT.to_owned(), s(&sort));
-        head.insert(LISTED_STATUS.to_owned(), s(&status));
+        head.insert(LISTED_STATUS.to_owned(), s(status.as_str()));
     }
 
     /// One page of `owner`'s items (see [`crate::store::CheckpointStore::list_owned`]).
     pub(super) async fn query_owned(
         &self,
         owner: &str,
-        status: Option<&str>,
+        status: Option<ListedStatus>,
         limit: usize,
         cursor: Option<&str>,
     ) -> Result<ListPage, StoreError> {
         let mut start = cursor.and_then(decode_cursor).map(|(sort, key)| {
             Item::from([
                 ("pk".to_owned(), s(&key)),
-                ("sk".to_owned(), s(HEAD)),
+                ("sk".to_owned(), s(SortKey::HEAD)),
                 (OWNER.to_owned(), s(owner)),
                 (OWNER_SORT.to_owned(), s(&sort)),
             ])
@@ -64,7 +67,7 @@ impl DynamoStore {
                 query = query
                     .filter_expression("#status = :status")
                     .expression_attribute_names("#status", LISTED_STATUS)
-                    .expression_attribute_values(":status", s(status));
+                    .expression_attribute_values(":status", s(status.as_str()));
             }
             let page = query
                 .send()
@@ -79,23 +82,33 @@ impl DynamoStore {
         items.truncate(limit);
         let cursor = match (&start, items.last()) {
             (Some(_), Some(last)) => Some(encode_cursor(last)),
-            // A filter left every queried item out: resume after the last one read.
-            (Some(key), None) => listed(key).map(|l| encode_cursor(&l)),
+            // A filter left every queried item out: resume after the last one read (the last
+            // evaluated key holds the keys only, no status).
+            (Some(key), None) => position(key).map(|(sort, key)| cursor_after(sort, key)),
             (None, _) => None,
         };
         Ok(ListPage { items, cursor })
     }
 }
 
-/// A listed item of the index.
+/// A listed item of the index; `None` for one without a status this store writes.
 fn listed(item: &Item) -> Option<Listed> {
-    let text = |name: &str| match item.get(name) {
-        Some(AttributeValue::S(v)) => Some(v.clone()),
-        _ => None,
-    };
+    let (sort, key) = position(item)?;
     Some(Listed {
-        key: text("pk")?,
-        sort: text(OWNER_SORT)?,
-        status: text(LISTED_STATUS).unwrap_or_default(),
+        key: key.to_owned(),
+        sort: sort.to_owned(),
+        status: ListedStatus::parse(text(item, LISTED_STATUS)?)?,
     })
+}
+
+/// Where an item of the index sits: its sort value and key.
+fn position(item: &Item) -> Option<(&str, &str)> {
+    Some((text(item, OWNER_SORT)?, text(item, "pk")?))
+}
+
+fn text<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Some(v),
+        _ => None,
+    }
 }

@@ -9,9 +9,10 @@
 
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 
-use super::{n, s, DynamoStore, HEAD};
+use super::item::{n, s};
+use super::table::DynamoStore;
 use crate::store::rate::{Window, WINDOW_MS};
-use crate::store::{StoreError, StoreKey};
+use crate::store::{SortKey, StoreError, StoreKey};
 
 impl DynamoStore {
     /// Counts one request (see the module docs).
@@ -28,7 +29,7 @@ impl DynamoStore {
             .update_item()
             .table_name(&self.table)
             .key("pk", s(&key))
-            .key("sk", s(HEAD))
+            .key("sk", s(SortKey::HEAD))
             .update_expression("ADD hits :one SET expires_at = :expires_at")
             .condition_expression("attribute_not_exists(hits) OR hits < :limit")
             .expression_attribute_values(":one", n(1))

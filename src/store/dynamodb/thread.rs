@@ -19,14 +19,15 @@ use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, WriteRequest};
 
-use super::{condition, n, num, s, take_blob, DynamoStore, Item, HEAD, INLINE_LIMIT};
-use crate::store::thread::{sort_key, turn_sk};
+use super::body::INLINE_LIMIT;
+use super::item::{condition, n, num, s, take_blob, Item};
+use super::table::DynamoStore;
+use crate::store::thread::sort_key;
 use crate::store::{
-    HeadWrite, ListedHead, StoreError, StoreKey, StoredHead, ThreadKey, ThreadStore,
+    HeadWrite, ListedHead, OwnerKey, SortKey, StoreError, StoreKey, StoredHead, ThreadKey,
+    ThreadStore, OWNER_INDEX,
 };
 
-/// The index listing an owner's items.
-pub const OWNER_INDEX: &str = "by_owner";
 /// Items per `BatchWriteItem`.
 const BATCH: usize = 25;
 /// Rounds of resending the unprocessed part of a batch before giving up (transient).
@@ -37,7 +38,11 @@ fn pk(key: ThreadKey<'_>) -> String {
 }
 
 fn owner(digest: &str) -> String {
-    format!("threads#{digest}")
+    OwnerKey::Threads(digest).to_string()
+}
+
+fn turn_sk(turn: u32) -> String {
+    SortKey::Turn(turn).to_string()
 }
 
 fn secs(ms: u64) -> u64 {
@@ -144,7 +149,7 @@ impl ThreadStore for DynamoStore {
         let version = write.expected + 1;
         let item = Item::from([
             ("pk".to_owned(), s(&pk)),
-            ("sk".to_owned(), s(HEAD)),
+            ("sk".to_owned(), s(SortKey::HEAD)),
             ("version".to_owned(), n(version)),
             ("body".to_owned(), AttributeValue::B(Blob::new(write.body))),
             ("expires_at".to_owned(), n(secs(write.expires_at_ms))),
@@ -291,7 +296,7 @@ impl ThreadStore for DynamoStore {
             .delete_item()
             .table_name(&self.table)
             .key("pk", s(&pk))
-            .key("sk", s(HEAD))
+            .key("sk", s(SortKey::HEAD))
             .condition_expression("version = :expected")
             .expression_attribute_values(":expected", n(expected))
             .send()
@@ -306,12 +311,12 @@ impl ThreadStore for DynamoStore {
         }
         let run_heads = runs
             .iter()
-            .map(|run_id| (StoreKey::Run(run_id).to_string(), HEAD.to_owned()))
+            .map(|run_id| (StoreKey::Run(run_id).to_string(), SortKey::HEAD.to_owned()))
             .collect();
         self.delete_all(&pk, run_heads).await?;
         // Every turn item of the partition, whatever the head counted (a turn written by a
         // finish that lost its head write is deleted too).
-        let turns = self.sort_keys(&pk, "turn#").await?;
+        let turns = self.sort_keys(&pk, SortKey::TURNS).await?;
         self.delete_all(&pk, turns.into_iter().map(|sk| (pk.clone(), sk)).collect())
             .await
     }

@@ -5,7 +5,7 @@
 
 use super::{io_error, read_live, FileStore, Inner, BASE64};
 use crate::store::owner::{page_of, unsupported};
-use crate::store::{Indexer, ListPage, StoreError};
+use crate::store::{Indexer, ListPage, ListedStatus, StoreError};
 use base64::Engine as _;
 use std::fs;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ impl FileStore {
     pub(super) async fn list(
         &self,
         owner: &str,
-        status: Option<&str>,
+        status: Option<ListedStatus>,
         limit: usize,
         cursor: Option<&str>,
     ) -> Result<ListPage, StoreError> {
@@ -92,7 +92,7 @@ mod tests {
     use super::*;
     use crate::store::{CheckpointStore, Listing};
 
-    /// Lists `run#` items under the body's first word, sorted by its second, with status "s".
+    /// Lists `run#` items under the body's first word, sorted by its second, as completed.
     #[derive(Debug)]
     struct Words;
 
@@ -104,7 +104,7 @@ mod tests {
             Some(Listing {
                 owner: owner.to_owned(),
                 sort: sort.to_owned(),
-                status: "s".to_owned(),
+                status: ListedStatus::Completed,
             })
         }
     }
@@ -132,7 +132,7 @@ mod tests {
         assert_eq!(keys(&second), ["run#a"]);
         assert_eq!(second.cursor, None);
         let none = store
-            .list_owned("me", Some("other"), 2, None)
+            .list_owned("me", Some(ListedStatus::Failed), 2, None)
             .await
             .unwrap();
         assert!(none.items.is_empty());

@@ -1,0 +1,26 @@
+//! The limits that stop a run, by their wire names (`limits_hit[]`).
+
+use serde::{Deserialize, Serialize};
+
+/// Which limit stopped a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// `WORKFLOW_RECURSION_LIMIT` steps were taken.
+    StepLimit,
+    /// The deadline budget could not cover the next node.
+    Deadline,
+    /// The run's token budget could not cover the next node.
+    TokenBudget,
+}
+
+impl Limit {
+    /// Wire name (`limits_hit[]`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::StepLimit => "step_limit",
+            Limit::Deadline => "deadline",
+            Limit::TokenBudget => "token_budget",
+        }
+    }
+}
