@@ -1,4 +1,5 @@
-//! `s3://BUCKET/PREFIX` locations (`KB_URI`, the CLI's `kb` commands).
+//! `s3://BUCKET/PREFIX` locations (`KB_URI`, the CLI's `kb` commands): a bucket and a key prefix,
+//! parsed and checked once.
 use std::fmt;
 use std::str::FromStr;
 

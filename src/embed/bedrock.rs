@@ -8,7 +8,8 @@
 //! retries it (the engine's policy during a run, the ingest loop at ingest). Credentials come
 //! from the AWS environment (the function role): no key.
 
-use super::{EmbedError, Embedder, Embeddings};
+use super::embedder::{Embedder, Embeddings};
+use super::error::EmbedError;
 use crate::bedrock::{self, Failure, Purpose};
 use crate::engine::Usage;
 use crate::error::ErrorClass;

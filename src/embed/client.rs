@@ -2,10 +2,11 @@
 //! `{"model", "input": [...]}` and `Authorization: Bearer <key>` when a key is configured;
 //! the answer `{"data": [{"index", "embedding"}], "usage": {"prompt_tokens"}}` is put back in
 //! input order and checked (one vector per input, one length for all, finite numbers).
-use super::{EmbedError, Embedder, Embeddings};
+use super::embedder::{Embedder, Embeddings};
+use super::error::EmbedError;
 use crate::clock::Clock;
 use crate::engine::{estimate_tokens, Usage};
-use crate::retrieval::http::JsonEndpoint;
+use crate::http::json_endpoint::JsonEndpoint;
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

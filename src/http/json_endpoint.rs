@@ -1,4 +1,4 @@
-//! The JSON-over-HTTP call the knowledge base's remote clients share (web search, embeddings,
+//! The JSON-over-HTTP call the knowledge rooms' remote clients share (web search, embeddings,
 //! rerank): one POST with an optional bearer key within the caller's timeout, the status,
 //! `Retry-After` and the body read once, and what a failed call says ([`CallFailure`]: host
 //! named, key scrubbed). Each client maps a [`CallFailure`] to its own error type.
@@ -172,9 +172,9 @@ async fn post_json(
 /// status, a malformed answer and a misconfiguration are permanent.
 macro_rules! call_error_impls {
     (From for $error:ty) => {
-        impl From<$crate::retrieval::http::CallFailure> for $error {
-            fn from(failure: $crate::retrieval::http::CallFailure) -> Self {
-                use $crate::retrieval::http::CallFailure;
+        impl From<$crate::http::json_endpoint::CallFailure> for $error {
+            fn from(failure: $crate::http::json_endpoint::CallFailure) -> Self {
+                use $crate::http::json_endpoint::CallFailure;
                 match failure {
                     CallFailure::Timeout { after } => Self::Timeout { after },
                     CallFailure::Connect(message) => Self::Connect(message),
@@ -189,7 +189,7 @@ macro_rules! call_error_impls {
         }
     };
     ($error:ty) => {
-        $crate::retrieval::http::call_error_impls!(From for $error);
+        $crate::http::json_endpoint::call_error_impls!(From for $error);
 
         impl $crate::error::Classify for $error {
             fn class(&self) -> $crate::error::ErrorClass {

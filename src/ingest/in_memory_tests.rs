@@ -1,6 +1,7 @@
-//! Unit tests of the knowledge base: the embedded sample, the per-document cap and its clear
-//! lead, counts from documents.
+//! Unit tests of the knowledge base built in memory: the embedded sample, the per-document cap
+//! and its clear lead, counts from documents.
 use super::*;
+use crate::search::RetrievalOptions;
 
 #[test]
 fn embedded_list_matches_the_kb_folder() {

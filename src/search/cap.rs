@@ -11,9 +11,6 @@
 //! itself for entities, relations and communities, which are never capped together.
 use std::collections::HashMap;
 
-/// `KB_MAX_PASSAGES_PER_DOCUMENT` when unset.
-pub(crate) const DEFAULT_MAX_PASSAGES_PER_DOCUMENT: usize = 2;
-
 /// The first `limit` items of `ranked`, at most `max` of them per source (`max` 0: no cap).
 pub(crate) fn per_source<T>(
     ranked: impl IntoIterator<Item = T>,

@@ -1,9 +1,13 @@
-//! Errors of knowledge-base and web-search access, classified once.
+//! Errors of the knowledge rooms (search, ingest) and of web search, classified once.
 //!
 //! Knowledge-base errors (files, parsing, the search index) are permanent: retrying the same
 //! load reads the same bad file. Web-search errors follow HTTP semantics: timeouts, connection
 //! failures, 408, 429 and 5xx are transient (with the server's `Retry-After` when given); any
 //! other 4xx and a malformed response are permanent.
+use super::format::skip::SkippedFile;
+use super::format::source_format::Format;
+use super::rerank::RerankError;
+use crate::embed::EmbedError;
 use crate::error::{Classify, ErrorClass};
 use crate::http::status_is_transient;
 use std::path::PathBuf;
@@ -44,7 +48,7 @@ pub enum RetrievalError {
         "no documents in {}: expected {} files, or nodes.jsonl, edges.jsonl or \
          communities.jsonl",
         path.display(),
-        super::sources::Format::all_extensions()
+        Format::all_extensions()
     )]
     NoDocuments {
         /// The folder.
@@ -58,7 +62,7 @@ pub enum RetrievalError {
     )]
     Skipped {
         /// Each file skipped, with the reason.
-        files: Vec<super::sources::SkippedFile>,
+        files: Vec<SkippedFile>,
     },
     /// Ingest refused to write into its target folder.
     #[error("refusing to write into {}: {reason}", path.display())]
@@ -103,10 +107,10 @@ pub enum RetrievalError {
     Config(String),
     /// An embeddings call failed (the query's, during a run).
     #[error(transparent)]
-    Embedding(#[from] super::EmbedError),
+    Embedding(#[from] EmbedError),
     /// A rerank call failed.
     #[error(transparent)]
-    Rerank(#[from] super::RerankError),
+    Rerank(#[from] RerankError),
     /// An ingest stopped because a batch could not be embedded; running it again resumes.
     #[error(
         "embedding stopped after {done} of {total} passages: {source}{}; the vectors received \
@@ -123,7 +127,7 @@ pub enum RetrievalError {
         staging: PathBuf,
         /// Why the batch failed.
         #[source]
-        source: super::EmbedError,
+        source: EmbedError,
     },
     /// An S3 request failed (after the SDK's own retries), or S3 holds no usable bundle.
     #[error("{location}: {message}")]
@@ -136,9 +140,9 @@ pub enum RetrievalError {
 }
 
 /// What to change when an ingest's embeddings call timed out: the setting, not the sources.
-fn raise_hint(source: &super::EmbedError) -> &'static str {
+fn raise_hint(source: &EmbedError) -> &'static str {
     match source {
-        super::EmbedError::Timeout { .. } => {
+        EmbedError::Timeout { .. } => {
             " (raise EMBEDDINGS_TIMEOUT_MS, or lower EMBEDDINGS_BATCH_SIZE, for a slow server)"
         }
         _ => "",

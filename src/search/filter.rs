@@ -15,7 +15,7 @@
 //!
 //! A range compares numbers with numbers and dates (`YYYY-MM-DD`, optionally followed by a
 //! time, compared by day) with dates. A document without the key never matches a condition
-//! on it. Filters are applied before the top k is taken (see [`super::metadata`]), so a
+//! on it. Filters are applied before the top k is taken (see [`super::allowed`]), so a
 //! filtered search returns k documents whenever k matching ones exist.
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,7 +1,8 @@
-//! Unit-test fixtures shared by the retrieval modules: a document of any kind, and options
+//! Unit-test fixtures shared by the knowledge modules (search and ingest): a document of any kind, and options
 //! that search every kind.
 
-use super::{DocKind, Document, RetrievalOptions};
+use super::document::{DocKind, Document};
+use super::options::RetrievalOptions;
 
 /// Document `id` at `kb://{id}`, unscored.
 pub(crate) fn doc(id: &str, title: &str, content: &str, kind: DocKind) -> Document {

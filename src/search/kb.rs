@@ -1,67 +1,40 @@
 //! The knowledge base: documents, entities, relations and communities in one BM25 index,
-//! built once (at ingest or at init) and searched per request.
+//! built once (by ingest, at ingest or at init) and searched per request.
 //!
-//! Four ways to get one:
-//! - [`KnowledgeBase::embedded`]: the durian pests-and-diseases sample in `kb/`, compiled into
-//!   the binary, so the CLI and the Lambda work from any directory with no files;
-//! - [`KnowledgeBase::load`] on a folder of sources (`*.md`, `*.markdown`, `*.txt`, `*.html`,
-//!   `nodes.jsonl`, `edges.jsonl`, `communities.jsonl`), indexed in memory at load;
-//! - [`KnowledgeBase::load`] on a bundle written by [`super::ingest`], opened without
-//!   re-indexing;
-//! - a bundle published to S3, through [`super::LiveKnowledge`].
+//! Search opens what ingest built, and never reads a source document:
+//! - a bundle folder written by ingest, opened without re-indexing
+//!   ([`KnowledgeBase::open`]);
+//! - a bundle published to S3, through [`super::live::LiveKnowledge`];
+//! - an index ingest has just built in memory ([`KnowledgeBase::in_memory`]): the compiled-in
+//!   sample, a `KB_PATH` folder of sources, documents given by the caller. Those constructors
+//!   (`KnowledgeBase::embedded`, `load`, `from_documents`) read and index, so they live in
+//!   ingest (`ingest::in_memory`).
 //!
-//! Every knowledge base has a version: its content hash (see [`super::bundle`]).
+//! Every knowledge base has a version: its content hash (see `ingest::bundle::hash`).
 //!
 //! Searches add the one-hop neighbourhood of the entities a query matches (see
-//! [`super::graph`]); the entity graph is built with the knowledge base, never per request.
+//! [`super::knowledge_graph`]); the entity graph is built with the knowledge base, never per
+//! request.
+use super::allowed::Allowed;
 use super::bm25::{Hit, SearchIndex};
-use super::bundle::{self, content_hash, EmbeddingInfo, Opened};
-use super::cap::{self, DEFAULT_MAX_PASSAGES_PER_DOCUMENT};
-use super::graph::{self, KnowledgeGraph, Merged};
+use super::cap;
+use super::document::Document;
+use super::error::RetrievalError;
+use super::format::metadata::MetaTable;
+use super::format::{EmbeddingInfo, KbStats, VECTORS_FILE};
 use super::hybrid::{bm25_clear_lead, fuse, Vectors};
-use super::layout::{MANIFEST, VECTORS_FILE};
-use super::metadata::{Allowed, MetaTable};
-use super::sources::{self, SourceFile};
-use super::stats::KbStats;
-use super::{DocKind, Document, RetrievalError, RetrievalOptions, Retriever};
+use super::knowledge_graph::{self as graph, KnowledgeGraph, Merged};
+use super::open::{self, Opened};
+use super::options::RetrievalOptions;
+use super::retriever::Retriever;
+use crate::config::DEFAULT_MAX_PASSAGES_PER_DOCUMENT;
 use async_trait::async_trait;
-use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use tantivy::DocId;
 
 /// Candidates taken from each ranking before fusion.
 const FUSION_CANDIDATES: usize = 50;
-
-/// The `kb/` sample, compiled in: (relative path, text).
-const EMBEDDED: &[(&str, &str)] = &[
-    (
-        "communities.jsonl",
-        include_str!("../../kb/communities.jsonl"),
-    ),
-    ("edges.jsonl", include_str!("../../kb/edges.jsonl")),
-    ("fruit-borer.md", include_str!("../../kb/fruit-borer.md")),
-    ("fruit-rot.md", include_str!("../../kb/fruit-rot.md")),
-    (
-        "integrated-pest-management.md",
-        include_str!("../../kb/integrated-pest-management.md"),
-    ),
-    (
-        "leaf-spot-and-anthracnose.md",
-        include_str!("../../kb/leaf-spot-and-anthracnose.md"),
-    ),
-    ("mealybugs.md", include_str!("../../kb/mealybugs.md")),
-    ("nodes.jsonl", include_str!("../../kb/nodes.jsonl")),
-    ("patch-canker.md", include_str!("../../kb/patch-canker.md")),
-    ("pink-disease.md", include_str!("../../kb/pink-disease.md")),
-    ("psyllid.md", include_str!("../../kb/psyllid.md")),
-    (
-        "root-rot-and-stem-canker.md",
-        include_str!("../../kb/root-rot-and-stem-canker.md"),
-    ),
-    ("seed-borer.md", include_str!("../../kb/seed-borer.md")),
-    ("stem-borer.md", include_str!("../../kb/stem-borer.md")),
-];
 
 /// The knowledge base, indexed once at load; cheap to search from many requests at once.
 pub struct KnowledgeBase {
@@ -89,35 +62,33 @@ impl fmt::Debug for KnowledgeBase {
 }
 
 impl KnowledgeBase {
-    /// The sample knowledge base compiled into the binary (durian pests and diseases).
-    pub fn embedded() -> Result<Self, RetrievalError> {
-        let root = Path::new("<embedded kb>");
-        let files: Vec<SourceFile> = EMBEDDED
-            .iter()
-            .map(|(rel, text)| SourceFile::text(root.join(rel), rel, (*text).to_owned()))
-            .collect();
-        let corpus = sources::build(root, &files, Vec::new())?;
-        Self::in_ram(&corpus.docs, corpus.meta, corpus.stats, None)
-    }
-
-    fn in_ram(
+    /// A knowledge base over `index`, which ingest has just built in memory from `docs` (in
+    /// index order; the entity graph is built from them), with its metadata, counts and version.
+    pub(crate) fn in_memory(
+        index: SearchIndex,
         docs: &[Document],
         meta: MetaTable,
         stats: KbStats,
+        version: String,
         origin: Option<PathBuf>,
-    ) -> Result<Self, RetrievalError> {
+    ) -> Self {
         let positions = (0..).zip(docs);
-        Ok(Self {
-            index: SearchIndex::build_in_ram(docs)?,
+        Self {
+            index,
             graph: KnowledgeGraph::build(positions),
             vectors: None,
             embedding: None,
-            version: meta.hashed_with(content_hash(docs, None)),
+            version,
             meta,
             stats,
             origin,
             max_per_document: DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
-        })
+        }
+    }
+
+    /// Opens the bundle in the folder `dir` (an `ingest --out` folder), without re-indexing.
+    pub(crate) fn open(dir: &Path) -> Result<Self, RetrievalError> {
+        open::open_dir(dir).and_then(Self::assemble)
     }
 
     /// A knowledge base from an opened bundle, checked against its manifest.
@@ -176,48 +147,9 @@ impl KnowledgeBase {
         })
     }
 
-    /// Loads a folder: a previous [`super::ingest_dir`] output is opened as is (no
-    /// re-indexing); any other folder is read and indexed in memory.
-    pub fn load(path: &Path) -> Result<Self, RetrievalError> {
-        let meta = std::fs::metadata(path).map_err(|e| RetrievalError::io(path, e))?;
-        if !meta.is_dir() {
-            return Err(RetrievalError::Invalid {
-                path: path.to_path_buf(),
-                message: "not a folder".into(),
-            });
-        }
-        if path.join(MANIFEST).is_file() {
-            return bundle::open_dir(path).and_then(Self::assemble);
-        }
-        let corpus = sources::load_dir(path)?;
-        let origin = Some(path.to_path_buf());
-        Self::in_ram(&corpus.docs, corpus.meta, corpus.stats, origin)
-    }
-
-    /// Indexes the given documents in memory (their `score` is ignored; `Web` documents are
-    /// stored but never returned). Handy for tests and callers with their own sources.
-    pub fn from_documents(docs: &[Document]) -> Result<Self, RetrievalError> {
-        let mut stats = KbStats::default();
-        let mut sources = BTreeSet::new();
-        for doc in docs {
-            match doc.kind {
-                DocKind::Episode => {
-                    stats.passages += 1;
-                    sources.insert(doc.url.split('#').next().unwrap_or_default());
-                }
-                DocKind::Node => stats.nodes += 1,
-                DocKind::Edge => stats.edges += 1,
-                DocKind::Community => stats.communities += 1,
-                DocKind::Web => {}
-            }
-        }
-        stats.documents = sources.len();
-        Self::in_ram(docs, MetaTable::default(), stats, None)
-    }
-
     /// Caps the passages of one source document in every result list
-    /// (`KB_MAX_PASSAGES_PER_DOCUMENT`; default [`DEFAULT_MAX_PASSAGES_PER_DOCUMENT`], 0 = no
-    /// cap), so near-duplicate and long documents do not crowd the top k.
+    /// (`KB_MAX_PASSAGES_PER_DOCUMENT`; default `config::DEFAULT_MAX_PASSAGES_PER_DOCUMENT`,
+    /// 0 = no cap), so near-duplicate and long documents do not crowd the top k.
     pub(crate) fn with_max_passages_per_document(mut self, max: usize) -> Self {
         self.max_per_document = max;
         self
@@ -261,12 +193,12 @@ impl KnowledgeBase {
     /// The positions `options.filter` lets through; `None` without a filter.
     fn allowed(&self, options: &RetrievalOptions) -> Option<Allowed> {
         let filter = options.filter.as_ref()?;
-        Some(self.meta.allowed(filter, self.len()))
+        Some(Allowed::of(&self.meta, filter, self.len()))
     }
 
     /// Synchronous search: at most `options.limit` documents of the enabled kinds, best first,
     /// scored by BM25, with the one-hop neighbourhood of the matched entities merged in (see
-    /// [`super::graph`]). The first is a clear match when it leads the second clearly. Never
+    /// [`super::knowledge_graph`]). The first is a clear match when it leads the second clearly. Never
     /// fails on user punctuation.
     pub fn search(
         &self,
@@ -416,7 +348,3 @@ impl Retriever for KnowledgeBase {
         Some(self.version.clone())
     }
 }
-
-#[cfg(test)]
-#[path = "kb_tests.rs"]
-mod tests;

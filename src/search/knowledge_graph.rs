@@ -16,9 +16,10 @@
 //!   weaker direct hits, cut to the limit. By BM25, strong hits score at least
 //!   [`STRONG_SHARE`] of the first one's score ([`strong_by_score`]); fused (hybrid) scores
 //!   only reflect ranks, so there the first half of the limit is strong ([`strong_by_rank`]).
+use super::allowed::Allowed;
 use super::bm25::Hit;
-use super::metadata::Allowed;
-use super::{DocKind, Document, RetrievalOptions};
+use super::document::{DocKind, Document};
+use super::options::RetrievalOptions;
 use std::collections::{HashMap, HashSet};
 use tantivy::DocId;
 
@@ -177,7 +178,7 @@ fn members<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retrieval::fixtures::{all, doc};
+    use crate::search::fixtures::{all, doc};
 
     fn sample() -> KnowledgeGraph {
         let docs = [

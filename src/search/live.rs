@@ -7,9 +7,18 @@
 //! it names another version, that bundle is downloaded, checked and swapped in for the runs
 //! that start afterwards. Any failure (missing, corrupt, incompatible) leaves the last good
 //! version serving and is logged with its reason.
+use super::document::Document;
+use super::error::RetrievalError;
+use super::format::EmbeddingInfo;
+use super::kb::KnowledgeBase;
+use super::options::RetrievalOptions;
+use super::retriever::Retriever;
 use super::s3::BundleStore;
-use super::{Document, EmbeddingInfo, KnowledgeBase, RetrievalError, RetrievalOptions, Retriever};
 use crate::clock::{Clock, SystemClock};
+use crate::config::{
+    DEFAULT_KB_CACHE_DIR, DEFAULT_KB_MEMORY_LIMIT, DEFAULT_KB_REFRESH,
+    DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
+};
 use async_trait::async_trait;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,15 +47,16 @@ pub struct LoadOptions {
 }
 
 impl Default for LoadOptions {
+    /// Config's defaults (`config/knowledge.rs`), no embeddings check, the system clock.
     fn default() -> Self {
         Self {
-            memory_limit: 256 * 1024 * 1024,
-            cache_dir: std::env::temp_dir().join("bounded-rag-kb"),
+            memory_limit: DEFAULT_KB_MEMORY_LIMIT,
+            cache_dir: std::env::temp_dir().join(DEFAULT_KB_CACHE_DIR),
             embedding_model: None,
             embedding_provider: None,
-            refresh_every: Some(crate::config::DEFAULT_KB_REFRESH),
+            refresh_every: Some(DEFAULT_KB_REFRESH),
             clock: Arc::new(SystemClock),
-            max_passages_per_document: crate::retrieval::DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
+            max_passages_per_document: DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
         }
     }
 }

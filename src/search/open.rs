@@ -1,11 +1,11 @@
-//! Opening a bundle: from a folder (the index memory-mapped, the vectors read) or from files
-//! already in memory (a bundle downloaded from S3). Either way the manifest is checked first;
-//! the knowledge base assembled from the parts checks every count against what was opened.
-use super::manifest::Manifest;
-use crate::retrieval::bm25::SearchIndex;
-use crate::retrieval::layout::{INDEX_DIR, MANIFEST, VECTORS_FILE};
-use crate::retrieval::metadata::{MetaTable, METADATA_FILE};
-use crate::retrieval::RetrievalError;
+//! Opening a bundle written by ingest: from a folder (the index memory-mapped, the vectors
+//! read) or from files already in memory (a bundle downloaded from S3). Either way the manifest
+//! is checked first; the knowledge base assembled from the parts checks every count against
+//! what was opened.
+use super::bm25::SearchIndex;
+use super::error::RetrievalError;
+use super::format::metadata::MetaTable;
+use super::format::{Manifest, INDEX_DIR, MANIFEST, METADATA_FILE, VECTORS_FILE};
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,19 +1,32 @@
-//! Tavily-compatible web search client.
+//! Web search: the [`WebSearch`] seam and its Tavily-compatible client.
 //!
 //! `POST {base_url}/search` with `{"query", "max_results"}` and `Authorization: Bearer <key>`
 //! when a key is configured; the answer `{"results": [{"title", "url", "content", "score"}]}`
 //! becomes [`DocKind::Web`] documents. One attempt per call within the caller's timeout (the
 //! engine owns retries); the connection pool is shared by every call. The key never appears in
 //! errors or logs: [`Secret`] redacts itself and error bodies are scrubbed.
-use super::http::{call_error_impls, CallFailure, JsonEndpoint};
-use super::{DocKind, Document, RetrievalError, WebSearch};
+use super::document::{DocKind, Document};
+use super::error::RetrievalError;
 use crate::clock::Clock;
+use crate::http::json_endpoint::{call_error_impls, CallFailure, JsonEndpoint};
 use crate::http::status_is_transient;
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Searches the web. One attempt per call: retries belong to the engine.
+#[async_trait]
+pub trait WebSearch: Send + Sync {
+    /// At most `max_results` results for `query`, within `timeout`.
+    async fn search(
+        &self,
+        query: &str,
+        max_results: usize,
+        timeout: Duration,
+    ) -> Result<Vec<Document>, RetrievalError>;
+}
 
 /// Settings of the web search client.
 #[derive(Debug, Clone)]

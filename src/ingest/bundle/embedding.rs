@@ -6,11 +6,12 @@
 //! passages it does not hold, so nothing is embedded twice. A record cut short by the
 //! interruption is dropped. The file goes away with the staging folder once the bundle is in
 //! place.
-use super::manifest::{hex, EmbeddingInfo};
 use super::plan::Plan;
-use super::IngestOptions;
+use crate::embed::{EmbedError, Embedder};
 use crate::error::Classify;
-use crate::retrieval::{EmbedError, Embedder, RetrievalError};
+use crate::ingest::options::IngestOptions;
+use crate::search::format::{hex, EmbeddingInfo};
+use crate::search::RetrievalError;
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;

@@ -1,9 +1,11 @@
 //! The content hash of a knowledge base: SHA-256 over the format, every indexed document (kind,
 //! id, title, url, content; length-prefixed, in corpus order) and the embedding model and
 //! dimensions. Build times, file layout and tantivy's segment names are left out, so the same
-//! sources ingested the same way always hash the same.
-use super::manifest::{hex, FORMAT, FORMAT_VERSION};
-use crate::retrieval::{Document, EmbeddingInfo};
+//! sources ingested the same way always hash the same. Documents with metadata extend it
+//! ([`with_metadata`]).
+use crate::search::format::metadata::MetaTable;
+use crate::search::format::{hex, hex_digest, EmbeddingInfo, FORMAT, FORMAT_VERSION};
+use crate::search::Document;
 use sha2::{Digest, Sha256};
 
 /// The content hash of `docs` with vectors from `embedding`.
@@ -40,10 +42,23 @@ pub(crate) fn content_hash(docs: &[Document], embedding: Option<&EmbeddingInfo>)
     hex(&hash.finalize())
 }
 
+/// The content hash `hash` of the documents, extended with their metadata: unchanged
+/// without metadata, so bundles without it keep the version they always had.
+pub(crate) fn with_metadata(hash: String, meta: &MetaTable) -> String {
+    if meta.is_empty() {
+        return hash;
+    }
+    let json = serde_json::to_vec(meta).expect("metadata serializes");
+    let mut digest = Sha256::new();
+    digest.update(hash.as_bytes());
+    digest.update(&json);
+    hex_digest(digest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retrieval::DocKind;
+    use crate::search::DocKind;
 
     fn doc(id: &str, content: &str) -> Document {
         Document {

@@ -1,9 +1,8 @@
 //! An ingest's plan: the sources read and checked, the target checked, the staging folder
 //! named. Embedding (`embedding`) and writing (`write`) both work from it.
-use super::manifest::FORMAT;
-use crate::retrieval::layout::MANIFEST;
-use crate::retrieval::sources::{self, Corpus};
-use crate::retrieval::{DocKind, Document, RetrievalError};
+use crate::ingest::sources::{self, Corpus};
+use crate::search::format::{FORMAT, MANIFEST};
+use crate::search::{DocKind, Document, RetrievalError};
 use serde::Deserialize;
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,14 +1,17 @@
 //! Writing a bundle (its target checked by `plan`): build everything in a staging folder beside
 //! the target, write the manifest last, then rename the finished folder into place.
 use super::embedding::Embedded;
-use super::manifest::{BundleFile, Manifest, ANALYZER, FORMAT, FORMAT_VERSION};
+use super::hash::{content_hash, with_metadata};
+use super::index::build_in_dir;
 use super::plan::Plan;
-use super::{content_hash, IngestSummary, Progress};
-use crate::retrieval::bm25::SearchIndex;
-use crate::retrieval::hybrid::Vectors;
-use crate::retrieval::layout::{INDEX_DIR, MANIFEST, VECTORS_FILE};
-use crate::retrieval::metadata::METADATA_FILE;
-use crate::retrieval::RetrievalError;
+use crate::ingest::options::Progress;
+use crate::ingest::summary::IngestSummary;
+use crate::search::format::{
+    BundleFile, Manifest, ANALYZER, FORMAT, FORMAT_VERSION, INDEX_DIR, MANIFEST, METADATA_FILE,
+    VECTORS_FILE,
+};
+use crate::search::hybrid::Vectors;
+use crate::search::RetrievalError;
 use std::fs;
 use std::path::Path;
 
@@ -28,7 +31,7 @@ impl Plan {
 
         let docs = &self.corpus.docs;
         progress.stage("indexing", docs.len() as u64);
-        drop(SearchIndex::build_in_dir(&index_dir, docs)?);
+        drop(build_in_dir(&index_dir, docs)?);
         progress.advance(docs.len() as u64);
         progress.finish();
 
@@ -45,7 +48,7 @@ impl Plan {
         let manifest = Manifest {
             format: FORMAT.into(),
             format_version: FORMAT_VERSION,
-            content_hash: meta.hashed_with(content_hash(docs, embedding.as_ref())),
+            content_hash: with_metadata(content_hash(docs, embedding.as_ref()), meta),
             created_at: now_rfc3339(),
             counts: self.corpus.stats,
             embedding,
@@ -120,7 +123,8 @@ pub(crate) fn remove_dir_if_exists(dir: &Path) -> Result<(), RetrievalError> {
     }
 }
 
-fn now_rfc3339() -> String {
+/// Now, as RFC 3339 (a manifest's `created_at`, a pointer's `published_at`).
+pub(crate) fn now_rfc3339() -> String {
     let now = time::OffsetDateTime::now_utc();
     now.format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_else(|_| now.unix_timestamp().to_string())

@@ -1,7 +1,7 @@
 //! HTML sources: the markup is rendered to plain text by `html2text` (scripts, styles and tags
 //! dropped, entities decoded, headings kept as `#` lines), so an HTML page is then split into
 //! passages exactly like a Markdown document.
-use crate::retrieval::RetrievalError;
+use crate::search::RetrievalError;
 use std::path::Path;
 
 /// Wide enough that no heading or sentence is wrapped onto a second line.
@@ -28,7 +28,7 @@ pub(crate) fn to_text(path: &Path, html: &[u8]) -> Result<String, RetrievalError
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retrieval::sources::passages;
+    use crate::ingest::sources::passages;
 
     #[test]
     fn tags_scripts_and_entities_become_plain_text_with_headings() {

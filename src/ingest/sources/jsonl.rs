@@ -9,7 +9,7 @@
 //!
 //! Every line is validated; the first bad line is reported as `file:line: problem`. When any
 //! nodes are given, edges and community members must refer to known node ids.
-use crate::retrieval::{DocKind, Document, RetrievalError};
+use crate::search::{DocKind, Document, RetrievalError};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::collections::HashMap;

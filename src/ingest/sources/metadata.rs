@@ -1,4 +1,4 @@
-//! Where documents' metadata comes from (see [`crate::retrieval::filter`] for its use):
+//! Where documents' metadata comes from (see `search::filter` for its use):
 //!
 //! - Markdown front matter: a block between `---` lines at the very top, one `key: value` per
 //!   line (quotes around a value are dropped; `true`/`false` and numbers are typed; lists,
@@ -8,9 +8,9 @@
 //!   matter key by key.
 //! - The `metadata` object of a `nodes.jsonl`, `edges.jsonl` or `communities.jsonl` record.
 use super::jsonl::JsonlFile;
-use super::SourceFile;
-use crate::retrieval::metadata::Meta;
-use crate::retrieval::RetrievalError;
+use super::source_file::SourceFile;
+use crate::search::format::metadata::Meta;
+use crate::search::RetrievalError;
 use serde_json::Value;
 use std::collections::HashMap;
 

@@ -4,9 +4,11 @@
 //! holds roughly [`MIN_WORDS`]..[`MAX_WORDS`] words, and is titled "Document — Section" so a
 //! citation says where it came from; the section is the heading path below the title
 //! ("Usage — Features" for a `###` under a `##`), split off again at indexing
-//! ([`split_title`]) so the document title and the headings are searched as their own fields. Sections shorter than [`MIN_WORDS`] are merged with the
+//! (`search::format::schema::split_title`) so the document title and the headings are
+//! searched as their own fields. Sections shorter than [`MIN_WORDS`] are merged with the
 //! next one (their heading kept as a line of text); paragraphs longer than [`MAX_WORDS`] are
 //! cut at line, then sentence, then word boundaries.
+use crate::search::format::schema::TITLE_SEPARATOR;
 
 /// A passage is closed once it has at least this many words and a new section starts.
 pub(crate) const MIN_WORDS: usize = 80;
@@ -31,9 +33,6 @@ struct Block {
     /// Separator placed before this block when it joins the previous one.
     sep: &'static str,
 }
-
-/// Separates a passage title's document title from its heading path.
-pub(crate) const TITLE_SEPARATOR: &str = " — ";
 
 /// Splits `text` into its title and passages. `fallback_title` is used when the document does
 /// not start with a `# Title` line.
@@ -66,11 +65,6 @@ fn squashed(text: &str) -> String {
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect()
-}
-
-/// The (document title, heading path) of a passage title made by [`split`].
-pub(crate) fn split_title(title: &str) -> (&str, &str) {
-    title.split_once(TITLE_SEPARATOR).unwrap_or((title, ""))
 }
 
 /// For a `README` or `index` file, the name of its folder without a version suffix
@@ -283,6 +277,7 @@ fn chunk(title: &str, blocks: Vec<Block>) -> Vec<Passage> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::format::schema::split_title;
 
     fn words(n: usize, word: &str) -> String {
         vec![word; n].join(" ")

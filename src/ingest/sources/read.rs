@@ -12,10 +12,11 @@
 //! builds abort on panic to keep the Lambda bootstraps small, and the parsers are chosen and
 //! bounded so none is expected. A parser that runs past [`PARSE_TIMEOUT`] is left behind
 //! (its thread ends with the process) and its file skipped.
-use super::format::Format;
-use super::skip::{SkipReason, SkippedFile};
-use super::{html, rst, SourceFile};
-use crate::retrieval::RetrievalError;
+use super::source_file::SourceFile;
+use super::{html, rst};
+use crate::config::DEFAULT_MAX_DOCUMENT_BYTES;
+use crate::search::format::{Format, SkipReason, SkippedFile};
+use crate::search::RetrievalError;
 use std::fs;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -42,8 +43,6 @@ pub(crate) fn enable_parsers() {
     });
 }
 
-/// `MAX_DOCUMENT_BYTES` when unset: 50 MB, as Bedrock Knowledge Bases.
-pub(crate) const DEFAULT_MAX_DOCUMENT_BYTES: u64 = 50 * 1024 * 1024;
 /// How long one file's parser may run.
 pub(crate) const PARSE_TIMEOUT: Duration = Duration::from_secs(120);
 

@@ -14,14 +14,16 @@
 //! Every index has exactly one segment, written in the order the documents were given, so a
 //! document's position in the corpus is its tantivy doc id: the vectors of a bundle are stored
 //! in that order and need no id map.
-use super::allowed::Only;
 use super::directory::{MemoryDirectory, ReadOnlyDirectory};
-use super::schema::{
-    analyzer, indexed_fields, kind_from_code, schema, title_boost, to_indexed, Fields,
-    HEADING_BOOST, SOURCE_FIELD, TOKENIZER,
+use super::only_allowed::Only;
+use crate::search::allowed::Allowed;
+use crate::search::document::{DocKind, Document};
+use crate::search::error::RetrievalError;
+use crate::search::format::schema::{
+    analyzer, indexed_fields, kind_from_code, schema, title_boost, Fields, HEADING_BOOST,
+    SOURCE_FIELD, TOKENIZER,
 };
-use crate::retrieval::metadata::Allowed;
-use crate::retrieval::{DocKind, Document, RetrievalError, RetrievalOptions};
+use crate::search::options::RetrievalOptions;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use tantivy::collector::TopDocs;
@@ -29,12 +31,8 @@ use tantivy::columnar::Column;
 use tantivy::directory::OwnedBytes;
 use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Value};
-use tantivy::store::Compressor;
 use tantivy::tokenizer::TextAnalyzer;
-use tantivy::{
-    DocAddress, DocId, Index, IndexSettings, ReloadPolicy, Searcher, SingleSegmentIndexWriter,
-    TantivyDocument, Term,
-};
+use tantivy::{DocAddress, DocId, Index, ReloadPolicy, Searcher, TantivyDocument, Term};
 
 /// Share of a word's score in its other fields added to its best field's. A word found in a
 /// passage's title, heading and text counts more than in one of them, but not three times:
@@ -43,11 +41,6 @@ use tantivy::{
 const FIELD_TIE_BREAKER: f32 = 0.3;
 /// Distinct query words used; a 2000-character question stays cheap.
 const MAX_QUERY_TERMS: usize = 64;
-/// Memory budget of the in-memory build; it sizes the initial term table only.
-const RAM_WRITER_MEMORY: usize = 1_000_000;
-/// Memory budget of the on-disk build. The single segment is built in memory and grows as
-/// needed; the budget only sizes its term table (tantivy caps it at 512K entries).
-const DISK_WRITER_MEMORY: usize = 100_000_000;
 
 /// A BM25 hit: the document's position in the corpus and its score.
 pub(crate) type Hit = (DocId, f32);
@@ -62,61 +55,7 @@ pub(crate) struct SearchIndex {
 }
 
 impl SearchIndex {
-    /// Indexes `docs` in memory, on the calling thread.
-    ///
-    /// Uses tantivy's single-segment writer: no indexing or merge threads and no 15 MB
-    /// per-thread arena, which keeps a cold start at a few milliseconds and a few megabytes.
-    /// It needs a fresh, empty directory, which a new RAM index is.
-    pub(crate) fn build_in_ram(docs: &[Document]) -> Result<Self, RetrievalError> {
-        let (schema, fields) = schema();
-        // The doc store is small and uncompressed: no dedicated compressor thread.
-        let settings = IndexSettings {
-            docstore_compression: Compressor::None,
-            docstore_compress_dedicated_thread: false,
-            ..IndexSettings::default()
-        };
-        let index = Index::builder()
-            .schema(schema)
-            .settings(settings)
-            .create_in_ram()
-            .map_err(|e| RetrievalError::index("creating an in-memory index", e))?;
-        index.tokenizers().register(TOKENIZER, analyzer());
-        let err = |e: tantivy::TantivyError| RetrievalError::index("indexing documents", e);
-        let mut writer = SingleSegmentIndexWriter::new(index, RAM_WRITER_MEMORY).map_err(err)?;
-        for doc in docs {
-            writer.add_document(to_indexed(&fields, doc)).map_err(err)?;
-        }
-        let index = writer.finalize().map_err(err)?;
-        Self::open_index(index, fields)
-    }
-
-    /// Indexes `docs` into the empty folder `dir` as one segment (doc ids in corpus order),
-    /// persisted for [`SearchIndex::open`].
-    /// The stored texts are LZ4-compressed: a bundle is downloaded whole at cold start, and
-    /// decompressing the few documents a query returns costs microseconds.
-    pub(crate) fn build_in_dir(dir: &Path, docs: &[Document]) -> Result<Self, RetrievalError> {
-        let (schema, fields) = schema();
-        let settings = IndexSettings {
-            docstore_compression: Compressor::Lz4,
-            docstore_compress_dedicated_thread: false,
-            ..IndexSettings::default()
-        };
-        let index = Index::builder()
-            .schema(schema)
-            .settings(settings)
-            .create_in_dir(dir)
-            .map_err(|e| RetrievalError::index(format!("creating {}", dir.display()), e))?;
-        index.tokenizers().register(TOKENIZER, analyzer());
-        let err = |e: tantivy::TantivyError| RetrievalError::index("indexing documents", e);
-        let mut writer = SingleSegmentIndexWriter::new(index, DISK_WRITER_MEMORY).map_err(err)?;
-        for doc in docs {
-            writer.add_document(to_indexed(&fields, doc)).map_err(err)?;
-        }
-        let index = writer.finalize().map_err(err)?;
-        Self::open_index(index, fields)
-    }
-
-    /// Opens an index persisted by [`SearchIndex::build_in_dir`], read-only (nothing is
+    /// Opens an index persisted by ingest (`ingest::bundle::index`), read-only (nothing is
     /// written to `dir`, so it may sit on a read-only filesystem).
     pub(crate) fn open(dir: &Path) -> Result<Self, RetrievalError> {
         let context = || format!("opening {}", dir.display());
@@ -156,7 +95,8 @@ impl SearchIndex {
         Ok(opened)
     }
 
-    fn open_index(index: Index, fields: Fields) -> Result<Self, RetrievalError> {
+    /// Opens an index just built with the schema's `fields` (ingest builds, search opens).
+    pub(crate) fn open_index(index: Index, fields: Fields) -> Result<Self, RetrievalError> {
         // Manual reload: the index never changes after build, so no watcher thread.
         let reader = index
             .reader_builder()
@@ -181,7 +121,7 @@ impl SearchIndex {
         })
     }
 
-    /// The key of the source document of the item at `id` (see [`crate::retrieval::cap`]).
+    /// The key of the source document of the item at `id` (see [`crate::search::cap`]).
     pub(crate) fn source(&self, id: DocId) -> u64 {
         self.sources
             .as_ref()
@@ -196,7 +136,7 @@ impl SearchIndex {
 
     /// The best documents of the enabled kinds for `query`, best first, with BM25 scores.
     #[cfg(test)]
-    fn search(
+    pub(crate) fn search(
         &self,
         query: &str,
         options: &RetrievalOptions,
@@ -321,92 +261,5 @@ impl SearchIndex {
             clear_match: false,
             from_graph: false,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::retrieval::fixtures::{all, doc};
-
-    fn sample() -> SearchIndex {
-        SearchIndex::build_in_ram(&[
-            doc(
-                "a",
-                "Pink disease",
-                "A fungus forms pink crusts on branches.",
-                DocKind::Episode,
-            ),
-            doc(
-                "b",
-                "Psyllid",
-                "Psyllids suck sap from young flushes.",
-                DocKind::Node,
-            ),
-            doc(
-                "c",
-                "pink — on — branch",
-                "Pink crusts girdle branches.",
-                DocKind::Edge,
-            ),
-        ])
-        .unwrap()
-    }
-
-    #[test]
-    fn stemmed_words_match_and_round_trip_every_field() {
-        let index = sample();
-        let hits = index
-            .search("Why do psyllids SUCKING flush?", &all(3))
-            .unwrap();
-        assert_eq!(hits.len(), 1);
-        assert_eq!(hits[0].id, "b");
-        assert_eq!(hits[0].url, "kb://b");
-        assert_eq!(hits[0].kind, DocKind::Node);
-        assert!(hits[0].score > 0.0);
-    }
-
-    #[test]
-    fn query_syntax_and_stop_words_are_plain_text() {
-        let index = sample();
-        for q in [
-            "title:pink AND (NOT",
-            "\"pink",
-            "pink^2 ~ [a TO",
-            "pink*?",
-            ":::",
-        ] {
-            index.search(q, &all(3)).unwrap();
-        }
-        assert!(index.search("what is the", &all(3)).unwrap().is_empty());
-        assert!(index.search("", &all(3)).unwrap().is_empty());
-        assert!(index.search("pink", &all(0)).unwrap().is_empty());
-    }
-
-    #[test]
-    fn kinds_filter_and_limit_apply() {
-        let index = sample();
-        let hits = index.search("pink branches", &all(10)).unwrap();
-        assert_eq!(hits.len(), 2);
-        assert!(hits[0].score >= hits[1].score);
-        let only_edges = RetrievalOptions {
-            episodes: false,
-            nodes: false,
-            ..all(10)
-        };
-        let hits = index.search("pink branches", &only_edges).unwrap();
-        assert_eq!(
-            hits.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(),
-            ["c"]
-        );
-        assert_eq!(index.search("pink branches", &all(1)).unwrap().len(), 1);
-        let none = RetrievalOptions {
-            episodes: false,
-            nodes: false,
-            edges: false,
-            communities: false,
-            ..all(10)
-        };
-        assert!(index.search("pink", &none).unwrap().is_empty());
     }
 }

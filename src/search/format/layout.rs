@@ -1,6 +1,6 @@
-//! The names inside a knowledge-base bundle folder, for the writer (`bundle`) and for every
-//! reader that must recognise or open one (`sources` skips bundle folders, `kb` opens them,
-//! `s3` ships them).
+//! The names inside a knowledge-base bundle folder, for the writer (ingest) and for every
+//! reader that must recognise or open one (ingest's folder walk skips bundle folders, search
+//! opens them and ships them from S3).
 
 /// File name of the manifest, at the top of a bundle.
 pub const MANIFEST: &str = "kb-manifest.json";
@@ -8,3 +8,5 @@ pub const MANIFEST: &str = "kb-manifest.json";
 pub(crate) const INDEX_DIR: &str = "index";
 /// File of the passages' vectors inside a bundle.
 pub(crate) const VECTORS_FILE: &str = "vectors.bin";
+/// File of the metadata inside a bundle.
+pub(crate) const METADATA_FILE: &str = "metadata.json";

@@ -1,9 +1,10 @@
 //! The manifest of a bundle (`kb-manifest.json`): what it is, what it holds, and every file
 //! with its size and SHA-256, so a reader can tell a complete, intact bundle from anything
 //! else before loading a byte of index.
-use crate::retrieval::sources::{DocumentInfo, SkippedFile};
-use crate::retrieval::stats::KbStats;
-use crate::retrieval::RetrievalError;
+use super::skip::SkippedFile;
+use super::source_format::DocumentInfo;
+use super::stats::KbStats;
+use crate::search::error::RetrievalError;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;

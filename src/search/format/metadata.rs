@@ -1,22 +1,15 @@
-//! Document metadata in a knowledge base, and the allowed set a filter makes of it.
+//! Document metadata in a knowledge base, as a bundle stores it.
 //!
 //! Metadata belongs to a source (a document's passages share its front matter; a graph
 //! record has its own), so it is stored as spans of corpus positions, each with one map: a
 //! bundle keeps them in `metadata.json` (absent when no document has metadata, as in bundles
-//! written before metadata existed). A filter is judged once per span and becomes an
-//! [`Allowed`] bitset over corpus positions, which the BM25 collector, the vector scan and the
-//! graph expansion all consult before they take their top k.
-use super::filter::Filter;
-pub(crate) use super::filter::Meta;
+//! written before metadata existed). Ingest records the spans; search turns them into the
+//! allowed set of a filter (`search::allowed`).
+use super::layout::METADATA_FILE;
+pub(crate) use crate::search::filter::Meta;
 use serde::{Deserialize, Serialize};
-
-use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use tantivy::DocId;
-
-/// File of the metadata inside a bundle.
-pub(crate) const METADATA_FILE: &str = "metadata.json";
 
 /// Consecutive corpus positions `start..end` sharing one metadata map.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,6 +43,11 @@ impl MetaTable {
         self.spans.is_empty()
     }
 
+    /// The spans, in position order.
+    pub(crate) fn spans(&self) -> &[Span] {
+        &self.spans
+    }
+
     /// Every key used, sorted (listed in the manifest).
     pub(crate) fn keys(&self) -> Vec<String> {
         let keys: BTreeSet<&String> = self.spans.iter().flat_map(|s| s.meta.keys()).collect();
@@ -65,62 +63,9 @@ impl MetaTable {
             .map(|s| &s.meta)
     }
 
-    /// The positions of `0..len` that `filter` lets through.
-    pub(crate) fn allowed(&self, filter: &Filter, len: usize) -> Allowed {
-        let mut bits = vec![0u64; len.div_ceil(64)];
-        if filter.matches(&Meta::new()) {
-            // A filter that passes documents without metadata (an `or` of nothing useful,
-            // never the tenant pin) starts from everything.
-            bits.iter_mut().for_each(|w| *w = u64::MAX);
-        }
-        for span in &self.spans {
-            let pass = filter.matches(&span.meta);
-            for id in span.start..span.end.min(len as DocId) {
-                let (word, bit) = (id as usize / 64, 1u64 << (id % 64));
-                if pass {
-                    bits[word] |= bit;
-                } else {
-                    bits[word] &= !bit;
-                }
-            }
-        }
-        Allowed(Arc::new(bits))
-    }
-
-    /// The content hash `hash` of the documents, extended with the metadata: unchanged
-    /// without metadata, so bundles without it keep the version they always had.
-    pub(crate) fn hashed_with(&self, hash: String) -> String {
-        if self.is_empty() {
-            return hash;
-        }
-        let json = serde_json::to_vec(self).expect("metadata serializes");
-        let mut digest = Sha256::new();
-        digest.update(hash.as_bytes());
-        digest.update(&json);
-        super::bundle::hex_digest(digest)
-    }
-
     /// Parses a bundle's `metadata.json`.
     pub(crate) fn from_json(bytes: &[u8]) -> Result<Self, String> {
         serde_json::from_slice(bytes).map_err(|e| format!("malformed {METADATA_FILE}: {e}"))
-    }
-}
-
-/// The corpus positions a filtered search may return. Cheap to clone (shared bits).
-#[derive(Debug, Clone)]
-pub(crate) struct Allowed(Arc<Vec<u64>>);
-
-impl Allowed {
-    /// Whether position `id` may be returned.
-    pub(crate) fn contains(&self, id: DocId) -> bool {
-        self.0
-            .get(id as usize / 64)
-            .is_some_and(|w| w & (1u64 << (id % 64)) != 0)
-    }
-
-    /// Whether `id` passes an optional filter (`None`: no filter, everything passes).
-    pub(crate) fn permits(allowed: Option<&Allowed>, id: DocId) -> bool {
-        allowed.is_none_or(|a| a.contains(id))
     }
 }
 
@@ -134,7 +79,7 @@ mod tests {
     }
 
     #[test]
-    fn spans_merge_and_filters_become_bitsets() {
+    fn spans_merge() {
         let mut table = MetaTable::default();
         table.push(0, 2, meta(json!({"tenant": "a"})));
         table.push(2, 1, meta(json!({"tenant": "a"})));
@@ -144,12 +89,7 @@ mod tests {
         assert_eq!(table.keys(), ["tenant", "year"]);
         assert_eq!(table.get(4).unwrap()["tenant"], "b");
         assert!(table.get(3).is_none());
-        let a = table.allowed(&Filter::equals("tenant", "a"), 70);
-        let ids: Vec<DocId> = (0..70).filter(|i| a.contains(*i)).collect();
-        assert_eq!(ids, [0, 1, 2]);
         let json = serde_json::to_vec(&table).unwrap();
         assert_eq!(MetaTable::from_json(&json).unwrap(), table);
-        assert!(Allowed::permits(None, 9));
-        assert!(!Allowed::permits(Some(&a), 9));
     }
 }

@@ -1,4 +1,5 @@
-//! The index schema: stored fields, per-kind indexed fields, and the English analyzer.
+//! The BM25 index schema, shared by the writer (ingest) and the reader (search): stored fields,
+//! per-kind indexed fields, the English analyzer, and how a document becomes an index entry.
 //!
 //! Every document stores id, title, url, content and kind. Its title and content are also
 //! indexed in the fields of its own kind (`episode_title`, `edge_content`, ...), so each kind
@@ -6,10 +7,9 @@
 //! A passage's title is indexed as two fields: its document title (`episode_title`) and its
 //! heading path (`episode_heading`), each with its own boost ([`boosts`]).
 //! The analyzer name is recorded in the schema, so a persisted index must be opened with the
-//! same analyzer registered (see [`super::index::SearchIndex::open`]).
-use crate::retrieval::cap::source_key;
-use crate::retrieval::sources::passages::split_title;
-use crate::retrieval::{DocKind, Document};
+//! same analyzer registered (see `search::bm25::SearchIndex::open`).
+use crate::search::cap::source_key;
+use crate::search::document::{DocKind, Document};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STORED,
 };
@@ -17,6 +17,15 @@ use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
 };
 use tantivy::TantivyDocument;
+
+/// Separates a passage title's document title from its heading path ("Document — Section"):
+/// ingest's passages are titled so, and the index splits the two apart again.
+pub(crate) const TITLE_SEPARATOR: &str = " — ";
+
+/// The (document title, heading path) of a passage title made with [`TITLE_SEPARATOR`].
+pub(crate) fn split_title(title: &str) -> (&str, &str) {
+    title.split_once(TITLE_SEPARATOR).unwrap_or((title, ""))
+}
 
 /// Name under which the analyzer is registered; stored in the index schema.
 pub(crate) const TOKENIZER: &str = "bounded_rag_en";

@@ -8,13 +8,13 @@ use std::fmt;
 pub struct KbStats {
     /// Text documents (files with at least one passage).
     pub documents: usize,
-    /// Passages of those documents ([`DocKind::Episode`]).
+    /// Passages of those documents ([`DocKind::Episode`](crate::search::DocKind::Episode)).
     pub passages: usize,
-    /// Entities ([`DocKind::Node`]).
+    /// Entities ([`DocKind::Node`](crate::search::DocKind::Node)).
     pub nodes: usize,
-    /// Relations ([`DocKind::Edge`]).
+    /// Relations ([`DocKind::Edge`](crate::search::DocKind::Edge)).
     pub edges: usize,
-    /// Community summaries ([`DocKind::Community`]).
+    /// Community summaries ([`DocKind::Community`](crate::search::DocKind::Community)).
     pub communities: usize,
 }
 

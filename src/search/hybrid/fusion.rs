@@ -4,7 +4,7 @@
 //!
 //! A fused document is a *clear match* when it is in the top [`CLEAR_TOP`] of both rankings,
 //! or when it leads BM25 clearly ([`bm25_clear_lead`]).
-use crate::retrieval::bm25::Hit;
+use crate::search::bm25::Hit;
 use std::collections::HashMap;
 use tantivy::DocId;
 

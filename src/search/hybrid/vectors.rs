@@ -9,8 +9,8 @@
 //!
 //! File layout (`vectors.bin`, little-endian): `rows * dims` bytes of `i8`, then `rows` `f32`
 //! scales.
-use crate::retrieval::bm25::Hit;
-use crate::retrieval::metadata::Allowed;
+use crate::search::allowed::Allowed;
+use crate::search::bm25::Hit;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use tantivy::directory::OwnedBytes;

@@ -3,8 +3,9 @@
 //! Cohere's and Jina's `{"results": [{"index", "relevance_score"}]}`, or TEI's bare
 //! `[{"index", "score"}]`; it is checked (indices in range and distinct, finite scores) and
 //! sorted best first.
-use super::{Ranked, RerankError, Reranker};
-use crate::retrieval::http::JsonEndpoint;
+use super::error::RerankError;
+use super::reranker::{Ranked, Reranker};
+use crate::http::json_endpoint::JsonEndpoint;
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

@@ -1,9 +1,11 @@
 //! Downloading a published bundle: every file at once, each checked against the manifest's
 //! size and SHA-256 as it streams in, into memory when the bundle is small enough, otherwise
 //! into a local folder (Lambda's `/tmp`) that is renamed into place once complete.
-use super::BundleStore;
-use crate::retrieval::bundle::{self, BundleFile, Manifest, MANIFEST};
-use crate::retrieval::{KnowledgeBase, RetrievalError};
+use super::store::BundleStore;
+use crate::search::error::RetrievalError;
+use crate::search::format::{hex_digest, BundleFile, Manifest, MANIFEST};
+use crate::search::kb::KnowledgeBase;
+use crate::search::open;
 use aws_sdk_s3::primitives::ByteStream;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -44,7 +46,7 @@ impl BundleStore {
                 .zip(files.into_iter().map(OwnedBytes::new))
                 .collect();
             let origin = self.location.url(&self.bundle_key(version, ""));
-            let kb = KnowledgeBase::assemble(bundle::open_in_memory(manifest, files, &origin)?)?;
+            let kb = KnowledgeBase::assemble(open::open_in_memory(manifest, files, &origin)?)?;
             return Ok(Fetched {
                 kb,
                 bytes,
@@ -57,7 +59,7 @@ impl BundleStore {
                 .await?;
         }
         Ok(Fetched {
-            kb: KnowledgeBase::assemble(bundle::open_dir(&dir)?)?,
+            kb: KnowledgeBase::assemble(open::open_dir(&dir)?)?,
             bytes,
             in_memory: false,
         })
@@ -176,7 +178,7 @@ impl BundleStore {
                 ),
             ));
         }
-        if bundle::hex_digest(hash) != file.sha256 {
+        if hex_digest(hash) != file.sha256 {
             return Err(self.error(
                 key,
                 "content does not match the manifest's SHA-256: the bundle is corrupt".into(),

@@ -2,7 +2,7 @@
 //! filtered BM25 search ranks the allowed documents only and its top k is full whenever k of
 //! them match. Every index has one segment whose doc ids are corpus positions, so the
 //! allowed set is consulted by doc id directly.
-use crate::retrieval::metadata::Allowed;
+use crate::search::allowed::Allowed;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::{DocId, Score, SegmentOrdinal, SegmentReader};
 
