@@ -279,7 +279,9 @@ pub(crate) async fn load_secrets(settings: &Settings) -> Result<SecretBundle, St
     read_secrets(settings, Some(&crate::tls::aws_sdk_config().await)).await
 }
 
-/// The knowledge base: `KB_URI` (S3, refreshed), else `KB_PATH`, else the bundled sample.
+/// The knowledge base: `KB_URI` (S3, refreshed), else `KB_PATH`, else the bundled sample. Search
+/// opens an S3 or `KB_PATH` bundle; ingest reads a `KB_PATH` folder of sources or the compiled-in
+/// sample and indexes it in memory (`KnowledgeBase::load` / `embedded`), then search opens that.
 async fn build_kb(
     settings: &Settings,
     aws: Option<&aws_config::SdkConfig>,

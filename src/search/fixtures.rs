@@ -1,5 +1,5 @@
-//! Unit-test fixtures shared by the knowledge modules (search and ingest): a document of any kind, and options
-//! that search every kind.
+//! Unit-test fixtures shared by the knowledge modules (search and ingest): a document of any
+//! kind, and options that search every kind.
 
 use super::document::{DocKind, Document};
 use super::options::RetrievalOptions;

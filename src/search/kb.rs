@@ -198,8 +198,8 @@ impl KnowledgeBase {
 
     /// Synchronous search: at most `options.limit` documents of the enabled kinds, best first,
     /// scored by BM25, with the one-hop neighbourhood of the matched entities merged in (see
-    /// [`super::knowledge_graph`]). The first is a clear match when it leads the second clearly. Never
-    /// fails on user punctuation.
+    /// [`super::knowledge_graph`]). The first is a clear match when it leads the second
+    /// clearly. Never fails on user punctuation.
     pub fn search(
         &self,
         query: &str,

@@ -7,7 +7,7 @@
 //! | `document`, `options` | what a search returns ([`Document`], [`DocKind`]) and what it is asked ([`RetrievalOptions`], [`RetrievalMode`]) |
 //! | `retriever` | the [`Retriever`] trait |
 //! | `kb` | the [`KnowledgeBase`]: BM25, hybrid and graph search over one opened index |
-//! | [`format`] | the bundle format ingest writes and search reads (manifest, layout, schema, metadata, stats) |
+//! | [`format`](mod@format) | the bundle format ingest writes and search reads (manifest, layout, schema, metadata, stats) |
 //! | `open` | opening a bundle from a folder or from files in memory |
 //! | `bm25` | the tantivy index, read only: queries, the filter collector, read-only directories |
 //! | `hybrid` | quantized passage vectors, their flat scan, reciprocal rank fusion |

@@ -5,9 +5,9 @@
 //! - `kb-manifest.json`: [`Manifest`] (format version, content hash, counts, build time, the
 //!   embedding model and dimensions or none, the documents and skipped files, and every file
 //!   with its size and SHA-256);
-//! - `index/`: the tantivy BM25 index ([`schema`]), one segment, documents in corpus order;
+//! - `index/`: the tantivy BM25 index (`schema`), one segment, documents in corpus order;
 //! - `vectors.bin`: with embeddings, one int8 vector per passage in index order;
-//! - `metadata.json`: with metadata, the spans of [`metadata`].
+//! - `metadata.json`: with metadata, the spans of `metadata`.
 //!
 //! | module | owns |
 //! |---|---|
@@ -15,8 +15,8 @@
 //! | `manifest` | the manifest, its checks, file digests |
 //! | `stats` | what a knowledge base holds, counted |
 //! | `source_format`, `skip` | each document's format and each skipped file, as the manifest records them |
-//! | [`schema`] | the BM25 schema and analyzer, and how a passage title splits into fields |
-//! | [`metadata`] | the metadata spans of a corpus |
+//! | `schema` | the BM25 schema and analyzer, and how a passage title splits into fields |
+//! | `metadata` | the metadata spans of a corpus |
 //! | `published` | bundles on S3: the pointer and the key layout |
 
 mod layout;
