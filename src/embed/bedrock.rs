@@ -27,7 +27,7 @@ pub(crate) const CALLS_PER_BATCH: usize = 8;
 
 /// The Bedrock embeddings client. Build once; clones share the SDK client.
 #[derive(Debug, Clone)]
-pub struct BedrockEmbeddings {
+pub(crate) struct BedrockEmbeddings {
     client: Client,
     model: String,
     dimensions: u32,
@@ -52,7 +52,7 @@ struct Response {
 impl BedrockEmbeddings {
     /// Builds the client once from the process's AWS configuration `sdk`, for `model` (e.g.
     /// `amazon.titan-embed-text-v2:0`) returning `dimensions` (256, 512 or 1024) per vector.
-    pub fn new(sdk: &SdkConfig, model: &str, dimensions: u32) -> Result<Self, EmbedError> {
+    pub(crate) fn new(sdk: &SdkConfig, model: &str, dimensions: u32) -> Result<Self, EmbedError> {
         if model.trim().is_empty() {
             return Err(EmbedError::Config("the Bedrock model id is empty".into()));
         }

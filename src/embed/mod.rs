@@ -11,7 +11,7 @@ mod client;
 mod embedder;
 mod error;
 
-pub use bedrock::BedrockEmbeddings;
+pub(crate) use bedrock::BedrockEmbeddings;
 pub use client::{EmbeddingsClient, EmbeddingsConfig};
 pub use embedder::{Embedder, Embeddings};
 pub use error::EmbedError;

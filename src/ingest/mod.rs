@@ -21,7 +21,7 @@ mod publish;
 mod sources;
 mod summary;
 
-pub use options::{IngestOptions, NoProgress, Progress};
+pub use options::{IngestOptions, Progress};
 pub use pipeline::{ingest, ingest_dir};
 pub(crate) use sources::enable_parsers;
 pub use summary::IngestSummary;

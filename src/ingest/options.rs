@@ -22,7 +22,7 @@ pub trait Progress: Send + Sync {
 
 /// Reports nothing.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NoProgress;
+pub(crate) struct NoProgress;
 
 impl Progress for NoProgress {}
 

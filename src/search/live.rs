@@ -237,7 +237,7 @@ pub fn check_compatible(
 /// Like [`check_compatible`], and also refuses a bundle whose vectors come from another
 /// provider (`EMBEDDINGS_PROVIDER`) or have another size than the configured embeddings'
 /// (`EMBEDDINGS_DIMENSIONS`); `None` checks nothing about that setting.
-pub fn check_embedding(
+pub(crate) fn check_embedding(
     kb: &KnowledgeBase,
     provider: Option<&str>,
     model: Option<&str>,

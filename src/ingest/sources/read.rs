@@ -50,9 +50,9 @@ pub(crate) const PARSE_TIMEOUT: Duration = Duration::from_secs(120);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ReadLimits {
     /// Larger files are skipped unread.
-    pub max_document_bytes: u64,
+    pub(crate) max_document_bytes: u64,
     /// How long a binary format's parser may run.
-    pub parse_timeout: Duration,
+    pub(crate) parse_timeout: Duration,
 }
 
 impl Default for ReadLimits {
