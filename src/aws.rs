@@ -9,6 +9,12 @@
 //!
 //! What still fails after the SDK's own retries is classified once, here
 //! ([`sdk_error_class`]), for every AWS client (DynamoDB, SQS, Secrets Manager).
+//!
+//! [`S3Location`] is the one parsed `s3://BUCKET/PREFIX` (`KB_URI`, the CLI's `kb` commands).
+
+mod s3_location;
+
+pub use s3_location::S3Location;
 
 use crate::error::ErrorClass;
 use aws_config::timeout::TimeoutConfig;

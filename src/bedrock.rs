@@ -1,5 +1,5 @@
 //! What the Amazon Bedrock chat model (`llm::bedrock`) and embeddings client
-//! (`retrieval::embed::bedrock`) share: the runtime client, built once, and the classification
+//! (`embed::bedrock`) share: the runtime client, built once, and the classification
 //! of its failures, done once, here.
 //!
 //! The client is built from the process's AWS configuration (region and credentials from the

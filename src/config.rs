@@ -7,16 +7,22 @@
 
 //!
 //! Every default lives here, also those a client or loader applies when built without
-//! settings (the OpenAI client's timeouts, the knowledge-base refresh).
+//! settings (the OpenAI client's timeouts; the knowledge defaults in `config/knowledge.rs`:
+//! refresh, per-document cap, bundle memory limit, ingest batches and retries). Config depends
+//! on no room that uses it: the rooms take values, or these defaults.
 
 mod env;
 mod error;
 
 pub use error::ConfigError;
-mod retrieval;
+mod knowledge;
 mod speculation;
 
-pub use retrieval::{EmbeddingsTuning, RerankSettings};
+pub use knowledge::{EmbeddingsProvider, EmbeddingsSettings, EmbeddingsTuning, RerankSettings};
+pub(crate) use knowledge::{
+    DEFAULT_INGEST_RETRY, DEFAULT_KB_CACHE_DIR, DEFAULT_KB_MEMORY_LIMIT, DEFAULT_KB_REFRESH,
+    DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
+};
 pub use speculation::Speculation;
 mod threads;
 pub use threads::ThreadSettings;
@@ -40,8 +46,6 @@ pub(crate) const DEFAULT_LLM_TIMEOUT: Duration = Duration::from_millis(30_000);
 pub(crate) const DEFAULT_LLM_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// `SECRETS_TTL_SECONDS` when unset.
 pub(crate) const DEFAULT_SECRETS_TTL: Duration = Duration::from_secs(300);
-/// `KB_REFRESH_SECONDS` when unset, and the knowledge loader's own default.
-pub(crate) const DEFAULT_KB_REFRESH: Duration = Duration::from_secs(300);
 
 /// Host that always needs an API key.
 const OPENAI_HOST: &str = "api.openai.com";
@@ -93,7 +97,7 @@ pub struct Settings {
     /// `KB_PATH`: knowledge base to load instead of the bundled one.
     pub kb_path: Option<PathBuf>,
     /// `KB_URI`: a bundle published to S3 (`s3://BUCKET/PREFIX`); wins over `KB_PATH`.
-    pub kb_uri: Option<crate::retrieval::s3::S3Location>,
+    pub kb_uri: Option<crate::aws::S3Location>,
     /// `KB_REFRESH_SECONDS`: how often a warm instance re-checks `KB_URI` (0..=86400 s,
     /// default 300; 0 = never).
     pub kb_refresh: Option<Duration>,
@@ -135,43 +139,6 @@ pub struct LlmSettings {
     /// `LLM_CACHE_TTL_SECONDS`: how long model replies are cached in the checkpoint store
     /// (0..=2592000 s); `None` when 0, the default: no response cache.
     pub cache_ttl: Option<Duration>,
-}
-
-/// Which embeddings backend turns texts into vectors (`EMBEDDINGS_PROVIDER`).
-#[derive(Debug, Clone, PartialEq)]
-pub enum EmbeddingsProvider {
-    /// An OpenAI-compatible server: `POST {base_url}/embeddings` (`EMBEDDINGS_BASE_URL`).
-    OpenAi {
-        /// `EMBEDDINGS_BASE_URL`.
-        base_url: Url,
-    },
-    /// Amazon Bedrock `InvokeModel` (Titan Text Embeddings v2), credentials from the AWS
-    /// environment.
-    Bedrock {
-        /// `EMBEDDINGS_DIMENSIONS`: 256, 512 or 1024 (default 1024).
-        dimensions: u32,
-    },
-}
-
-impl EmbeddingsProvider {
-    /// The value as written in `EMBEDDINGS_PROVIDER`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            EmbeddingsProvider::OpenAi { .. } => "openai",
-            EmbeddingsProvider::Bedrock { .. } => "bedrock",
-        }
-    }
-}
-
-/// Embeddings settings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EmbeddingsSettings {
-    /// `EMBEDDINGS_PROVIDER` (`openai`, the default, or `bedrock`) and what it needs.
-    pub provider: EmbeddingsProvider,
-    /// `EMBEDDINGS_MODEL` (required with a base URL or `EMBEDDINGS_PROVIDER=bedrock`).
-    pub model: String,
-    /// `EMBEDDINGS_API_KEY`; may also come later from the `SECRETS_ID` secret.
-    pub api_key: Option<Secret>,
 }
 
 /// Tavily-compatible web search settings.
@@ -249,23 +216,11 @@ const MAX_BODY_BYTES: Num = Num::new(1_024, 1_048_576, 65_536, "bytes");
 const MAX_TOKENS_PER_RUN: Num = Num::new(0, 100_000_000, 0, "tokens (0 = unbounded)");
 const MAX_ACTIVE_RUNS: Num = Num::new(0, 10_000, 0, "runs (0 = unlimited)");
 const MAX_REQUESTS_PER_MINUTE: Num = Num::new(0, 100_000, 0, "requests (0 = unlimited)");
-const KB_REFRESH: Num = Num::new(
-    0,
-    86_400,
-    DEFAULT_KB_REFRESH.as_secs(),
-    "seconds (0 = never)",
-);
 
 /// A default in the unit of its variable.
 const fn millis(duration: Duration) -> u64 {
     duration.as_millis() as u64
 }
-const KB_MAX_PER_DOCUMENT: Num = Num::new(
-    0,
-    100,
-    crate::retrieval::DEFAULT_MAX_PASSAGES_PER_DOCUMENT as u64,
-    "passages (0 = no cap)",
-);
 
 impl Settings {
     /// Reads the process environment.
@@ -318,8 +273,8 @@ impl Settings {
         };
         let aws = aws(&env, secrets_id)?;
         let max_body_bytes = env.number("MAX_BODY_BYTES", MAX_BODY_BYTES)?;
-        let kb_uri = kb_uri(&env)?;
-        let embeddings = embeddings(&env)?;
+        let kb_uri = knowledge::kb_uri(&env)?;
+        let embeddings = knowledge::embeddings(&env)?;
         Ok(Settings {
             llm,
             web,
@@ -329,15 +284,12 @@ impl Settings {
             aws,
             kb_path: env.text("KB_PATH").map(PathBuf::from),
             kb_uri,
-            kb_refresh: Some(env.seconds("KB_REFRESH_SECONDS", KB_REFRESH)?)
-                .filter(|d| !d.is_zero()),
-            kb_max_passages_per_document: env
-                .count("KB_MAX_PASSAGES_PER_DOCUMENT", KB_MAX_PER_DOCUMENT)?
-                as usize,
+            kb_refresh: knowledge::kb_refresh(&env)?,
+            kb_max_passages_per_document: knowledge::max_passages_per_document(&env)?,
             embeddings,
-            embeddings_tuning: retrieval::embeddings_tuning(&env)?,
-            rerank: retrieval::rerank(&env)?,
-            kb_tenant_key: retrieval::tenant_key(&env)?,
+            embeddings_tuning: knowledge::embeddings_tuning(&env)?,
+            rerank: knowledge::rerank(&env)?,
+            kb_tenant_key: knowledge::tenant_key(&env)?,
             state_dir: PathBuf::from(
                 env.text("STATE_DIR")
                     .unwrap_or_else(|| DEFAULT_STATE_DIR.to_owned()),
@@ -439,81 +391,6 @@ fn aws(env: &Env<'_>, secrets_id: Option<String>) -> Result<AwsSettings, ConfigE
             },
         )?,
     })
-}
-
-/// `KB_URI`: a bundle published to S3.
-fn kb_uri(env: &Env<'_>) -> Result<Option<crate::retrieval::s3::S3Location>, ConfigError> {
-    let Some(value) = env.text("KB_URI") else {
-        return Ok(None);
-    };
-    value
-        .parse()
-        .map(Some)
-        .map_err(|reason: String| ConfigError::Invalid {
-            var: "KB_URI",
-            value,
-            expected: format!("s3://BUCKET/PREFIX ({reason})"),
-        })
-}
-
-/// The embeddings backend: `EMBEDDINGS_PROVIDER=bedrock`, or an OpenAI-compatible endpoint when
-/// `EMBEDDINGS_BASE_URL` is set (the key is checked either way); both need `EMBEDDINGS_MODEL`.
-fn embeddings(env: &Env<'_>) -> Result<Option<EmbeddingsSettings>, ConfigError> {
-    let embeddings_key = env.secret("EMBEDDINGS_API_KEY")?;
-    let base_url = env.url("EMBEDDINGS_BASE_URL")?;
-    let provider = match (env.text("EMBEDDINGS_PROVIDER"), base_url) {
-        (Some(value), _) if value.eq_ignore_ascii_case("bedrock") => EmbeddingsProvider::Bedrock {
-            dimensions: bedrock_dimensions(env)?,
-        },
-        (Some(value), Some(base_url)) if value.eq_ignore_ascii_case("openai") => {
-            EmbeddingsProvider::OpenAi { base_url }
-        }
-        (Some(value), _) => {
-            return Err(ConfigError::Invalid {
-                var: "EMBEDDINGS_PROVIDER",
-                value,
-                expected: "one of: openai (with EMBEDDINGS_BASE_URL), bedrock".into(),
-            })
-        }
-        (None, Some(base_url)) => EmbeddingsProvider::OpenAi { base_url },
-        (_, None) => return Ok(None),
-    };
-    let model = env
-        .text("EMBEDDINGS_MODEL")
-        .ok_or_else(|| ConfigError::Invalid {
-            var: "EMBEDDINGS_MODEL",
-            value: String::new(),
-            expected: format!(
-                "the embedding model's name with {} (e.g. {})",
-                match provider {
-                    EmbeddingsProvider::OpenAi { .. } => "EMBEDDINGS_BASE_URL",
-                    EmbeddingsProvider::Bedrock { .. } => "EMBEDDINGS_PROVIDER=bedrock",
-                },
-                match provider {
-                    EmbeddingsProvider::OpenAi { .. } => "text-embedding-3-small",
-                    EmbeddingsProvider::Bedrock { .. } => "amazon.titan-embed-text-v2:0",
-                }
-            ),
-        })?;
-    Ok(Some(EmbeddingsSettings {
-        provider,
-        model,
-        api_key: embeddings_key,
-    }))
-}
-
-/// `EMBEDDINGS_DIMENSIONS`: the sizes Titan Text Embeddings v2 can return.
-fn bedrock_dimensions(env: &Env<'_>) -> Result<u32, ConfigError> {
-    const DIMENSIONS: Num = Num::new(256, 1024, 1024, "dimensions: 256, 512 or 1024");
-    let n = env.count("EMBEDDINGS_DIMENSIONS", DIMENSIONS)?;
-    match n {
-        256 | 512 | 1024 => Ok(n),
-        _ => Err(ConfigError::OutOfRange {
-            var: "EMBEDDINGS_DIMENSIONS",
-            value: n.to_string(),
-            expected: "256, 512 or 1024".into(),
-        }),
-    }
 }
 
 impl Default for Settings {

@@ -4,6 +4,9 @@
 //!
 //! The classification happens once, here; each layer maps a [`Transport`] or a status to its
 //! own `thiserror` variant (and message) and never classifies `reqwest` errors itself.
+//! [`json_endpoint`] is the one JSON POST the web search, embeddings and rerank clients share.
+
+pub(crate) mod json_endpoint;
 
 use crate::secrets::Secret;
 use reqwest::header::{HeaderMap, RETRY_AFTER};

@@ -1,7 +1,8 @@
 //! Bundles through the public API: what `ingest` writes, that the content hash only follows
 //! the content, HTML sources, and that a failed ingest leaves nothing a reader could load.
-use bounded_rag::retrieval::bundle::{FORMAT_VERSION, MANIFEST};
-use bounded_rag::retrieval::{ingest_dir, KnowledgeBase, Manifest, RetrievalOptions};
+use bounded_rag::ingest::ingest_dir;
+use bounded_rag::search::format::{Manifest, FORMAT_VERSION, MANIFEST};
+use bounded_rag::search::{KnowledgeBase, RetrievalOptions};
 use std::fs;
 use std::path::Path;
 

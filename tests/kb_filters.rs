@@ -5,13 +5,13 @@
 mod support;
 
 use bounded_rag::config::Settings;
+use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
 use bounded_rag::entry::{http, App};
+use bounded_rag::ingest::{ingest, ingest_dir, IngestOptions};
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{RagGraph, RagLimits};
-use bounded_rag::retrieval::{
-    ingest, ingest_dir, Document, EmbeddingsClient, EmbeddingsConfig, Filter, IngestOptions,
-    KnowledgeBase, Manifest, RetrievalOptions,
-};
+use bounded_rag::search::format::Manifest;
+use bounded_rag::search::{Document, Filter, KnowledgeBase, RetrievalOptions};
 use bounded_rag::store::MemoryStore;
 use lambda_http::Body;
 use serde_json::{json, Value};

@@ -3,9 +3,9 @@
 //! library and the `bounded-rag` binary: formats and pages in the manifest, page-exact
 //! citations, every unreadable file named with its reason, `--strict`, `MAX_DOCUMENT_BYTES`,
 //! and bundles written before these fields still opening.
-use bounded_rag::retrieval::{
-    ingest_dir, DocKind, Format, KnowledgeBase, RetrievalOptions, SkipReason, SkippedFile,
-};
+use bounded_rag::ingest::ingest_dir;
+use bounded_rag::search::format::{Format, SkipReason, SkippedFile};
+use bounded_rag::search::{DocKind, KnowledgeBase, RetrievalOptions};
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -41,7 +41,7 @@ fn passages() -> RetrievalOptions {
     }
 }
 
-fn top(kb: &KnowledgeBase, query: &str) -> bounded_rag::retrieval::Document {
+fn top(kb: &KnowledgeBase, query: &str) -> bounded_rag::search::Document {
     let docs = kb.search(query, &passages()).unwrap();
     assert_eq!(docs[0].kind, DocKind::Episode);
     docs.into_iter().next().unwrap_or_else(|| panic!("{query}"))

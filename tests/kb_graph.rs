@@ -1,7 +1,8 @@
 //! Graph neighbourhood on the embedded sample: a query naming an entity brings in its one-hop
 //! relations (and, with community retrieval, its communities); the kind toggles and the limit
 //! hold; a query matching no entity is plain BM25; an ingested bundle expands the same way.
-use bounded_rag::retrieval::{ingest_dir, DocKind, Document, KnowledgeBase, RetrievalOptions};
+use bounded_rag::ingest::ingest_dir;
+use bounded_rag::search::{DocKind, Document, KnowledgeBase, RetrievalOptions};
 use std::collections::HashSet;
 use std::path::Path;
 

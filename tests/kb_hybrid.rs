@@ -4,12 +4,13 @@
 //! as a counted and retried model call.
 mod support;
 
+use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
+use bounded_rag::ingest::{ingest, IngestOptions};
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest, RunResponse, Workflow};
-use bounded_rag::retrieval::{
-    check_compatible, ingest, DocKind, EmbeddingsClient, EmbeddingsConfig, IngestOptions,
-    KnowledgeBase, RetrievalError, RetrievalMode, RetrievalOptions,
+use bounded_rag::search::{
+    check_compatible, DocKind, KnowledgeBase, RetrievalError, RetrievalMode, RetrievalOptions,
 };
 use bounded_rag::store::MemoryStore;
 use std::fs;
@@ -168,7 +169,7 @@ async fn hybrid_ranking_fuses_the_bm25_and_vector_lists() {
         limit: 5,
         ..RetrievalOptions::default()
     };
-    let url = |d: &bounded_rag::retrieval::Document| d.url.clone();
+    let url = |d: &bounded_rag::search::Document| d.url.clone();
 
     let bm25: Vec<String> = kb
         .search(BARK_QUESTION, &options)

@@ -3,12 +3,13 @@
 //! visibly), and `metadata.retrieval` naming `bm25+rerank` / `hybrid+rerank`.
 mod support;
 
+use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
+use bounded_rag::ingest::{ingest, IngestOptions};
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest, RunResponse, Workflow};
-use bounded_rag::retrieval::{
-    ingest, EmbeddingsClient, EmbeddingsConfig, IngestOptions, KnowledgeBase, RerankClient,
-    RerankConfig, RetrievalMode, RetrievalOptions,
+use bounded_rag::search::{
+    KnowledgeBase, RerankClient, RerankConfig, RetrievalMode, RetrievalOptions,
 };
 use bounded_rag::secrets::Secret;
 use bounded_rag::store::MemoryStore;

@@ -4,13 +4,13 @@
 mod support;
 
 use async_trait::async_trait;
+use bounded_rag::aws::S3Location;
 use bounded_rag::engine::{Budget, Clock, SystemClock};
+use bounded_rag::ingest::ingest_dir;
 use bounded_rag::llm::{ChatModel, ChatRequest, Completion, LlmError, OfflineModel, Task};
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunResponse, Workflow};
-use bounded_rag::retrieval::s3::{self, BundleStore, S3Location};
-use bounded_rag::retrieval::{
-    ingest_dir, LiveKnowledge, LoadOptions, RefreshOutcome, RetrievalMode, Retriever,
-};
+use bounded_rag::search::s3::{self, BundleStore};
+use bounded_rag::search::{LiveKnowledge, LoadOptions, RefreshOutcome, RetrievalMode, Retriever};
 use bounded_rag::store::MemoryStore;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -73,7 +73,7 @@ fn options() -> LoadOptions {
 }
 
 fn version_of(dir: &Path) -> String {
-    bounded_rag::retrieval::KnowledgeBase::load(dir)
+    bounded_rag::search::KnowledgeBase::load(dir)
         .unwrap()
         .version()
         .to_owned()

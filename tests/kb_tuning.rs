@@ -4,13 +4,13 @@
 //! used by a hybrid run, and a timeout that names the setting to raise.
 mod support;
 
+use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
+use bounded_rag::ingest::{ingest, IngestOptions};
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest, Workflow};
-use bounded_rag::retrieval::{
-    ingest, EmbeddingsClient, EmbeddingsConfig, IngestOptions, KnowledgeBase, Manifest,
-    RetrievalError, RetrievalMode,
-};
+use bounded_rag::search::format::Manifest;
+use bounded_rag::search::{KnowledgeBase, RetrievalError, RetrievalMode};
 use bounded_rag::store::MemoryStore;
 use std::collections::HashSet;
 use std::fs;

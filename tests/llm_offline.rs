@@ -5,7 +5,7 @@ use bounded_rag::llm::{
     ask, extractive_answer, BinaryScore, ChatModel, ChatRequest, DataSource, Generated, Message,
     OfflineModel, Refined, Role, RouteDecision, Task, TaskInputs, NO_KNOWLEDGE_ANSWER,
 };
-use bounded_rag::retrieval::{DocKind, Document};
+use bounded_rag::search::{DocKind, Document};
 use serde::de::DeserializeOwned;
 use std::time::Duration;
 

@@ -1,9 +1,8 @@
 //! The knowledge base through the public API: the embedded sample, kind toggles, limits,
 //! loading user folders, ingest, and the errors a user sees.
 use bounded_rag::error::{Classify, ErrorClass};
-use bounded_rag::retrieval::{
-    ingest_dir, DocKind, KnowledgeBase, RetrievalError, RetrievalOptions, Retriever,
-};
+use bounded_rag::ingest::ingest_dir;
+use bounded_rag::search::{DocKind, KnowledgeBase, RetrievalError, RetrievalOptions, Retriever};
 use std::fs;
 use std::path::Path;
 

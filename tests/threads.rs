@@ -9,7 +9,7 @@ use bounded_rag::engine::SystemClock;
 use bounded_rag::entry::{http, App};
 use bounded_rag::llm::{ChatModel, ChatRequest, Completion, LlmError, OfflineModel, Task};
 use bounded_rag::rag::{Caller, RagGraph, RagLimits, RunRequest};
-use bounded_rag::retrieval::KnowledgeBase;
+use bounded_rag::search::KnowledgeBase;
 use bounded_rag::store::{CheckpointStore, MemoryStore};
 use serde_json::Value;
 use sha2::Digest;

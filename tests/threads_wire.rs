@@ -11,7 +11,7 @@ use bounded_rag::engine::SystemClock;
 use bounded_rag::entry::{http, App};
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Caller, RagGraph, RagLimits};
-use bounded_rag::retrieval::KnowledgeBase;
+use bounded_rag::search::KnowledgeBase;
 use bounded_rag::store::{DynamoStore, MemoryStore};
 use serde_json::{json, Value};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 mod support;
 
 use bounded_rag::error::{Classify, ErrorClass};
-use bounded_rag::retrieval::{DocKind, RetrievalError, TavilyClient, TavilyConfig, WebSearch};
+use bounded_rag::search::{DocKind, RetrievalError, TavilyClient, TavilyConfig, WebSearch};
 use bounded_rag::secrets::Secret;
 use serde_json::json;
 use std::time::Duration;

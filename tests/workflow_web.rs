@@ -6,7 +6,7 @@ mod support;
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunResponse, RunStatus, Workflow};
-use bounded_rag::retrieval::{KnowledgeBase, TavilyClient, TavilyConfig};
+use bounded_rag::search::{KnowledgeBase, TavilyClient, TavilyConfig};
 use bounded_rag::store::MemoryStore;
 use std::sync::Arc;
 use std::time::Duration;

@@ -16,11 +16,10 @@ mod runtime_server;
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
-use bounded_rag::retrieval::s3::{self, BundleStore};
-use bounded_rag::retrieval::{
-    ingest, EmbeddingsClient, EmbeddingsConfig, IngestOptions, KnowledgeBase, LiveKnowledge,
-    LoadOptions, RetrievalOptions,
-};
+use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
+use bounded_rag::ingest::{ingest, IngestOptions};
+use bounded_rag::search::s3::{self, BundleStore};
+use bounded_rag::search::{KnowledgeBase, LiveKnowledge, LoadOptions, RetrievalOptions};
 use corpus::Words;
 use rand::rngs::StdRng;
 use rand::SeedableRng;

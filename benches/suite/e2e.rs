@@ -10,7 +10,7 @@ use bounded_rag::entry::{sqs, App};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
 use bounded_rag::queue::WorkMessage;
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunStatus, Workflow};
-use bounded_rag::retrieval::KnowledgeBase;
+use bounded_rag::search::KnowledgeBase;
 use bounded_rag::store::MemoryStore;
 use serde_json::json;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Typed, validated readers over a variable lookup: trimmed text, keys, numbers within a
 //! range (with their default), URLs, and names checked against a pattern.
 
-use super::ConfigError;
+use super::error::ConfigError;
 use crate::secrets::Secret;
 use reqwest::Url;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! answer at once (see `rag::speculation`), and the request field that turns it off.
 
 use super::env::Env;
-use super::ConfigError;
+use super::error::ConfigError;
 use serde::{Deserialize, Serialize};
 
 /// Speculation on or off (`SPECULATION`, request field `speculation`).

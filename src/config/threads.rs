@@ -2,7 +2,8 @@
 //! (`THREAD_HISTORY_TURNS`, `THREAD_HISTORY_TOKENS`) and how long an idle thread is kept
 //! (`THREAD_TTL_SECONDS`).
 
-use super::{ConfigError, Env, Num};
+use super::env::{Env, Num};
+use super::error::ConfigError;
 use std::time::Duration;
 
 const HISTORY_TURNS: Num = Num::new(1, 50, 6, "turns");

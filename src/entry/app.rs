@@ -7,17 +7,17 @@ use super::http::limits::HttpLimits;
 use super::runs::Runs;
 use crate::aws;
 use crate::config::{EmbeddingsProvider, LlmProvider, Settings};
+use crate::embed::{BedrockEmbeddings, Embedder, EmbeddingsClient, EmbeddingsConfig};
 use crate::engine::{Budget, Clock, SystemClock};
 use crate::llm::{
     BedrockConfig, BedrockModel, CachingModel, ChatModel, OfflineModel, OpenAiConfig, OpenAiModel,
 };
 use crate::queue::{SqsQueue, WorkQueue};
 use crate::rag::{RagGraph, RagLimits, Workflow};
-use crate::retrieval::s3::{self, BundleStore};
-use crate::retrieval::{
-    BedrockEmbeddings, Embedder, EmbeddingsClient, EmbeddingsConfig, KnowledgeBase, LiveKnowledge,
-    LoadOptions, RerankClient, RerankConfig, Reranker, Retriever, TavilyClient, TavilyConfig,
-    WebSearch,
+use crate::search::s3::{self, BundleStore};
+use crate::search::{
+    KnowledgeBase, LiveKnowledge, LoadOptions, RerankClient, RerankConfig, Reranker, Retriever,
+    TavilyClient, TavilyConfig, WebSearch,
 };
 use crate::secrets::{SecretBundle, SecretsProvider};
 use crate::store::{CacheStore, CheckpointStore, DynamoStore, FileStore};
@@ -34,7 +34,7 @@ pub enum StartupError {
         "knowledge base: {0}; check KB_PATH (a folder of documents, or the output of \
          `bounded-rag ingest`), or unset it for the bundled sample"
     )]
-    Kb(#[from] crate::retrieval::RetrievalError),
+    Kb(#[from] crate::search::RetrievalError),
     /// The knowledge base published at `KB_URI` could not be loaded.
     #[error(
         "knowledge base: cannot load KB_URI={uri}: {source}; check the AWS credentials, the region and \
@@ -45,7 +45,7 @@ pub enum StartupError {
         /// `KB_URI` as set.
         uri: String,
         /// What failed, naming the `s3://bucket/key` tried.
-        source: crate::retrieval::RetrievalError,
+        source: crate::search::RetrievalError,
     },
     /// A model client could not be built.
     #[error("model client: {0}; check LLM_PROVIDER, LLM_BASE_URL and LLM_MODEL")]
@@ -279,7 +279,9 @@ pub(crate) async fn load_secrets(settings: &Settings) -> Result<SecretBundle, St
     read_secrets(settings, Some(&crate::tls::aws_sdk_config().await)).await
 }
 
-/// The knowledge base: `KB_URI` (S3, refreshed), else `KB_PATH`, else the bundled sample.
+/// The knowledge base: `KB_URI` (S3, refreshed), else `KB_PATH`, else the bundled sample. Search
+/// opens an S3 or `KB_PATH` bundle; ingest reads a `KB_PATH` folder of sources or the compiled-in
+/// sample and indexes it in memory (`KnowledgeBase::load` / `embedded`), then search opens that.
 async fn build_kb(
     settings: &Settings,
     aws: Option<&aws_config::SdkConfig>,
@@ -315,7 +317,7 @@ async fn build_kb(
         Some((provider, dimensions)) => (Some(provider.as_str()), *dimensions),
         None => (None, None),
     };
-    crate::retrieval::check_embedding(&kb, provider, model.as_deref(), dimensions)?;
+    crate::search::check_embedding(&kb, provider, model.as_deref(), dimensions)?;
     Ok(Arc::new(kb))
 }
 
@@ -353,7 +355,7 @@ pub(crate) async fn build_embedder(
                 None => crate::tls::aws_sdk_config().await,
             };
             let client = BedrockEmbeddings::new(&sdk, &e.model, *dimensions)
-                .map_err(crate::retrieval::RetrievalError::from)?;
+                .map_err(crate::search::RetrievalError::from)?;
             return Ok(Some(Arc::new(client)));
         }
     };
@@ -365,7 +367,7 @@ pub(crate) async fn build_embedder(
             .clone()
             .or_else(|| secrets.embeddings_api_key.clone()),
     })
-    .map_err(crate::retrieval::RetrievalError::from)?;
+    .map_err(crate::search::RetrievalError::from)?;
     Ok(Some(Arc::new(client)))
 }
 
@@ -382,7 +384,7 @@ fn build_reranker(
         model: r.model.clone(),
         api_key: r.api_key.clone().or_else(|| secrets.rerank_api_key.clone()),
     })
-    .map_err(crate::retrieval::RetrievalError::from)?;
+    .map_err(crate::search::RetrievalError::from)?;
     Ok(Some(Arc::new(client)))
 }
 

@@ -80,7 +80,7 @@ pub enum Command {
 pub async fn run(cli: Cli) -> ExitCode {
     // Every CLI command reads PDF, Word and CSV sources (a KB_PATH folder, eval, ingest); the
     // Lambda functions never get here, so the parsers stay out of their bootstraps.
-    crate::retrieval::enable_parsers();
+    crate::ingest::enable_parsers();
     match cli.command {
         Command::Ingest {
             source,
@@ -200,7 +200,7 @@ const NO_QUESTION: &str =
 mod tests {
     use super::*;
     use crate::rag::RunRequest;
-    use crate::retrieval::Filter;
+    use crate::search::Filter;
 
     fn ask(args: &[&str]) -> Result<RunRequest, String> {
         let cli = Cli::try_parse_from(["bounded-rag", "ask", "q"].iter().chain(args))

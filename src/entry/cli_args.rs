@@ -2,7 +2,7 @@
 //! that `ask` and `eval` share.
 
 use crate::rag::{Mode, RunRequest};
-use crate::retrieval::Filter;
+use crate::search::Filter;
 use clap::{Args, ValueEnum};
 
 /// Checking preset.

@@ -2,9 +2,12 @@
 //! progress bar on a terminal) and shipping it to S3.
 
 use super::app::{build_embedder, load_secrets};
+use crate::aws::S3Location;
 use crate::config::Settings;
-use crate::retrieval::s3::{self, BundleStore, Published, S3Location};
-use crate::retrieval::{ingest, Format, IngestOptions, Progress, RetrievalError};
+use crate::ingest::{ingest, IngestOptions, Progress};
+use crate::search::format::{Format, Published};
+use crate::search::s3::{self, BundleStore};
+use crate::search::RetrievalError;
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};

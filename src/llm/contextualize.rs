@@ -13,7 +13,7 @@
 //! - anything else (a new subject, or one already named) is kept as asked.
 
 use super::lexical::{content_words, stem, words};
-use crate::retrieval::Document;
+use crate::search::Document;
 
 /// Words that point back at the conversation's subject.
 const REFERRING: &[&str] = &[
@@ -149,7 +149,7 @@ fn replace_reference(question: &str, subject: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retrieval::DocKind;
+    use crate::search::DocKind;
 
     fn turn(question: &str) -> Document {
         Document {

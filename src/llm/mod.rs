@@ -26,7 +26,7 @@ pub use task::{
     Answer, BinaryScore, Contextualized, DataSource, Generated, Refined, RouteDecision, Task,
 };
 
-use crate::retrieval::Document;
+use crate::search::Document;
 use async_trait::async_trait;
 use std::time::Duration;
 

@@ -22,7 +22,7 @@
 
 use super::lexical::{content_words, sentences, shorten, stem, stems, strip_markers, words};
 use super::{ChatModel, ChatRequest, Completion, DataSource, LlmError, Task};
-use crate::retrieval::Document;
+use crate::search::Document;
 use async_trait::async_trait;
 use serde_json::json;
 use std::collections::HashSet;
@@ -237,7 +237,7 @@ fn yes_no(yes: bool) -> &'static str {
 mod tests {
     use super::*;
     use crate::llm::{ask, BinaryScore, Generated, Refined, RouteDecision, TaskInputs};
-    use crate::retrieval::DocKind;
+    use crate::search::DocKind;
     use std::time::Duration;
 
     const PATCH_CANKER: &str = "Patch canker is the most destructive disease of durian (Durio \

@@ -2,7 +2,7 @@
 
 use crate::error::{Classify, ErrorClass};
 use crate::llm::LlmError;
-use crate::retrieval::RetrievalError;
+use crate::search::RetrievalError;
 use std::time::Duration;
 
 /// A failed workflow step.

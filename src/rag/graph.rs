@@ -3,11 +3,12 @@
 use super::speculation::{self, RagMerge};
 use super::{nodes, prompts, BestEffortReason, Events, Outcome, RagError, RagNode, RagState};
 use crate::config::Speculation;
+use crate::embed::Embedder;
 use crate::engine::{
     estimate_tokens, BranchOutput, Graph, Limit, RetryPolicy, StepCtx, StepOutput, Transition,
 };
 use crate::llm::{ChatModel, Task};
-use crate::retrieval::{Document, Embedder, Reranker, RetrievalMode, Retriever, WebSearch};
+use crate::search::{Document, Reranker, RetrievalMode, Retriever, WebSearch};
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;

@@ -9,7 +9,7 @@ use crate::llm::{
     ask_metered, AnswerDeltas, BinaryScore, ChatRequest, DataSource, Generated, Refined,
     RouteDecision, Task, TaskInputs,
 };
-use crate::retrieval::{Document, RetrievalError, RetrievalMode};
+use crate::search::{Document, RetrievalError, RetrievalMode};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,7 +1,7 @@
 //! Prompt text for each task. The question is always passed verbatim.
 
 use crate::llm::{Message, Role, Task};
-use crate::retrieval::Document;
+use crate::search::Document;
 use std::fmt::Write;
 
 /// Renders the system and user messages of `task`.

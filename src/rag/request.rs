@@ -1,7 +1,7 @@
 //! The run request (the body of `POST /workflow/run`), validated into typed options.
 
 use super::integral;
-use crate::retrieval::{Filter, RetrievalOptions};
+use crate::search::{Filter, RetrievalOptions};
 use serde::{Deserialize, Serialize};
 
 /// Longest accepted question, in characters.

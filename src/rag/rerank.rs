@@ -11,7 +11,7 @@
 use super::RagGraph;
 use crate::engine::estimate_tokens;
 use crate::engine::{StepCtx, Usage};
-use crate::retrieval::{Document, RetrievalError};
+use crate::search::{Document, RetrievalError};
 
 /// Candidates retrieved for the reranker to choose from (when the request asks for fewer).
 pub(crate) const RERANK_CANDIDATES: usize = 20;

@@ -3,7 +3,7 @@
 use super::{Citation, LimitHit, Outcome, RagNode, RagState, SpeculationStats};
 use crate::engine::{Checkpoint, FailedAt, NodeFailure, Phase, StepRecord, Usage};
 use crate::llm::DataSource;
-use crate::retrieval::RetrievalMode;
+use crate::search::RetrievalMode;
 use crate::store::ListedStatus;
 use serde::{Deserialize, Serialize};
 

@@ -4,7 +4,7 @@ use super::speculation::Speculating;
 use super::{Caller, RunRequest};
 use crate::engine::Limit;
 use crate::llm::DataSource;
-use crate::retrieval::{Document, RetrievalMode};
+use crate::search::{Document, RetrievalMode};
 use serde::{Deserialize, Serialize};
 
 /// A source the answer cites.

@@ -5,7 +5,7 @@
 //! condition, so no request field can widen it. An anonymous caller has no id: with a tenant
 //! key set it sees no knowledge-base documents at all.
 use super::Caller;
-use crate::retrieval::Filter;
+use crate::search::Filter;
 use serde_json::Value;
 
 /// The caller's id as documents name it; `None` for an anonymous caller.

@@ -7,7 +7,7 @@ use bounded_rag::engine::{Clock, FakeClock, RetryPolicy, SystemClock};
 use bounded_rag::entry::App;
 use bounded_rag::llm::{ChatModel, ChatRequest, Completion, LlmError, OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{RagGraph, RagLimits};
-use bounded_rag::retrieval::KnowledgeBase;
+use bounded_rag::search::KnowledgeBase;
 use bounded_rag::store::{CheckpointStore, MemoryStore};
 use std::sync::Arc;
 use std::time::Duration;

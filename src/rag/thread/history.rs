@@ -7,7 +7,7 @@
 use super::{PastTurn, TurnRecord};
 use crate::engine::estimate_tokens;
 use crate::rag::RagState;
-use crate::retrieval::{DocKind, Document};
+use crate::search::{DocKind, Document};
 use std::fmt::Write;
 
 /// The turns of `recent` (oldest first) a prompt sees, oldest first.

@@ -1,0 +1,334 @@
+//! The knowledge settings and every knowledge default: where the knowledge base comes from
+//! (`KB_URI`, `KB_REFRESH_SECONDS`, `KB_MAX_PASSAGES_PER_DOCUMENT`), the embeddings backend
+//! (`EMBEDDINGS_PROVIDER`, `EMBEDDINGS_BASE_URL`, `EMBEDDINGS_MODEL`, ...), how ingest talks to
+//! it (`EMBEDDINGS_BATCH_SIZE`, `EMBEDDINGS_TIMEOUT_MS`, `EMBEDDINGS_CONCURRENCY`, the query and
+//! passage prefixes), the optional rerank stage (`RERANK_*`) and per-caller tenant pinning
+//! (`KB_TENANT_KEY`). Kept apart from the other groups so each reads on its own.
+//!
+//! The `DEFAULT_*` values are also what the knowledge rooms (`search`, `ingest`) apply when
+//! they are built without settings (tests, benches): the rooms take values, config holds the
+//! defaults.
+
+use super::env::{Env, Num};
+use super::error::ConfigError;
+use crate::aws::S3Location;
+use crate::engine::RetryPolicy;
+use crate::secrets::Secret;
+use reqwest::Url;
+use std::time::Duration;
+
+/// `KB_REFRESH_SECONDS` when unset, and the knowledge loader's own default.
+pub(crate) const DEFAULT_KB_REFRESH: Duration = Duration::from_secs(300);
+/// `KB_MAX_PASSAGES_PER_DOCUMENT` when unset, and the knowledge base's own default.
+pub(crate) const DEFAULT_MAX_PASSAGES_PER_DOCUMENT: usize = 2;
+/// Bundles of at most this many bytes are loaded from S3 into memory; larger ones to disk.
+pub(crate) const DEFAULT_KB_MEMORY_LIMIT: u64 = 256 * 1024 * 1024;
+/// Folder (under the temporary folder, Lambda's `/tmp`) of bundles too large for memory.
+pub(crate) const DEFAULT_KB_CACHE_DIR: &str = "bounded-rag-kb";
+/// `MAX_DOCUMENT_BYTES` when unset: 50 MB, as Bedrock Knowledge Bases.
+pub(crate) const DEFAULT_MAX_DOCUMENT_BYTES: u64 = 50 * 1024 * 1024;
+/// Retries of an ingest's embeddings batch after a transient failure (then the ingest stops,
+/// resumable).
+pub(crate) const DEFAULT_INGEST_RETRY: RetryPolicy = RetryPolicy {
+    max_retries: 4,
+    base_delay: Duration::from_millis(500),
+    max_delay: Duration::from_secs(10),
+};
+
+const KB_REFRESH: Num = Num::new(
+    0,
+    86_400,
+    DEFAULT_KB_REFRESH.as_secs(),
+    "seconds (0 = never)",
+);
+const KB_MAX_PER_DOCUMENT: Num = Num::new(
+    0,
+    100,
+    DEFAULT_MAX_PASSAGES_PER_DOCUMENT as u64,
+    "passages (0 = no cap)",
+);
+
+const EMBEDDINGS_BATCH_SIZE: Num = Num::new(1, 2048, 64, "passages per call");
+const EMBEDDINGS_TIMEOUT: Num = Num::new(1_000, 3_600_000, 60_000, "milliseconds");
+const EMBEDDINGS_CONCURRENCY: Num = Num::new(1, 32, 1, "calls in flight");
+/// Longest accepted instruction prefix, in characters.
+const MAX_PREFIX_CHARS: usize = 200;
+
+/// How ingest sends passages to the embeddings server, and the instructions models such as E5
+/// or BGE expect before queries and passages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddingsTuning {
+    /// `EMBEDDINGS_BATCH_SIZE`: passages per embeddings call at ingest (1..=2048, default 64).
+    pub batch_size: usize,
+    /// `EMBEDDINGS_TIMEOUT_MS`: timeout of one embeddings call at ingest (default 60 s).
+    pub timeout: Duration,
+    /// `EMBEDDINGS_CONCURRENCY`: batches in flight at once at ingest (1..=32, default 1).
+    pub concurrency: usize,
+    /// `EMBEDDINGS_QUERY_PREFIX`: put before every query (e.g. `query: `); recorded in the
+    /// bundle, whose recorded prefix wins at query time.
+    pub query_prefix: String,
+    /// `EMBEDDINGS_PASSAGE_PREFIX`: put before every passage at ingest (e.g. `passage: `).
+    pub passage_prefix: String,
+}
+
+impl Default for EmbeddingsTuning {
+    fn default() -> Self {
+        embeddings_tuning(&Env(&|_| None)).expect("the defaults are valid")
+    }
+}
+
+/// A Cohere/Jina/TEI-compatible rerank endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RerankSettings {
+    /// `RERANK_BASE_URL`: the client posts to `{base_url}/rerank`.
+    pub base_url: Url,
+    /// `RERANK_MODEL`: sent as `model` (optional: TEI serves one model and ignores it).
+    pub model: Option<String>,
+    /// `RERANK_API_KEY`; may also come later from the `SECRETS_ID` secret.
+    pub api_key: Option<Secret>,
+}
+
+pub(super) fn embeddings_tuning(env: &Env) -> Result<EmbeddingsTuning, ConfigError> {
+    Ok(EmbeddingsTuning {
+        batch_size: env.count("EMBEDDINGS_BATCH_SIZE", EMBEDDINGS_BATCH_SIZE)? as usize,
+        timeout: env.millis("EMBEDDINGS_TIMEOUT_MS", EMBEDDINGS_TIMEOUT)?,
+        concurrency: env.count("EMBEDDINGS_CONCURRENCY", EMBEDDINGS_CONCURRENCY)? as usize,
+        query_prefix: prefix(env, "EMBEDDINGS_QUERY_PREFIX")?,
+        passage_prefix: prefix(env, "EMBEDDINGS_PASSAGE_PREFIX")?,
+    })
+}
+
+/// A prefix is taken as given, untrimmed: `query: ` ends with the space the model expects.
+fn prefix(env: &Env, var: &'static str) -> Result<String, ConfigError> {
+    let value = (env.0)(var).unwrap_or_default();
+    if value.chars().count() > MAX_PREFIX_CHARS || value.chars().any(char::is_control) {
+        return Err(ConfigError::Invalid {
+            var,
+            value,
+            expected: format!(
+                "an instruction of at most {MAX_PREFIX_CHARS} characters without control \
+                 characters, e.g. `query: `"
+            ),
+        });
+    }
+    Ok(value)
+}
+
+pub(super) fn rerank(env: &Env) -> Result<Option<RerankSettings>, ConfigError> {
+    let api_key = env.secret("RERANK_API_KEY")?;
+    Ok(env.url("RERANK_BASE_URL")?.map(|base_url| RerankSettings {
+        base_url,
+        model: env.text("RERANK_MODEL"),
+        api_key,
+    }))
+}
+
+pub(super) fn tenant_key(env: &Env) -> Result<Option<String>, ConfigError> {
+    env.checked(
+        "KB_TENANT_KEY",
+        "a metadata key of 1..=64 of A-Z a-z 0-9 _ - .",
+        |v| {
+            v.len() <= 64
+                && v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+        },
+    )
+}
+
+/// Which embeddings backend turns texts into vectors (`EMBEDDINGS_PROVIDER`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum EmbeddingsProvider {
+    /// An OpenAI-compatible server: `POST {base_url}/embeddings` (`EMBEDDINGS_BASE_URL`).
+    OpenAi {
+        /// `EMBEDDINGS_BASE_URL`.
+        base_url: Url,
+    },
+    /// Amazon Bedrock `InvokeModel` (Titan Text Embeddings v2), credentials from the AWS
+    /// environment.
+    Bedrock {
+        /// `EMBEDDINGS_DIMENSIONS`: 256, 512 or 1024 (default 1024).
+        dimensions: u32,
+    },
+}
+
+impl EmbeddingsProvider {
+    /// The value as written in `EMBEDDINGS_PROVIDER`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EmbeddingsProvider::OpenAi { .. } => "openai",
+            EmbeddingsProvider::Bedrock { .. } => "bedrock",
+        }
+    }
+}
+
+/// Embeddings settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddingsSettings {
+    /// `EMBEDDINGS_PROVIDER` (`openai`, the default, or `bedrock`) and what it needs.
+    pub provider: EmbeddingsProvider,
+    /// `EMBEDDINGS_MODEL` (required with a base URL or `EMBEDDINGS_PROVIDER=bedrock`).
+    pub model: String,
+    /// `EMBEDDINGS_API_KEY`; may also come later from the `SECRETS_ID` secret.
+    pub api_key: Option<Secret>,
+}
+
+/// `KB_URI`: a bundle published to S3.
+pub(super) fn kb_uri(env: &Env<'_>) -> Result<Option<S3Location>, ConfigError> {
+    let Some(value) = env.text("KB_URI") else {
+        return Ok(None);
+    };
+    value
+        .parse()
+        .map(Some)
+        .map_err(|reason: String| ConfigError::Invalid {
+            var: "KB_URI",
+            value,
+            expected: format!("s3://BUCKET/PREFIX ({reason})"),
+        })
+}
+
+/// The embeddings backend: `EMBEDDINGS_PROVIDER=bedrock`, or an OpenAI-compatible endpoint when
+/// `EMBEDDINGS_BASE_URL` is set (the key is checked either way); both need `EMBEDDINGS_MODEL`.
+pub(super) fn embeddings(env: &Env<'_>) -> Result<Option<EmbeddingsSettings>, ConfigError> {
+    let embeddings_key = env.secret("EMBEDDINGS_API_KEY")?;
+    let base_url = env.url("EMBEDDINGS_BASE_URL")?;
+    let provider = match (env.text("EMBEDDINGS_PROVIDER"), base_url) {
+        (Some(value), _) if value.eq_ignore_ascii_case("bedrock") => EmbeddingsProvider::Bedrock {
+            dimensions: bedrock_dimensions(env)?,
+        },
+        (Some(value), Some(base_url)) if value.eq_ignore_ascii_case("openai") => {
+            EmbeddingsProvider::OpenAi { base_url }
+        }
+        (Some(value), _) => {
+            return Err(ConfigError::Invalid {
+                var: "EMBEDDINGS_PROVIDER",
+                value,
+                expected: "one of: openai (with EMBEDDINGS_BASE_URL), bedrock".into(),
+            })
+        }
+        (None, Some(base_url)) => EmbeddingsProvider::OpenAi { base_url },
+        (_, None) => return Ok(None),
+    };
+    let model = env
+        .text("EMBEDDINGS_MODEL")
+        .ok_or_else(|| ConfigError::Invalid {
+            var: "EMBEDDINGS_MODEL",
+            value: String::new(),
+            expected: format!(
+                "the embedding model's name with {} (e.g. {})",
+                match provider {
+                    EmbeddingsProvider::OpenAi { .. } => "EMBEDDINGS_BASE_URL",
+                    EmbeddingsProvider::Bedrock { .. } => "EMBEDDINGS_PROVIDER=bedrock",
+                },
+                match provider {
+                    EmbeddingsProvider::OpenAi { .. } => "text-embedding-3-small",
+                    EmbeddingsProvider::Bedrock { .. } => "amazon.titan-embed-text-v2:0",
+                }
+            ),
+        })?;
+    Ok(Some(EmbeddingsSettings {
+        provider,
+        model,
+        api_key: embeddings_key,
+    }))
+}
+
+/// `EMBEDDINGS_DIMENSIONS`: the sizes Titan Text Embeddings v2 can return.
+fn bedrock_dimensions(env: &Env<'_>) -> Result<u32, ConfigError> {
+    const DIMENSIONS: Num = Num::new(256, 1024, 1024, "dimensions: 256, 512 or 1024");
+    let n = env.count("EMBEDDINGS_DIMENSIONS", DIMENSIONS)?;
+    match n {
+        256 | 512 | 1024 => Ok(n),
+        _ => Err(ConfigError::OutOfRange {
+            var: "EMBEDDINGS_DIMENSIONS",
+            value: n.to_string(),
+            expected: "256, 512 or 1024".into(),
+        }),
+    }
+}
+
+/// `KB_REFRESH_SECONDS`; `None` when 0 (never).
+pub(super) fn kb_refresh(env: &Env<'_>) -> Result<Option<Duration>, ConfigError> {
+    Ok(Some(env.seconds("KB_REFRESH_SECONDS", KB_REFRESH)?).filter(|d| !d.is_zero()))
+}
+
+/// `KB_MAX_PASSAGES_PER_DOCUMENT` (0 = no cap).
+pub(super) fn max_passages_per_document(env: &Env<'_>) -> Result<usize, ConfigError> {
+    Ok(env.count("KB_MAX_PASSAGES_PER_DOCUMENT", KB_MAX_PER_DOCUMENT)? as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn with<T>(vars: &[(&str, &str)], read: impl Fn(&Env) -> T) -> T {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let lookup = move |name: &str| map.get(name).cloned();
+        read(&Env(&lookup))
+    }
+
+    fn read(vars: &[(&str, &str)]) -> Result<EmbeddingsTuning, ConfigError> {
+        with(vars, embeddings_tuning)
+    }
+
+    #[test]
+    fn rerank_and_tenant_settings_are_checked() {
+        assert_eq!(with(&[], rerank).unwrap(), None);
+        let r = with(
+            &[
+                ("RERANK_BASE_URL", "http://127.0.0.1:8080"),
+                ("RERANK_API_KEY", "rk-1"),
+            ],
+            rerank,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (r.base_url.as_str(), r.model),
+            ("http://127.0.0.1:8080/", None)
+        );
+        assert!(r.api_key.is_some());
+        let err = with(&[("RERANK_BASE_URL", "ftp://x")], rerank).unwrap_err();
+        assert_eq!(err.var(), "RERANK_BASE_URL");
+        assert_eq!(
+            with(&[("KB_TENANT_KEY", "tenant")], tenant_key).unwrap(),
+            Some("tenant".into())
+        );
+        let err = with(&[("KB_TENANT_KEY", "a b")], tenant_key).unwrap_err();
+        assert_eq!(err.var(), "KB_TENANT_KEY");
+    }
+
+    #[test]
+    fn defaults_and_errors_name_the_variable() {
+        let d = read(&[]).unwrap();
+        assert_eq!((d.batch_size, d.concurrency), (64, 1));
+        assert_eq!(d.timeout, Duration::from_secs(60));
+        assert_eq!(
+            (d.query_prefix.as_str(), d.passage_prefix.as_str()),
+            ("", "")
+        );
+        let t = read(&[
+            ("EMBEDDINGS_BATCH_SIZE", "3"),
+            ("EMBEDDINGS_CONCURRENCY", "4"),
+            ("EMBEDDINGS_TIMEOUT_MS", "120000"),
+            ("EMBEDDINGS_QUERY_PREFIX", "query: "),
+        ])
+        .unwrap();
+        assert_eq!((t.batch_size, t.concurrency), (3, 4));
+        assert_eq!(t.timeout, Duration::from_secs(120));
+        assert_eq!(t.query_prefix, "query: ", "kept untrimmed");
+        for (var, value) in [
+            ("EMBEDDINGS_BATCH_SIZE", "0"),
+            ("EMBEDDINGS_CONCURRENCY", "33"),
+            ("EMBEDDINGS_TIMEOUT_MS", "fast"),
+            ("EMBEDDINGS_PASSAGE_PREFIX", "a\nb"),
+        ] {
+            let err = read(&[(var, value)]).unwrap_err();
+            assert_eq!(err.var(), var, "{err}");
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! How an ingest runs: its options (the embedder, batches, retries, prefixes, `--strict`) and
+//! where its progress goes.
+use crate::config::{EmbeddingsTuning, DEFAULT_INGEST_RETRY};
+use crate::embed::Embedder;
+use crate::engine::RetryPolicy;
+use std::time::Duration;
+
+/// Reports the progress of an ingest (the CLI draws a bar on a terminal).
+pub trait Progress: Send + Sync {
+    /// A stage starts (`embedding`, `indexing`) with `total` units of work.
+    fn stage(&self, _name: &'static str, _total: u64) {}
+    /// `n` more units of the current stage are done.
+    fn advance(&self, _n: u64) {}
+    /// `n` units of the current stage were done by an earlier, interrupted run: done, but not
+    /// part of this run's rate.
+    fn resumed(&self, n: u64) {
+        self.advance(n);
+    }
+    /// The current stage is over.
+    fn finish(&self) {}
+}
+
+/// Reports nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct NoProgress;
+
+impl Progress for NoProgress {}
+
+/// How an ingest embeds passages.
+pub struct IngestOptions<'a> {
+    /// Embeds every passage when set; BM25 only when `None`.
+    pub embedder: Option<&'a dyn Embedder>,
+    /// Passages per embeddings call.
+    pub batch_size: usize,
+    /// Retries of a batch after a transient failure (then the ingest stops, resumable).
+    pub retry: RetryPolicy,
+    /// Timeout of one embeddings call.
+    pub call_timeout: Duration,
+    /// Batches in flight at once (at least 1).
+    pub concurrency: usize,
+    /// Put before every passage embedded; recorded in the manifest.
+    pub passage_prefix: String,
+    /// Put before every query at search time; recorded in the manifest.
+    pub query_prefix: String,
+    /// Where progress goes.
+    pub progress: &'a dyn Progress,
+    /// Refuse to write the bundle when any file is skipped (`ingest --strict`).
+    pub strict: bool,
+}
+
+impl Default for IngestOptions<'_> {
+    /// BM25 only, with config's defaults for the embeddings settings (`EMBEDDINGS_*` unset)
+    /// and the batch retries.
+    fn default() -> Self {
+        let tuning = EmbeddingsTuning::default();
+        Self {
+            embedder: None,
+            batch_size: tuning.batch_size,
+            retry: DEFAULT_INGEST_RETRY,
+            call_timeout: tuning.timeout,
+            concurrency: tuning.concurrency,
+            passage_prefix: tuning.passage_prefix,
+            query_prefix: tuning.query_prefix,
+            progress: &NoProgress,
+            strict: false,
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! Walking a folder of sources: which files count, in which order, which are passed over
+//! (hidden entries, symlinked folders, bundle folders written by ingest) and which are skipped
+//! with a reason; each file read through [`super::read::read_file`].
+use super::jsonl;
+use super::metadata;
+use super::read::{self, Outcome, ReadLimits};
+use super::source_file::SourceFile;
+use crate::search::format::{Format, SkipReason, SkippedFile, MANIFEST};
+use crate::search::RetrievalError;
+use std::fs;
+use std::path::Path;
+
+/// Whether a file is a graph file or a metadata sidecar (read as UTF-8 text, never a document).
+fn is_auxiliary(path: &Path) -> bool {
+    metadata::is_sidecar(&path.to_string_lossy()) || jsonl::graph_kind(path).is_some()
+}
+
+/// Reads every source file under `root`, sorted by relative path, and the files skipped.
+pub(crate) fn read_dir(
+    root: &Path,
+    limits: &ReadLimits,
+) -> Result<(Vec<SourceFile>, Vec<SkippedFile>), RetrievalError> {
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let entries = fs::read_dir(&dir).map_err(|e| RetrievalError::io(&dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| RetrievalError::io(&dir, e))?;
+            let path = entry.path();
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let file_type = entry
+                .file_type()
+                .map_err(|e| RetrievalError::io(&path, e))?;
+            if file_type.is_dir() {
+                // A folder written by ingest holds an index, not sources.
+                if !path.join(MANIFEST).exists() {
+                    pending.push(path);
+                }
+                continue;
+            }
+            // Symlinked files are followed; symlinked folders are not (no cycles).
+            if !path.is_file() {
+                continue;
+            }
+            let rel = path.strip_prefix(root).unwrap_or(&path);
+            let rel: Vec<_> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect();
+            let rel = rel.join("/");
+            let format = if is_auxiliary(&path) {
+                None
+            } else {
+                match Format::of(&path) {
+                    Some(format) => Some(format),
+                    None => {
+                        skipped.push(SkippedFile {
+                            path: rel,
+                            reason: SkipReason::UnknownExtension,
+                        });
+                        continue;
+                    }
+                }
+            };
+            match read::read_file(path, rel, format, limits)? {
+                Outcome::Read(file) => files.push(file),
+                Outcome::Skipped(skip) => skipped.push(skip),
+            }
+        }
+    }
+    files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok((files, skipped))
+}

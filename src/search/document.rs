@@ -1,0 +1,45 @@
+//! What a search returns: a [`Document`] of some [`DocKind`], the one type every room passes
+//! knowledge in (the knowledge base, web search, the workflow's prompts, thread history).
+use serde::{Deserialize, Serialize};
+
+/// What kind of knowledge a document is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DocKind {
+    /// A passage of a source document (an "episode" of text).
+    Episode,
+    /// An entity (knowledge-graph node) with its summary.
+    Node,
+    /// A relation between two entities, stated as a fact.
+    Edge,
+    /// A summary of a group of related entities.
+    Community,
+    /// A web search result.
+    Web,
+}
+
+/// One retrieved piece of context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    /// Stable id within its source (passage id, entity id, URL).
+    pub id: String,
+    /// Human title used in citations.
+    pub title: String,
+    /// Where it came from: a URL, or a `kb://` path for the knowledge base.
+    pub url: String,
+    /// The text given to the model.
+    pub content: String,
+    /// Search score (BM25 or the web engine's), higher is better.
+    pub score: f32,
+    /// Kind of knowledge.
+    pub kind: DocKind,
+    /// The knowledge base ranked it clearly relevant: first by BM25 with a clear lead over the
+    /// next hit, or near the top of both the BM25 and the vector ranking. A grader that judges
+    /// by shared words alone keeps such a document even when the question uses other words.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clear_match: bool,
+    /// The knowledge base added it as a one-hop neighbour (a relation or community) of an
+    /// entity the query matched, not as a search hit of its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_graph: bool,
+}
