@@ -13,9 +13,11 @@ mod env;
 mod error;
 
 pub use error::ConfigError;
+mod model_window;
 mod retrieval;
 mod speculation;
 
+pub use model_window::ModelWindow;
 pub use retrieval::{EmbeddingsTuning, RerankSettings};
 pub use speculation::Speculation;
 mod threads;
@@ -135,6 +137,8 @@ pub struct LlmSettings {
     /// `LLM_CACHE_TTL_SECONDS`: how long model replies are cached in the checkpoint store
     /// (0..=2592000 s); `None` when 0, the default: no response cache.
     pub cache_ttl: Option<Duration>,
+    /// `LLM_CONTEXT_TOKENS` and `LLM_MAX_ANSWER_TOKENS`.
+    pub window: ModelWindow,
 }
 
 /// Which embeddings backend turns texts into vectors (`EMBEDDINGS_PROVIDER`).
@@ -407,6 +411,7 @@ fn llm(
         timeout: env.millis("LLM_TIMEOUT_MS", LLM_TIMEOUT)?,
         cache_ttl: Some(env.seconds("LLM_CACHE_TTL_SECONDS", LLM_CACHE_TTL)?)
             .filter(|ttl| !ttl.is_zero()),
+        window: model_window::model_window(env)?,
     })
 }
 

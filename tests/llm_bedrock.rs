@@ -7,8 +7,8 @@ mod support;
 use bounded_rag::engine::{Meter, Usage};
 use bounded_rag::error::{Classify, ErrorClass};
 use bounded_rag::llm::{
-    ask, ask_metered, BedrockConfig, BedrockModel, BinaryScore, ChatModel, ChatRequest, Completion,
-    Generated, LlmError, Message, Role, Task, TaskInputs, TokenCount,
+    ask, write_answer, BedrockConfig, BedrockModel, BinaryScore, ChatModel, ChatRequest,
+    Completion, LlmError, Message, Role, Task, TaskInputs, TokenCount,
 };
 use serde_json::json;
 use std::sync::Mutex;
@@ -40,6 +40,11 @@ fn request(task: Task, timeout: Duration) -> ChatRequest<'static> {
             answer: None,
         },
         timeout,
+        max_tokens: if task == Task::GenerateAnswer {
+            1024
+        } else {
+            32
+        },
     }
 }
 
@@ -298,10 +303,10 @@ async fn ask_metered_with_a_sink_charges_the_reported_tokens_of_one_streamed_cal
     let meter = Meter::default();
     let seen = Mutex::new(Vec::new());
     let sink = |delta: &str| seen.lock().unwrap().push(delta.to_owned());
-    let reply: Generated = ask_metered(&model(&server), &answer(), &meter, Some(&sink))
+    let reply = write_answer(&model(&server), &answer(), &meter, Some(&sink))
         .await
         .unwrap();
-    assert_eq!(reply.answer, TEXT);
+    assert_eq!(reply.text, TEXT);
     assert_eq!(
         meter.usage(),
         Usage {

@@ -7,9 +7,8 @@ mod support;
 use bounded_rag::engine::{Meter, Usage};
 use bounded_rag::error::{Classify, ErrorClass};
 use bounded_rag::llm::{
-    ask, ask_metered, BinaryScore, ChatModel, ChatRequest, Completion, DataSource, Generated,
-    LlmError, Message, OpenAiConfig, OpenAiModel, Role, RouteDecision, Task, TaskInputs,
-    TokenCount,
+    ask, write_answer, BinaryScore, ChatModel, ChatRequest, Completion, DataSource, LlmError,
+    Message, OpenAiConfig, OpenAiModel, Role, RouteDecision, Task, TaskInputs, TokenCount,
 };
 use bounded_rag::secrets::Secret;
 use serde_json::json;
@@ -38,6 +37,11 @@ fn request(task: Task, timeout: Duration) -> ChatRequest<'static> {
             answer: None,
         },
         timeout,
+        max_tokens: if task == Task::GenerateAnswer {
+            1024
+        } else {
+            32
+        },
     }
 }
 
@@ -524,10 +528,10 @@ async fn ask_metered_with_a_sink_charges_the_reported_tokens_of_one_streamed_cal
     let meter = Meter::default();
     let seen = Mutex::new(Vec::new());
     let sink = |delta: &str| seen.lock().unwrap().push(delta.to_owned());
-    let reply: Generated = ask_metered(&model(&server, None), &answer(), &meter, Some(&sink))
+    let reply = write_answer(&model(&server, None), &answer(), &meter, Some(&sink))
         .await
         .unwrap();
-    assert_eq!(reply.answer, TEXT);
+    assert_eq!(reply.text, TEXT);
     assert_eq!(
         meter.usage(),
         Usage {
@@ -540,7 +544,7 @@ async fn ask_metered_with_a_sink_charges_the_reported_tokens_of_one_streamed_cal
     );
     let seen = seen.into_inner().unwrap();
     assert!(seen.len() > 1, "{seen:?}");
-    assert_eq!(seen.concat(), json!({ "answer": TEXT }).to_string());
+    assert_eq!(seen.concat(), TEXT, "the answer streams as plain text");
     assert_eq!(server.calls("generate_answer"), 1);
     assert!(server.recorded()[0].streamed());
 }

@@ -24,17 +24,20 @@ pub enum LimitHit {
     MaxRegenerations,
     /// Neither the knowledge base nor web search gave anything to answer from.
     NoSources,
+    /// The answer reached its output cap (`LLM_MAX_ANSWER_TOKENS`) and was kept as it was.
+    AnswerLength,
 }
 
 impl LimitHit {
     /// Every limit, in the order metrics list them.
-    pub const ALL: [LimitHit; 6] = [
+    pub const ALL: [LimitHit; 7] = [
         LimitHit::StepLimit,
         LimitHit::Deadline,
         LimitHit::TokenBudget,
         LimitHit::MaxQueryRewrites,
         LimitHit::MaxRegenerations,
         LimitHit::NoSources,
+        LimitHit::AnswerLength,
     ];
 
     /// Wire name (`limits_hit[]`).
@@ -46,6 +49,7 @@ impl LimitHit {
             LimitHit::MaxQueryRewrites => "max_retries",
             LimitHit::MaxRegenerations => "max_regenerations",
             LimitHit::NoSources => "no_sources",
+            LimitHit::AnswerLength => "answer_length",
         }
     }
 }
@@ -66,6 +70,7 @@ impl From<BestEffortReason> for LimitHit {
             BestEffortReason::MaxRegenerations => LimitHit::MaxRegenerations,
             BestEffortReason::MaxQueryRewrites => LimitHit::MaxQueryRewrites,
             BestEffortReason::NoSources => LimitHit::NoSources,
+            BestEffortReason::AnswerLength => LimitHit::AnswerLength,
             BestEffortReason::Limit(limit) => limit.into(),
         }
     }

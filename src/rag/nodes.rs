@@ -6,14 +6,13 @@ use super::rerank::Reranked;
 use super::{prompts, BestEffortReason, Outcome, RagError, RagGraph, RagNode, RagState, RunEvent};
 use crate::engine::{StepCtx, StepOutput};
 use crate::llm::{
-    ask_metered, AnswerDeltas, BinaryScore, ChatRequest, DataSource, Generated, Refined,
-    RouteDecision, Task, TaskInputs,
+    ask_metered, write_answer, BinaryScore, ChatRequest, DataSource, Finish, Refined,
+    RouteDecision, Task, TaskInputs, Written,
 };
 use crate::retrieval::{Document, RetrievalError, RetrievalMode};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
 use tracing::Instrument;
 
 type Step = Result<StepOutput<RagNode>, RagError>;
@@ -29,7 +28,7 @@ pub(super) async fn call<T: DeserializeOwned>(
 ) -> Result<T, RagError> {
     let result = ctx
         .retry(task.schema_name(), || {
-            let request = request(ctx, task, question, documents, answer);
+            let request = request(graph, ctx, task, question, documents, answer);
             async move { ask_metered::<T>(graph.model.as_ref(), &request, ctx.meter(), None).await }
         })
         .await?;
@@ -37,6 +36,7 @@ pub(super) async fn call<T: DeserializeOwned>(
 }
 
 fn request<'a>(
+    graph: &RagGraph,
     ctx: &StepCtx<'_>,
     task: Task,
     question: &'a str,
@@ -52,23 +52,24 @@ fn request<'a>(
             answer,
         },
         timeout: ctx.remaining(),
+        max_tokens: graph.output_cap(task),
     }
 }
 
-/// The answer call, streamed to the run's events as `token`s when someone listens. Every try
-/// is a new generation attempt; a try whose stream broke is `discarded` before the retry.
-/// Returns the answer and the number of the attempt that produced it.
+/// The answer call (plain text), streamed to the run's events as `token`s when someone
+/// listens. Every try is a new generation attempt; a try whose stream broke is `discarded`
+/// before the retry. Returns the answer and the number of the attempt that produced it.
 pub(super) async fn generate_answer(
     graph: &RagGraph,
     ctx: &StepCtx<'_>,
     state: &RagState,
-) -> Result<(Generated, u32), RagError> {
+) -> Result<(Written, u32), RagError> {
     let question = state.request.question.as_str();
     let documents = state.documents.as_slice();
     // A thread's answer prompt also sees the recent turns.
     let history = super::thread::answer_history(state);
     let answer_request = || {
-        let mut request = request(ctx, Task::GenerateAnswer, question, documents, None);
+        let mut request = request(graph, ctx, Task::GenerateAnswer, question, documents, None);
         if let (Some(history), Some(user)) = (&history, request.messages.last_mut()) {
             user.content.insert_str(0, history);
         }
@@ -78,10 +79,7 @@ pub(super) async fn generate_answer(
         let generated = ctx
             .retry(Task::GenerateAnswer.schema_name(), || {
                 let request = answer_request();
-                async move {
-                    ask_metered::<Generated>(graph.model.as_ref(), &request, ctx.meter(), None)
-                        .await
-                }
+                async move { write_answer(graph.model.as_ref(), &request, ctx.meter(), None).await }
             })
             .await?;
         return Ok((generated, state.generations + 1));
@@ -95,15 +93,15 @@ pub(super) async fn generate_answer(
             }
             let request = answer_request();
             async move {
-                let decoder = Mutex::new(AnswerDeltas::new());
-                let sink = |raw: &str| {
-                    let text = decoder.lock().map(|mut d| d.push(raw)).unwrap_or_default();
+                let sink = |text: &str| {
                     if !text.is_empty() {
-                        graph.events.emit(RunEvent::Token { attempt: n, text });
+                        graph.events.emit(RunEvent::Token {
+                            attempt: n,
+                            text: text.to_owned(),
+                        });
                     }
                 };
-                ask_metered::<Generated>(graph.model.as_ref(), &request, ctx.meter(), Some(&sink))
-                    .await
+                write_answer(graph.model.as_ref(), &request, ctx.meter(), Some(&sink)).await
             }
         })
         .await?;
@@ -322,15 +320,20 @@ pub(super) async fn web_search(graph: &RagGraph, state: &mut RagState, ctx: &Ste
 }
 
 pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepCtx<'_>) -> Step {
-    let (generated, attempt) = generate_answer(graph, ctx, state).await?;
-    state.generation = Some(generated.answer);
+    let (written, attempt) = generate_answer(graph, ctx, state).await?;
+    let cut = written.finish == Finish::Length;
+    state.generation = Some(written.text);
+    state.answer_cut = cut;
     state.generations = attempt;
     state.answer_check = None;
-    let details = json!({
+    let mut details = json!({
         "documents": state.documents.len(),
         "regeneration": state.hallucination_retry_count,
         "attempt": attempt,
     });
+    if cut {
+        details["answer_length"] = json!(true);
+    }
     Ok(after_answer(state, details))
 }
 
@@ -464,6 +467,13 @@ pub(super) async fn grade_answer(
 
 fn end(state: &mut RagState, outcome: Outcome, details: serde_json::Value) -> StepOutput<RagNode> {
     let answer = state.generation.clone().unwrap_or_default();
+    // An answer cut at its cap is kept, and the run says so.
+    let outcome = match outcome {
+        Outcome::Completed if state.answer_cut => {
+            Outcome::BestEffort(BestEffortReason::AnswerLength)
+        }
+        other => other,
+    };
     state.finish(outcome, answer);
     StepOutput::end(details)
 }

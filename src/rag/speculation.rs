@@ -47,6 +47,9 @@ pub struct Grades {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpeculativeAnswer {
     pub(crate) answer: String,
+    /// The answer was cut at its output cap (`answer_length`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    cut: bool,
     attempt: u32,
     tokens: u64,
 }
@@ -119,7 +122,7 @@ pub(super) async fn branch(
             })
         }
         RagNode::Generate => {
-            let (generated, attempt) = nodes::generate_answer(graph, ctx, state).await?;
+            let (written, attempt) = nodes::generate_answer(graph, ctx, state).await?;
             Ok(BranchOutput {
                 details: json!({
                     "documents": state.documents.len(),
@@ -128,7 +131,8 @@ pub(super) async fn branch(
                     "speculative": true,
                 }),
                 merge: RagMerge::Answer(SpeculativeAnswer {
-                    answer: generated.answer,
+                    cut: written.finish == crate::llm::Finish::Length,
+                    answer: written.text,
                     attempt,
                     tokens: ctx.usage().total(),
                 }),
@@ -189,6 +193,7 @@ pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode
             state.speculation.stats.used += 1;
             state.generations = answer.attempt;
             state.generation = Some(answer.answer);
+            state.answer_cut = answer.cut;
             state.answer_check = None;
             nodes::after_answer(state, json!({})).next
         }
