@@ -211,6 +211,14 @@ async fn connection_refused_is_transient_and_a_slow_reply_times_out() {
     );
 }
 
+/// True when every call of `server` forced no tool and sent `inferenceConfig.maxTokens` 1024.
+fn calls_have_no_tool(server: &ScriptedBedrock) -> bool {
+    server
+        .recorded()
+        .iter()
+        .all(|call| call.body["toolConfig"].is_null() && call.max_tokens() == Some(1024))
+}
+
 #[tokio::test]
 async fn a_streamed_reply_arrives_in_order_in_several_deltas_with_its_usage() {
     let server = start(
@@ -221,11 +229,15 @@ async fn a_streamed_reply_arrives_in_order_in_several_deltas_with_its_usage() {
     .await;
     let (result, deltas) = stream(&model(&server), &answer()).await;
     let completion = result.unwrap();
-    let content = json!({ "answer": TEXT }).to_string();
-    assert_eq!(completion.content, content);
-    assert_eq!(deltas.concat(), content);
-    assert_eq!(deltas.len(), content.chars().count().div_ceil(4));
-    assert_eq!(deltas[0], r#"{"an"#);
+    // The answer is plain text, streamed as `text` deltas as it is written.
+    assert_eq!(completion.content, TEXT);
+    assert_eq!(deltas.concat(), TEXT);
+    assert_eq!(deltas.len(), TEXT.chars().count().div_ceil(4));
+    assert_eq!(deltas[0], "Patc");
+    assert!(
+        calls_have_no_tool(&server),
+        "the answer forces no tool and carries its cap"
+    );
     assert_eq!(
         completion.tokens,
         Some(TokenCount {
@@ -253,7 +265,7 @@ async fn a_stream_cut_mid_way_is_transient_after_the_deltas_sent() {
     let error = result.unwrap_err();
     assert!(matches!(error, LlmError::Transport(_)), "{error:?}");
     assert_eq!(error.class(), ErrorClass::Transient);
-    assert_eq!(deltas, [r#"{"an"#, r#"swer"#, r#"":"P"#]);
+    assert_eq!(deltas, ["Patc", "h ca", "nker"]);
 }
 
 #[tokio::test]

@@ -382,11 +382,12 @@ async fn a_streamed_reply_arrives_in_order_in_several_deltas() {
     let (result, deltas) = stream(&model(&server, None), &answer()).await;
     let completion = result.unwrap();
 
-    let content = json!({ "answer": TEXT }).to_string();
+    // The answer is plain text, streamed as it is written.
+    let content = TEXT;
     assert_eq!(completion.content, content);
     assert_eq!(deltas.concat(), content);
     assert_eq!(deltas.len(), content.chars().count().div_ceil(4));
-    assert_eq!(deltas[0], r#"{"an"#);
+    assert_eq!(deltas[0], "Patc");
     assert_eq!(completion.tokens, Some(tokens(100, 10)));
     assert!(!completion.cached);
 
@@ -398,11 +399,11 @@ async fn a_streamed_reply_arrives_in_order_in_several_deltas() {
     let body = &recorded[0].body;
     assert_eq!(body["stream_options"], json!({"include_usage": true}));
     assert_eq!(body["messages"].as_array().unwrap().len(), 2);
-    assert_eq!(
-        body["response_format"]["json_schema"]["schema"],
-        Task::GenerateAnswer.schema()
+    assert!(
+        body.get("response_format").is_none(),
+        "no JSON schema for the answer"
     );
-    assert_eq!(body["response_format"]["json_schema"]["strict"], true);
+    assert_eq!(body["max_tokens"], 1024);
 }
 
 #[tokio::test]
@@ -416,7 +417,7 @@ async fn streamed_usage_comes_from_the_last_chunk_or_is_none() {
     let (result, deltas) = stream(&model(&server, None), &answer()).await;
     assert_eq!(result.unwrap().tokens, Some(tokens(1234, 56)));
     // The default chunk size is 8 characters.
-    let content = json!({ "answer": TEXT }).to_string();
+    let content = TEXT;
     assert_eq!(deltas.len(), content.chars().count().div_ceil(8));
 
     let server = ScriptedLlm::start(
@@ -450,6 +451,17 @@ async fn a_server_error_before_the_stream_is_transient_with_its_status() {
 }
 
 #[tokio::test]
+async fn a_prompt_over_the_context_window_is_classified_once_and_not_retried() {
+    let server = ScriptedLlm::start(Script::new().on("grade_documents", [Reply::overflow()])).await;
+    let error = ask::<BinaryScore>(&model(&server, None), &grade())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, LlmError::ContextOverflow(_)), "{error:?}");
+    assert_eq!(error.class(), ErrorClass::Permanent);
+    assert_eq!(server.total_calls(), 1);
+}
+
+#[tokio::test]
 async fn a_bad_request_before_the_stream_is_permanent() {
     let server =
         ScriptedLlm::start(Script::new().on("generate_answer", [Reply::status(400)])).await;
@@ -472,7 +484,7 @@ async fn a_stream_cut_mid_way_is_transient_after_the_deltas_sent() {
     let error = result.unwrap_err();
     assert!(matches!(error, LlmError::Transport(_)), "{error:?}");
     assert_eq!(error.class(), ErrorClass::Transient);
-    assert_eq!(deltas, [r#"{"an"#, r#"swer"#, r#"":"P"#]);
+    assert_eq!(deltas, ["Patc", "h ca", "nker"]);
     assert!(!format!("{error} {error:?}").contains(KEY));
 }
 

@@ -222,3 +222,51 @@ pub(super) fn message_content(
 pub(super) fn no_choices() -> LlmError {
     LlmError::InvalidResponse("the reply has no choices".into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{Message, Task, TaskInputs};
+    use std::time::Duration;
+
+    fn request(task: Task) -> ChatRequest<'static> {
+        ChatRequest {
+            task,
+            messages: vec![Message::new(Role::User, "q")],
+            inputs: TaskInputs {
+                question: "q",
+                documents: &[],
+                answer: None,
+            },
+            timeout: Duration::from_secs(1),
+            max_tokens: 77,
+        }
+    }
+
+    #[test]
+    fn the_cap_goes_in_the_field_the_server_reads_and_the_answer_has_no_schema() {
+        let grade = request(Task::GradeDocuments);
+        let body = serde_json::to_value(WireRequest::new("m", &grade, false, CapField::MaxTokens))
+            .unwrap();
+        assert_eq!(body["max_tokens"], 77);
+        assert!(body.get("max_completion_tokens").is_none());
+        assert_eq!(
+            body["response_format"]["json_schema"]["name"],
+            "grade_documents"
+        );
+        let answer = request(Task::GenerateAnswer);
+        let body = serde_json::to_value(WireRequest::new(
+            "m",
+            &answer,
+            true,
+            CapField::MaxCompletionTokens,
+        ))
+        .unwrap();
+        assert_eq!(body["max_completion_tokens"], 77);
+        assert!(body.get("max_tokens").is_none());
+        assert!(body.get("response_format").is_none(), "{body}");
+        assert_eq!(finish(Some("length")), Finish::Length);
+        assert_eq!(finish(Some("stop")), Finish::Stop);
+        assert_eq!(finish(None), Finish::Stop);
+    }
+}
