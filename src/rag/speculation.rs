@@ -122,14 +122,16 @@ pub(super) async fn branch(
             })
         }
         RagNode::Generate => {
-            let (written, attempt) = nodes::generate_answer(graph, ctx, state).await?;
+            let (written, attempt, fit) = nodes::generate_answer(graph, ctx, state).await?;
+            let mut details = json!({
+                "documents": state.documents.len(),
+                "regeneration": state.hallucination_retry_count,
+                "attempt": attempt,
+                "speculative": true,
+            });
+            fit.record(&mut details);
             Ok(BranchOutput {
-                details: json!({
-                    "documents": state.documents.len(),
-                    "regeneration": state.hallucination_retry_count,
-                    "attempt": attempt,
-                    "speculative": true,
-                }),
+                details,
                 merge: RagMerge::Answer(SpeculativeAnswer {
                     cut: written.finish == crate::llm::Finish::Length,
                     answer: written.text,
