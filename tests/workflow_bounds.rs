@@ -104,6 +104,8 @@ for_each_provider!(
     a_node_whose_estimate_cannot_fit_is_not_started,
     every_call_carries_its_output_cap,
     an_answer_cut_at_its_cap_is_kept_and_ends_best_effort_answer_length,
+    an_answer_model_that_stays_down_is_replaced_by_a_quote_of_the_documents,
+    an_answer_refused_for_authentication_fails_loudly_without_a_quote,
 );
 
 struct Harness {
@@ -575,4 +577,42 @@ async fn an_answer_cut_at_its_cap_is_kept_and_ends_best_effort_answer_length(pro
         .find(|s| s.name == "generate")
         .unwrap();
     assert_eq!(generate.details["answer_length"], true);
+}
+
+async fn an_answer_model_that_stays_down_is_replaced_by_a_quote_of_the_documents(
+    provider: Provider,
+) {
+    let script = Script::defaults().on("generate_answer", [Reply::status(503)]);
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(r.status, RunStatus::BestEffort);
+    assert!(r.success);
+    assert_eq!(r.metadata.limits_hit, ["model_unavailable"]);
+    assert!(r.answer.contains("Phytophthora"), "{}", r.answer);
+    assert!(r.answer.contains("could not answer"), "{}", r.answer);
+    assert_eq!(r.citations.len(), 3);
+    // One call and three retries (FAST), then nothing more for the model to check.
+    assert_eq!(h.calls("generate_answer"), 4);
+    assert_eq!(h.calls("grade_hallucinations"), 0);
+    assert_eq!(h.llm.total_calls(), 1 + 3 + 4);
+    let generate = r
+        .workflow_steps
+        .iter()
+        .find(|s| s.name == "generate")
+        .unwrap();
+    assert_eq!(generate.details["fallback"], "extractive");
+}
+
+async fn an_answer_refused_for_authentication_fails_loudly_without_a_quote(provider: Provider) {
+    let script = Script::defaults().on("generate_answer", [Reply::status(401)]);
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(r.status, RunStatus::Failed);
+    assert!(!r.success);
+    assert_eq!(
+        h.calls("generate_answer"),
+        1,
+        "a permanent error is never retried"
+    );
+    assert_eq!(h.llm.total_calls(), 1 + 3 + 1);
 }

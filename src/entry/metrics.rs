@@ -97,6 +97,7 @@ fn limit_metric(limit: LimitHit) -> &'static str {
         LimitHit::MaxRegenerations => "LimitMaxRegenerations",
         LimitHit::NoSources => "LimitNoSources",
         LimitHit::AnswerLength => "LimitAnswerLength",
+        LimitHit::ModelUnavailable => "LimitModelUnavailable",
     }
 }
 

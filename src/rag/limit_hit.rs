@@ -26,11 +26,14 @@ pub enum LimitHit {
     NoSources,
     /// The answer reached its output cap (`LLM_MAX_ANSWER_TOKENS`) and was kept as it was.
     AnswerLength,
+    /// The model could not answer (time-outs or server errors after their retries, unusable
+    /// replies); the answer was quoted from the documents found.
+    ModelUnavailable,
 }
 
 impl LimitHit {
     /// Every limit, in the order metrics list them.
-    pub const ALL: [LimitHit; 7] = [
+    pub const ALL: [LimitHit; 8] = [
         LimitHit::StepLimit,
         LimitHit::Deadline,
         LimitHit::TokenBudget,
@@ -38,6 +41,7 @@ impl LimitHit {
         LimitHit::MaxRegenerations,
         LimitHit::NoSources,
         LimitHit::AnswerLength,
+        LimitHit::ModelUnavailable,
     ];
 
     /// Wire name (`limits_hit[]`).
@@ -50,6 +54,7 @@ impl LimitHit {
             LimitHit::MaxRegenerations => "max_regenerations",
             LimitHit::NoSources => "no_sources",
             LimitHit::AnswerLength => "answer_length",
+            LimitHit::ModelUnavailable => "model_unavailable",
         }
     }
 }
@@ -71,6 +76,7 @@ impl From<BestEffortReason> for LimitHit {
             BestEffortReason::MaxQueryRewrites => LimitHit::MaxQueryRewrites,
             BestEffortReason::NoSources => LimitHit::NoSources,
             BestEffortReason::AnswerLength => LimitHit::AnswerLength,
+            BestEffortReason::ModelUnavailable => LimitHit::ModelUnavailable,
             BestEffortReason::Limit(limit) => limit.into(),
         }
     }

@@ -6,6 +6,7 @@ use super::prompt_fit::{self, fit_documents, Fit, Room};
 use super::rerank::Reranked;
 use super::{prompts, BestEffortReason, Outcome, RagError, RagGraph, RagNode, RagState, RunEvent};
 use crate::engine::{StepCtx, StepOutput};
+use crate::error::Classify;
 use crate::llm::{
     ask_metered, write_answer, BinaryScore, ChatRequest, DataSource, Finish, LlmError, Refined,
     RouteDecision, Task, TaskInputs, Written,
@@ -106,6 +107,51 @@ fn request<'a>(
         },
         timeout: ctx.remaining(),
         max_tokens: graph.output_cap(task),
+    }
+}
+
+/// An answer the model could not write although the run had documents: quoted from them
+/// instead ([`crate::llm::extractive_answer`]), with why the model could not.
+pub(super) struct Fallback {
+    /// The extractive answer.
+    pub(super) text: String,
+    /// The model's last error.
+    pub(super) error: String,
+}
+
+/// True when the model failed for a reason the caller cannot fix: time-outs and server
+/// errors after their retries, replies that stayed unusable, a prompt still too long. Not an
+/// authentication, configuration or request error, which must fail loudly.
+fn unavailable(error: &RagError) -> bool {
+    let RagError::Llm(error) = error else {
+        return false;
+    };
+    error.is_transient()
+        || matches!(
+            error,
+            LlmError::Malformed { .. }
+                | LlmError::InvalidResponse(_)
+                | LlmError::ContextOverflow(_)
+        )
+}
+
+/// [`generate_answer`], or the extractive fallback when the model is unavailable and the run
+/// found documents (`model_unavailable`).
+pub(super) async fn generate_or_quote(
+    graph: &RagGraph,
+    ctx: &StepCtx<'_>,
+    state: &RagState,
+) -> Result<Result<(Written, u32, Fit), Fallback>, RagError> {
+    match generate_answer(graph, ctx, state).await {
+        Ok(answer) => Ok(Ok(answer)),
+        Err(error) if unavailable(&error) && !state.documents.is_empty() => {
+            tracing::warn!(%error, "the model cannot answer: quoting the documents instead");
+            Ok(Err(Fallback {
+                text: crate::llm::extractive_answer(&state.request.question, &state.documents),
+                error: error.to_string(),
+            }))
+        }
+        Err(error) => Err(error),
     }
 }
 
@@ -385,7 +431,19 @@ pub(super) async fn web_search(graph: &RagGraph, state: &mut RagState, ctx: &Ste
 }
 
 pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepCtx<'_>) -> Step {
-    let (written, attempt, fit) = generate_answer(graph, ctx, state).await?;
+    let (written, attempt, fit) = match generate_or_quote(graph, ctx, state).await? {
+        Ok(answer) => answer,
+        Err(fallback) => {
+            state.generation = Some(fallback.text);
+            state.model_unavailable = true;
+            let details = json!({
+                "documents": state.documents.len(),
+                "fallback": "extractive",
+                "error": fallback.error,
+            });
+            return Ok(after_answer(state, details));
+        }
+    };
     let cut = written.finish == Finish::Length;
     state.generation = Some(written.text);
     state.answer_cut = cut;
@@ -408,6 +466,14 @@ pub(super) fn after_answer(
     state: &mut RagState,
     details: serde_json::Value,
 ) -> StepOutput<RagNode> {
+    if state.model_unavailable {
+        // Quoted from the documents: nothing for the model to check.
+        return end(
+            state,
+            Outcome::BestEffort(BestEffortReason::ModelUnavailable),
+            details,
+        );
+    }
     let no_context = state.documents.is_empty();
     if no_context && state.route != Some(DataSource::LlmInternal) {
         // Wanted sources, found none: answer from the model alone, clearly marked.

@@ -50,6 +50,10 @@ pub struct SpeculativeAnswer {
     /// The answer was cut at its output cap (`answer_length`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     cut: bool,
+    /// The model could not answer: the answer is quoted from the documents
+    /// (`model_unavailable`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    quoted: bool,
     attempt: u32,
     tokens: u64,
 }
@@ -122,7 +126,18 @@ pub(super) async fn branch(
             })
         }
         RagNode::Generate => {
-            let (written, attempt, fit) = nodes::generate_answer(graph, ctx, state).await?;
+            let (written, attempt, fit, fallback) =
+                match nodes::generate_or_quote(graph, ctx, state).await? {
+                    Ok((written, attempt, fit)) => (written, attempt, fit, None),
+                    Err(fallback) => {
+                        let written = crate::llm::Written {
+                            text: fallback.text,
+                            finish: crate::llm::Finish::Stop,
+                        };
+                        let attempt = state.generations + 1;
+                        (written, attempt, Default::default(), Some(fallback.error))
+                    }
+                };
             let mut details = json!({
                 "documents": state.documents.len(),
                 "regeneration": state.hallucination_retry_count,
@@ -130,9 +145,14 @@ pub(super) async fn branch(
                 "speculative": true,
             });
             fit.record(&mut details);
+            if let Some(error) = &fallback {
+                details["fallback"] = json!("extractive");
+                details["error"] = json!(error);
+            }
             Ok(BranchOutput {
                 details,
                 merge: RagMerge::Answer(SpeculativeAnswer {
+                    quoted: fallback.is_some(),
                     cut: written.finish == crate::llm::Finish::Length,
                     answer: written.text,
                     attempt,
@@ -196,6 +216,7 @@ pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode
             state.generations = answer.attempt;
             state.generation = Some(answer.answer);
             state.answer_cut = answer.cut;
+            state.model_unavailable = answer.quoted;
             state.answer_check = None;
             nodes::after_answer(state, json!({})).next
         }
