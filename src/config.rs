@@ -16,6 +16,7 @@ mod error;
 
 pub use error::ConfigError;
 mod knowledge;
+mod model_window;
 mod speculation;
 
 pub use knowledge::{EmbeddingsProvider, EmbeddingsSettings, EmbeddingsTuning, RerankSettings};
@@ -23,6 +24,7 @@ pub(crate) use knowledge::{
     DEFAULT_INGEST_RETRY, DEFAULT_KB_CACHE_DIR, DEFAULT_KB_MEMORY_LIMIT, DEFAULT_KB_REFRESH,
     DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
 };
+pub use model_window::ModelWindow;
 pub use speculation::Speculation;
 mod threads;
 pub use threads::ThreadSettings;
@@ -139,6 +141,8 @@ pub struct LlmSettings {
     /// `LLM_CACHE_TTL_SECONDS`: how long model replies are cached in the checkpoint store
     /// (0..=2592000 s); `None` when 0, the default: no response cache.
     pub cache_ttl: Option<Duration>,
+    /// `LLM_CONTEXT_TOKENS` and `LLM_MAX_ANSWER_TOKENS`.
+    pub window: ModelWindow,
 }
 
 /// Tavily-compatible web search settings.
@@ -359,6 +363,7 @@ fn llm(
         timeout: env.millis("LLM_TIMEOUT_MS", LLM_TIMEOUT)?,
         cache_ttl: Some(env.seconds("LLM_CACHE_TTL_SECONDS", LLM_CACHE_TTL)?)
             .filter(|ttl| !ttl.is_zero()),
+        window: model_window::model_window(env)?,
     })
 }
 

@@ -220,6 +220,32 @@ async fn a_completed_run_streams_steps_tokens_and_the_final_answer_in_order() {
 }
 
 #[tokio::test]
+async fn an_answer_cut_at_its_cap_streams_as_written_and_ends_best_effort_answer_length() {
+    let script = Script::defaults().on(
+        "generate_answer",
+        [Reply::answer(ANSWER).chunked(8).at_cap()],
+    );
+    let (llm, watch) = start(script).await;
+    let seen = Events::new(post_run(&watch).await).all().await;
+    assert_eq!(text_of(&seen, 1), ANSWER, "every streamed token is kept");
+    let last = &seen.last().unwrap();
+    assert_eq!(last.name, "final");
+    assert_eq!(last.data["status"], "best_effort");
+    assert_eq!(
+        last.data["metadata"]["limits_hit"],
+        serde_json::json!(["answer_length"])
+    );
+    assert!(
+        last.data["answer"].as_str().unwrap().starts_with(ANSWER),
+        "{}",
+        last.data["answer"]
+    );
+    assert_eq!(last.data["metadata"]["model_calls"], 7);
+    assert_eq!(llm.calls("generate_answer"), 1);
+    assert_eq!(llm.total_calls(), 7);
+}
+
+#[tokio::test]
 async fn a_discarded_first_answer_is_announced_before_the_second_attempt() {
     let script = Script::defaults()
         .on("grade_hallucinations", [Reply::no(), Reply::yes()])

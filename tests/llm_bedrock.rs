@@ -7,8 +7,8 @@ mod support;
 use bounded_rag::engine::{Meter, Usage};
 use bounded_rag::error::{Classify, ErrorClass};
 use bounded_rag::llm::{
-    ask, ask_metered, BedrockConfig, BedrockModel, BinaryScore, ChatModel, ChatRequest, Completion,
-    Generated, LlmError, Message, Role, Task, TaskInputs, TokenCount,
+    ask, write_answer, BedrockConfig, BedrockModel, BinaryScore, ChatModel, ChatRequest,
+    Completion, LlmError, Message, Role, Task, TaskInputs, TokenCount,
 };
 use serde_json::json;
 use std::sync::Mutex;
@@ -40,6 +40,11 @@ fn request(task: Task, timeout: Duration) -> ChatRequest<'static> {
             answer: None,
         },
         timeout,
+        max_tokens: if task == Task::GenerateAnswer {
+            1024
+        } else {
+            32
+        },
     }
 }
 
@@ -206,6 +211,14 @@ async fn connection_refused_is_transient_and_a_slow_reply_times_out() {
     );
 }
 
+/// True when every call of `server` forced no tool and sent `inferenceConfig.maxTokens` 1024.
+fn calls_have_no_tool(server: &ScriptedBedrock) -> bool {
+    server
+        .recorded()
+        .iter()
+        .all(|call| call.body["toolConfig"].is_null() && call.max_tokens() == Some(1024))
+}
+
 #[tokio::test]
 async fn a_streamed_reply_arrives_in_order_in_several_deltas_with_its_usage() {
     let server = start(
@@ -216,11 +229,15 @@ async fn a_streamed_reply_arrives_in_order_in_several_deltas_with_its_usage() {
     .await;
     let (result, deltas) = stream(&model(&server), &answer()).await;
     let completion = result.unwrap();
-    let content = json!({ "answer": TEXT }).to_string();
-    assert_eq!(completion.content, content);
-    assert_eq!(deltas.concat(), content);
-    assert_eq!(deltas.len(), content.chars().count().div_ceil(4));
-    assert_eq!(deltas[0], r#"{"an"#);
+    // The answer is plain text, streamed as `text` deltas as it is written.
+    assert_eq!(completion.content, TEXT);
+    assert_eq!(deltas.concat(), TEXT);
+    assert_eq!(deltas.len(), TEXT.chars().count().div_ceil(4));
+    assert_eq!(deltas[0], "Patc");
+    assert!(
+        calls_have_no_tool(&server),
+        "the answer forces no tool and carries its cap"
+    );
     assert_eq!(
         completion.tokens,
         Some(TokenCount {
@@ -248,7 +265,7 @@ async fn a_stream_cut_mid_way_is_transient_after_the_deltas_sent() {
     let error = result.unwrap_err();
     assert!(matches!(error, LlmError::Transport(_)), "{error:?}");
     assert_eq!(error.class(), ErrorClass::Transient);
-    assert_eq!(deltas, [r#"{"an"#, r#"swer"#, r#"":"P"#]);
+    assert_eq!(deltas, ["Patc", "h ca", "nker"]);
 }
 
 #[tokio::test]
@@ -298,10 +315,10 @@ async fn ask_metered_with_a_sink_charges_the_reported_tokens_of_one_streamed_cal
     let meter = Meter::default();
     let seen = Mutex::new(Vec::new());
     let sink = |delta: &str| seen.lock().unwrap().push(delta.to_owned());
-    let reply: Generated = ask_metered(&model(&server), &answer(), &meter, Some(&sink))
+    let reply = write_answer(&model(&server), &answer(), &meter, Some(&sink))
         .await
         .unwrap();
-    assert_eq!(reply.answer, TEXT);
+    assert_eq!(reply.text, TEXT);
     assert_eq!(
         meter.usage(),
         Usage {

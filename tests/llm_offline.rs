@@ -2,7 +2,7 @@
 //! DESIGN.md field shapes, read from the typed inputs only.
 
 use bounded_rag::llm::{
-    ask, extractive_answer, BinaryScore, ChatModel, ChatRequest, DataSource, Generated, Message,
+    ask, extractive_answer, write_answer, BinaryScore, ChatModel, ChatRequest, DataSource, Message,
     OfflineModel, Refined, Role, RouteDecision, Task, TaskInputs, NO_KNOWLEDGE_ANSWER,
 };
 use bounded_rag::search::{DocKind, Document};
@@ -38,13 +38,13 @@ fn docs() -> Vec<Document> {
     .collect()
 }
 
-async fn offline<T: DeserializeOwned>(
+fn request<'a>(
     task: Task,
-    question: &str,
-    documents: &[Document],
-    answer: Option<&str>,
-) -> T {
-    let request = ChatRequest {
+    question: &'a str,
+    documents: &'a [Document],
+    answer: Option<&'a str>,
+) -> ChatRequest<'a> {
+    ChatRequest {
         task,
         // The prose is ignored: the offline provider reads the typed inputs.
         messages: vec![Message::new(Role::User, "ignored by the offline provider")],
@@ -54,10 +54,30 @@ async fn offline<T: DeserializeOwned>(
             answer,
         },
         timeout: Duration::from_secs(1),
-    };
+        max_tokens: 1024,
+    }
+}
+
+async fn offline<T: DeserializeOwned>(
+    task: Task,
+    question: &str,
+    documents: &[Document],
+    answer: Option<&str>,
+) -> T {
+    let request = request(task, question, documents, answer);
     ask(&OfflineModel, &request)
         .await
         .expect("offline never fails")
+}
+
+/// The offline answer: plain text, as every provider writes it.
+async fn answer(question: &str, documents: &[Document]) -> String {
+    let request = request(Task::GenerateAnswer, question, documents, None);
+    let meter = bounded_rag::engine::Meter::default();
+    write_answer(&OfflineModel, &request, &meter, None)
+        .await
+        .expect("offline never fails")
+        .text
 }
 
 #[tokio::test]
@@ -87,34 +107,32 @@ async fn grades_relevant_and_irrelevant_documents() {
 async fn generates_a_cited_extractive_answer_and_grades_it() {
     let docs = docs();
     let q = "What causes patch canker and how does it spread?";
-    let generated: Generated = offline(Task::GenerateAnswer, q, &docs, None).await;
-    assert_eq!(generated.answer, extractive_answer(q, &docs));
+    let generated = answer(q, &docs).await;
+    assert_eq!(generated, extractive_answer(q, &docs));
     assert!(
         generated
-            .answer
             .contains("Patch canker is caused by Phytophthora palmivora, a soil-borne oomycete (water mould). [1]"),
-        "{}",
-        generated.answer
+        "{generated}"
     );
-    assert!(generated.answer.contains("[2]"), "{}", generated.answer);
+    assert!(generated.contains("[2]"), "{generated}");
 
     let grounded: BinaryScore =
-        offline(Task::GradeHallucinations, q, &docs, Some(&generated.answer)).await;
+        offline(Task::GradeHallucinations, q, &docs, Some(&generated)).await;
     assert!(grounded.yes());
     let invented = "Patch canker is caused by a virus spread by bats at midnight.";
     let grounded: BinaryScore = offline(Task::GradeHallucinations, q, &docs, Some(invented)).await;
     assert!(!grounded.yes());
 
-    let useful: BinaryScore = offline(Task::GradeAnswer, q, &docs, Some(&generated.answer)).await;
+    let useful: BinaryScore = offline(Task::GradeAnswer, q, &docs, Some(&generated)).await;
     assert!(useful.yes());
 }
 
 #[tokio::test]
 async fn without_documents_it_says_it_has_no_knowledge_source() {
     let q = "What causes patch canker?";
-    let generated: Generated = offline(Task::GenerateAnswer, q, &[], None).await;
-    assert_eq!(generated.answer, NO_KNOWLEDGE_ANSWER);
-    let useful: BinaryScore = offline(Task::GradeAnswer, q, &[], Some(&generated.answer)).await;
+    let generated = answer(q, &[]).await;
+    assert_eq!(generated, NO_KNOWLEDGE_ANSWER);
+    let useful: BinaryScore = offline(Task::GradeAnswer, q, &[], Some(&generated)).await;
     assert!(!useful.yes());
 }
 
@@ -139,12 +157,21 @@ async fn replies_are_deterministic_and_in_the_design_shapes() {
                 answer: Some("Patch canker is caused by Phytophthora palmivora [1]."),
             },
             timeout: Duration::from_secs(1),
+            max_tokens: 1024,
         };
         let first = OfflineModel.complete(&request).await.unwrap().content;
         assert_eq!(
             first,
             OfflineModel.complete(&request).await.unwrap().content
         );
+        if !task.is_structured() {
+            // The answer is plain text, not an object.
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&first).is_err(),
+                "{first}"
+            );
+            continue;
+        }
         let value: serde_json::Value = serde_json::from_str(&first).unwrap();
         let schema = task.schema();
         let field = schema["required"][0].as_str().unwrap();

@@ -7,9 +7,8 @@ mod support;
 use bounded_rag::engine::{Meter, Usage};
 use bounded_rag::error::{Classify, ErrorClass};
 use bounded_rag::llm::{
-    ask, ask_metered, BinaryScore, ChatModel, ChatRequest, Completion, DataSource, Generated,
-    LlmError, Message, OpenAiConfig, OpenAiModel, Role, RouteDecision, Task, TaskInputs,
-    TokenCount,
+    ask, write_answer, BinaryScore, ChatModel, ChatRequest, Completion, DataSource, LlmError,
+    Message, OpenAiConfig, OpenAiModel, Role, RouteDecision, Task, TaskInputs, TokenCount,
 };
 use bounded_rag::secrets::Secret;
 use serde_json::json;
@@ -38,6 +37,11 @@ fn request(task: Task, timeout: Duration) -> ChatRequest<'static> {
             answer: None,
         },
         timeout,
+        max_tokens: if task == Task::GenerateAnswer {
+            1024
+        } else {
+            32
+        },
     }
 }
 
@@ -378,11 +382,12 @@ async fn a_streamed_reply_arrives_in_order_in_several_deltas() {
     let (result, deltas) = stream(&model(&server, None), &answer()).await;
     let completion = result.unwrap();
 
-    let content = json!({ "answer": TEXT }).to_string();
+    // The answer is plain text, streamed as it is written.
+    let content = TEXT;
     assert_eq!(completion.content, content);
     assert_eq!(deltas.concat(), content);
     assert_eq!(deltas.len(), content.chars().count().div_ceil(4));
-    assert_eq!(deltas[0], r#"{"an"#);
+    assert_eq!(deltas[0], "Patc");
     assert_eq!(completion.tokens, Some(tokens(100, 10)));
     assert!(!completion.cached);
 
@@ -394,11 +399,11 @@ async fn a_streamed_reply_arrives_in_order_in_several_deltas() {
     let body = &recorded[0].body;
     assert_eq!(body["stream_options"], json!({"include_usage": true}));
     assert_eq!(body["messages"].as_array().unwrap().len(), 2);
-    assert_eq!(
-        body["response_format"]["json_schema"]["schema"],
-        Task::GenerateAnswer.schema()
+    assert!(
+        body.get("response_format").is_none(),
+        "no JSON schema for the answer"
     );
-    assert_eq!(body["response_format"]["json_schema"]["strict"], true);
+    assert_eq!(body["max_tokens"], 1024);
 }
 
 #[tokio::test]
@@ -412,7 +417,7 @@ async fn streamed_usage_comes_from_the_last_chunk_or_is_none() {
     let (result, deltas) = stream(&model(&server, None), &answer()).await;
     assert_eq!(result.unwrap().tokens, Some(tokens(1234, 56)));
     // The default chunk size is 8 characters.
-    let content = json!({ "answer": TEXT }).to_string();
+    let content = TEXT;
     assert_eq!(deltas.len(), content.chars().count().div_ceil(8));
 
     let server = ScriptedLlm::start(
@@ -446,6 +451,17 @@ async fn a_server_error_before_the_stream_is_transient_with_its_status() {
 }
 
 #[tokio::test]
+async fn a_prompt_over_the_context_window_is_classified_once_and_not_retried() {
+    let server = ScriptedLlm::start(Script::new().on("grade_documents", [Reply::overflow()])).await;
+    let error = ask::<BinaryScore>(&model(&server, None), &grade())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, LlmError::ContextOverflow(_)), "{error:?}");
+    assert_eq!(error.class(), ErrorClass::Permanent);
+    assert_eq!(server.total_calls(), 1);
+}
+
+#[tokio::test]
 async fn a_bad_request_before_the_stream_is_permanent() {
     let server =
         ScriptedLlm::start(Script::new().on("generate_answer", [Reply::status(400)])).await;
@@ -468,7 +484,7 @@ async fn a_stream_cut_mid_way_is_transient_after_the_deltas_sent() {
     let error = result.unwrap_err();
     assert!(matches!(error, LlmError::Transport(_)), "{error:?}");
     assert_eq!(error.class(), ErrorClass::Transient);
-    assert_eq!(deltas, [r#"{"an"#, r#"swer"#, r#"":"P"#]);
+    assert_eq!(deltas, ["Patc", "h ca", "nker"]);
     assert!(!format!("{error} {error:?}").contains(KEY));
 }
 
@@ -524,10 +540,10 @@ async fn ask_metered_with_a_sink_charges_the_reported_tokens_of_one_streamed_cal
     let meter = Meter::default();
     let seen = Mutex::new(Vec::new());
     let sink = |delta: &str| seen.lock().unwrap().push(delta.to_owned());
-    let reply: Generated = ask_metered(&model(&server, None), &answer(), &meter, Some(&sink))
+    let reply = write_answer(&model(&server, None), &answer(), &meter, Some(&sink))
         .await
         .unwrap();
-    assert_eq!(reply.answer, TEXT);
+    assert_eq!(reply.text, TEXT);
     assert_eq!(
         meter.usage(),
         Usage {
@@ -540,7 +556,7 @@ async fn ask_metered_with_a_sink_charges_the_reported_tokens_of_one_streamed_cal
     );
     let seen = seen.into_inner().unwrap();
     assert!(seen.len() > 1, "{seen:?}");
-    assert_eq!(seen.concat(), json!({ "answer": TEXT }).to_string());
+    assert_eq!(seen.concat(), TEXT, "the answer streams as plain text");
     assert_eq!(server.calls("generate_answer"), 1);
     assert!(server.recorded()[0].streamed());
 }

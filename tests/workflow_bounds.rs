@@ -59,6 +59,13 @@ impl Server {
             Server::Bedrock(s) => s.requests(),
         }
     }
+
+    fn recorded(&self) -> Vec<support::scripted_http::Call> {
+        match self {
+            Server::OpenAi(s) => s.recorded(),
+            Server::Bedrock(s) => s.recorded(),
+        }
+    }
 }
 
 /// Runs each scenario once per provider, as the tests `NAME::openai` and `NAME::bedrock`.
@@ -95,6 +102,10 @@ for_each_provider!(
     llm_internal_route_answers_without_context_or_citations,
     token_budget_ends_best_effort_before_a_node_that_cannot_fit,
     a_node_whose_estimate_cannot_fit_is_not_started,
+    every_call_carries_its_output_cap,
+    an_answer_cut_at_its_cap_is_kept_and_ends_best_effort_answer_length,
+    an_answer_model_that_stays_down_is_replaced_by_a_quote_of_the_documents,
+    an_answer_refused_for_authentication_fails_loudly_without_a_quote,
 );
 
 struct Harness {
@@ -513,4 +524,95 @@ async fn a_node_whose_estimate_cannot_fit_is_not_started(provider: Provider) {
         !r.citations.is_empty(),
         "the extracted answer cites its documents"
     );
+}
+
+async fn every_call_carries_its_output_cap(provider: Provider) {
+    let h = Harness::new(provider, Script::defaults()).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(r.status, RunStatus::Completed);
+    let calls = h.llm.recorded();
+    assert_eq!(calls.len(), 7);
+    for call in &calls {
+        let expected = match call.name() {
+            "route_query" => 64,
+            "grade_documents" | "grade_hallucinations" | "grade_answer" => 32,
+            // LLM_MAX_ANSWER_TOKENS's default
+            "generate_answer" => 1024,
+            other => panic!("unexpected call {other}"),
+        };
+        assert_eq!(call.max_tokens(), Some(expected), "{}", call.name());
+        // The answer is plain text: no JSON schema, no forced tool.
+        let structured =
+            !call.body["response_format"].is_null() || !call.body["toolConfig"].is_null();
+        assert_eq!(
+            structured,
+            call.name() != "generate_answer",
+            "{}",
+            call.name()
+        );
+    }
+}
+
+async fn an_answer_cut_at_its_cap_is_kept_and_ends_best_effort_answer_length(provider: Provider) {
+    let cut = "Patch canker is caused by Phytophthora palmivora, which";
+    let script = Script::defaults().on("generate_answer", [Reply::answer(cut).at_cap()]);
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(r.status, RunStatus::BestEffort);
+    assert!(r.success);
+    assert_eq!(r.metadata.limits_hit, ["answer_length"]);
+    assert!(
+        r.answer.starts_with(cut),
+        "the cut text is kept: {}",
+        r.answer
+    );
+    assert!(r.answer.contains("length limit"), "{}", r.answer);
+    // Kept, not re-asked: the happy path's seven calls.
+    assert_eq!(h.calls("generate_answer"), 1);
+    assert_eq!(h.llm.total_calls(), 7);
+    assert_eq!(r.metadata.model_calls, 7);
+    let generate = r
+        .workflow_steps
+        .iter()
+        .find(|s| s.name == "generate")
+        .unwrap();
+    assert_eq!(generate.details["answer_length"], true);
+}
+
+async fn an_answer_model_that_stays_down_is_replaced_by_a_quote_of_the_documents(
+    provider: Provider,
+) {
+    let script = Script::defaults().on("generate_answer", [Reply::status(503)]);
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(r.status, RunStatus::BestEffort);
+    assert!(r.success);
+    assert_eq!(r.metadata.limits_hit, ["model_unavailable"]);
+    assert!(r.answer.contains("Phytophthora"), "{}", r.answer);
+    assert!(r.answer.contains("could not answer"), "{}", r.answer);
+    assert_eq!(r.citations.len(), 3);
+    // One call and three retries (FAST), then nothing more for the model to check.
+    assert_eq!(h.calls("generate_answer"), 4);
+    assert_eq!(h.calls("grade_hallucinations"), 0);
+    assert_eq!(h.llm.total_calls(), 1 + 3 + 4);
+    let generate = r
+        .workflow_steps
+        .iter()
+        .find(|s| s.name == "generate")
+        .unwrap();
+    assert_eq!(generate.details["fallback"], "extractive");
+}
+
+async fn an_answer_refused_for_authentication_fails_loudly_without_a_quote(provider: Provider) {
+    let script = Script::defaults().on("generate_answer", [Reply::status(401)]);
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(r.status, RunStatus::Failed);
+    assert!(!r.success);
+    assert_eq!(
+        h.calls("generate_answer"),
+        1,
+        "a permanent error is never retried"
+    );
+    assert_eq!(h.llm.total_calls(), 1 + 3 + 1);
 }

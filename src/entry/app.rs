@@ -121,7 +121,8 @@ impl App {
         }
         let mut graph = RagGraph::new(model, kb, web, limits)
             .with_tenant_key(settings.kb_tenant_key.clone())
-            .with_speculation(settings.speculation);
+            .with_speculation(settings.speculation)
+            .with_model_window(settings.llm.window);
         if let Some(embedder) = embedder {
             graph = graph.with_embedder(embedder);
         }

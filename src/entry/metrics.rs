@@ -96,6 +96,8 @@ fn limit_metric(limit: LimitHit) -> &'static str {
         LimitHit::MaxQueryRewrites => "LimitMaxRetries",
         LimitHit::MaxRegenerations => "LimitMaxRegenerations",
         LimitHit::NoSources => "LimitNoSources",
+        LimitHit::AnswerLength => "LimitAnswerLength",
+        LimitHit::ModelUnavailable => "LimitModelUnavailable",
     }
 }
 

@@ -3,20 +3,21 @@
 //!
 //! The key ([`cache_key`]) is `cache#` and the hex SHA-256 of the model's
 //! [`ChatModel::cache_scope`] (provider, endpoint, model), the task's schema name and JSON
-//! schema, and every message's role and content, each field length-prefixed so two different
+//! schema, the call's output cap, and every message's role and content, each field length-prefixed so two different
 //! requests can never frame to the same bytes. The typed [`super::TaskInputs`] and the timeout
 //! are left out: the messages are rendered from the inputs, and a timeout does not change an
 //! answer.
 //!
-//! Only a reply that succeeded and is a JSON object of the task's reply type is stored: never an
-//! error, never a reply that [`super::ask`] would re-ask (malformed, fenced or chatty). The
+//! Only a reply that succeeded and is whole is stored: a decision that is a JSON object of the
+//! task's reply type, or an answer that is not empty; never an error, never a reply that
+//! [`super::ask`] would re-ask (malformed, fenced or chatty), never a reply cut at its cap. The
 //! cache is best effort: a store that fails on read or write is logged at warn (without the
 //! reply) and the call goes on as a miss, so the cache never fails a call and never retries
 //! one. Store calls are bounded by the store's own timeouts (the DynamoDB client's operation
 //! timeout, the file store's lock timeout).
 
 use super::{
-    BinaryScore, ChatModel, ChatRequest, Completion, DeltaSink, Generated, LlmError, Refined, Role,
+    BinaryScore, ChatModel, ChatRequest, Completion, DeltaSink, Finish, LlmError, Refined, Role,
     RouteDecision, Task,
 };
 use crate::store::{CacheStore, StoreKey};
@@ -29,7 +30,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Changes whenever the key derivation changes, so old items are simply never found again.
-const KEY_FORMAT: &str = "bounded-rag llm-cache v1";
+/// (v2: the answer is plain text, and the output cap is part of the key.)
+const KEY_FORMAT: &str = "bounded-rag llm-cache v2";
 
 /// A [`ChatModel`] that answers repeated requests from a [`CacheStore`].
 ///
@@ -64,6 +66,7 @@ impl CachingModel {
                 tracing::debug!(schema, "response cache hit");
                 Some(Completion {
                     content,
+                    finish: Finish::Stop,
                     tokens: None,
                     cached: true,
                 })
@@ -75,9 +78,10 @@ impl CachingModel {
         }
     }
 
-    /// Stores `completion` under `key` when it is well formed; failures are logged only.
+    /// Stores `completion` under `key` when it is well formed and whole; failures are logged
+    /// only.
     async fn remember(&self, key: &str, task: Task, completion: &Completion) {
-        if !well_formed(task, &completion.content) {
+        if completion.finish == Finish::Length || !well_formed(task, &completion.content) {
             return;
         }
         let body = completion.content.as_bytes();
@@ -146,6 +150,7 @@ pub(crate) fn cache_key(scope: &str, request: &ChatRequest<'_>) -> String {
     field(scope.as_bytes());
     field(request.task.schema_name().as_bytes());
     field(request.task.schema().to_string().as_bytes());
+    field(&request.max_tokens.to_be_bytes());
     for message in &request.messages {
         field(role_name(message.role).as_bytes());
         field(message.content.as_bytes());
@@ -165,8 +170,12 @@ fn role_name(role: Role) -> &'static str {
     }
 }
 
-/// True when `content` is, as it stands, a JSON object of `task`'s reply type.
+/// True when `content` is, as it stands, a JSON object of `task`'s reply type (for a decision),
+/// or some text (for the answer).
 fn well_formed(task: Task, content: &str) -> bool {
+    if !task.is_structured() {
+        return !content.trim().is_empty();
+    }
     fn is<T: DeserializeOwned>(value: Value) -> bool {
         serde_json::from_value::<T>(value).is_ok()
     }
@@ -179,7 +188,7 @@ fn well_formed(task: Task, content: &str) -> bool {
             is::<BinaryScore>(value)
         }
         Task::RefineQuery => is::<Refined>(value),
-        Task::GenerateAnswer => is::<Generated>(value),
+        Task::GenerateAnswer => false,
         Task::ContextualizeQuestion => is::<super::Contextualized>(value),
     }
 }
@@ -209,6 +218,7 @@ mod tests {
                 answer: None,
             },
             timeout: Duration::from_secs(5),
+            max_tokens: 32,
         }
     }
 
@@ -266,6 +276,7 @@ mod tests {
             second,
             Completion {
                 content: YES.into(),
+                finish: Finish::Stop,
                 tokens: None,
                 cached: true
             }

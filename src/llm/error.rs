@@ -54,9 +54,33 @@ pub enum LlmError {
         /// The start of the last reply.
         excerpt: String,
     },
+    /// The prompt and the output cap do not fit the model's context window (OpenAI
+    /// `context_length_exceeded`, llama.cpp `exceed_context_size_error`, Bedrock "Input is too
+    /// long"). Permanent for the same prompt: the workflow retries it once with a smaller one.
+    #[error("the prompt does not fit the model's context window: {0}")]
+    ContextOverflow(String),
     /// The client cannot be built or the request cannot be sent as configured.
     #[error("invalid model configuration: {0}")]
     Config(String),
+}
+
+/// What servers say when a prompt is over the context window, lower-cased: OpenAI's error
+/// code, llama.cpp's error type and message, Bedrock's `ValidationException` messages, and
+/// the wording vLLM and Ollama use.
+const OVERFLOW_MARKERS: [&str; 7] = [
+    "context_length_exceeded",
+    "exceed_context_size_error",
+    "exceeds the available context size",
+    "maximum context length",
+    "input is too long",
+    "too many input tokens",
+    "prompt is too long",
+];
+
+/// True when an error text says the prompt is over the model's context window.
+pub(crate) fn is_context_overflow(text: &str) -> bool {
+    let text = text.to_ascii_lowercase();
+    OVERFLOW_MARKERS.iter().any(|marker| text.contains(marker))
 }
 
 impl LlmError {
@@ -86,6 +110,7 @@ impl Classify for LlmError {
             LlmError::Status { .. }
             | LlmError::InvalidResponse(_)
             | LlmError::Malformed { .. }
+            | LlmError::ContextOverflow(_)
             | LlmError::Config(_) => ErrorClass::Permanent,
         }
     }
@@ -155,6 +180,25 @@ mod tests {
         assert_eq!(malformed.class(), ErrorClass::Permanent);
         assert_eq!(LlmError::Config("x".into()).class(), ErrorClass::Permanent);
         assert!(status(401, None).is_auth());
+    }
+
+    #[test]
+    fn overflow_answers_of_each_server_are_recognised() {
+        for text in [
+            r#"{"error":{"code":"context_length_exceeded","message":"This model's maximum context length is 8192 tokens."}}"#,
+            r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":2146,"n_ctx":2048}}"#,
+            "ValidationException: Input is too long for requested model.",
+            "ValidationException: The model returned the following errors: prompt is too long: 210000 tokens > 200000 maximum",
+        ] {
+            assert!(is_context_overflow(text), "{text}");
+        }
+        assert!(!is_context_overflow(
+            r#"{"error":{"message":"Invalid API key"}}"#
+        ));
+        assert_eq!(
+            LlmError::ContextOverflow("x".into()).class(),
+            ErrorClass::Permanent
+        );
     }
 
     #[test]

@@ -1,8 +1,10 @@
-//! Provider-neutral model access: the [`ChatModel`] trait, typed structured outputs and the
-//! bounded re-ask on malformed JSON, and the opt-in response cache ([`CachingModel`]). Wire
+//! Provider-neutral model access: the [`ChatModel`] trait, typed structured outputs (the
+//! decisions) with the bounded re-ask on malformed JSON, the plain-text answer
+//! ([`write_answer`]), every call with an output cap, and the opt-in response cache
+//! ([`CachingModel`]). Wire
 //! structs stay private to each provider module.
 
-mod answer_stream;
+mod answer;
 mod bedrock;
 mod cache;
 mod contextualize;
@@ -14,7 +16,7 @@ mod scripted;
 mod structured;
 mod task;
 
-pub use answer_stream::AnswerDeltas;
+pub use answer::{write_answer, Written};
 pub use bedrock::{BedrockConfig, BedrockModel};
 pub(crate) use cache::CachingModel;
 pub use error::LlmError;
@@ -22,9 +24,7 @@ pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER};
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub use scripted::{Reply, ScriptedModel};
 pub use structured::{ask, ask_metered};
-pub use task::{
-    Answer, BinaryScore, Contextualized, DataSource, Generated, Refined, RouteDecision, Task,
-};
+pub use task::{Answer, BinaryScore, Contextualized, DataSource, Refined, RouteDecision, Task};
 
 use crate::search::Document;
 use async_trait::async_trait;
@@ -82,6 +82,9 @@ pub struct ChatRequest<'a> {
     pub inputs: TaskInputs<'a>,
     /// Upper bound for this one call (the engine passes what is left of the budget).
     pub timeout: Duration,
+    /// The most tokens the reply may have: sent as the provider's output cap
+    /// (`max_tokens`, `max_completion_tokens` or Bedrock's `maxTokens`).
+    pub max_tokens: u32,
 }
 
 /// Tokens of one model call, as the provider reported them.
@@ -93,11 +96,24 @@ pub struct TokenCount {
     pub completion: u64,
 }
 
+/// Why the model stopped writing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Finish {
+    /// It ended the reply itself (or the provider did not say).
+    #[default]
+    Stop,
+    /// It reached the call's output cap: the reply is cut (`finish_reason: "length"`,
+    /// Bedrock `stopReason: "max_tokens"`).
+    Length,
+}
+
 /// One model reply: the message content and what it cost.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Completion {
     /// The raw text of the reply's message content (JSON for structured calls).
     pub content: String,
+    /// Why the model stopped: a [`Finish::Length`] reply was cut at the output cap.
+    pub finish: Finish,
     /// Tokens as the provider reported them (`usage`); `None` when it reported none, in which
     /// case the caller estimates them and marks the estimate.
     pub tokens: Option<TokenCount>,
@@ -110,6 +126,7 @@ impl Completion {
     pub fn new(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
+            finish: Finish::Stop,
             tokens: None,
             cached: false,
         }
@@ -119,13 +136,15 @@ impl Completion {
 /// Receives the raw content of a streamed reply, piece by piece, as it arrives.
 pub(crate) type DeltaSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
-/// A chat model that answers with JSON matching `request.task`'s schema.
+/// A chat model: a decision's reply is JSON matching `request.task`'s schema; the answer's
+/// (`generate_answer`) is plain text.
 ///
 /// Implementations make exactly one attempt: infrastructure retries belong to the engine,
 /// the malformed-JSON re-ask to [`ask`].
 #[async_trait]
 pub trait ChatModel: Send + Sync {
-    /// Returns the reply's message content (raw JSON text) and its token counts.
+    /// Returns the reply's message content (raw JSON text for a decision, the text of the
+    /// answer), why it ended, and its token counts.
     async fn complete(&self, request: &ChatRequest<'_>) -> Result<Completion, LlmError>;
 
     /// Like [`ChatModel::complete`], but hands the content to `on_delta` as it is generated

@@ -80,8 +80,12 @@ impl ChatModel for OfflineModel {
                 "binary_score": yes_no(useful(inputs.question, inputs.answer.unwrap_or("")))
             }),
             Task::RefineQuery => json!({ "refined_question": refine(inputs.question) }),
+            // The answer is plain text, as every provider writes it.
             Task::GenerateAnswer => {
-                json!({ "answer": extractive_answer(inputs.question, inputs.documents) })
+                return Ok(Completion::new(extractive_answer(
+                    inputs.question,
+                    inputs.documents,
+                )))
             }
             Task::ContextualizeQuestion => json!({
                 "standalone_question": super::contextualize::standalone(inputs.question, inputs.documents)
@@ -236,7 +240,7 @@ fn yes_no(yes: bool) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{ask, BinaryScore, Generated, Refined, RouteDecision, TaskInputs};
+    use crate::llm::{ask, BinaryScore, Refined, RouteDecision, TaskInputs};
     use crate::search::DocKind;
     use std::time::Duration;
 
@@ -281,6 +285,7 @@ mod tests {
                 answer,
             },
             timeout: Duration::from_secs(1),
+            max_tokens: 1024,
         };
         ask(&OfflineModel, &request).await.unwrap()
     }
@@ -421,12 +426,26 @@ mod tests {
         assert_eq!(route.data_source, DataSource::KgRetrieval);
         let graded: BinaryScore = call(Task::GradeDocuments, q, &docs, None).await;
         assert!(graded.yes());
-        let generated: Generated = call(Task::GenerateAnswer, q, &docs, None).await;
-        assert!(generated.answer.contains("Phytophthora palmivora"));
+        let generated = extractive_answer(q, &docs);
+        let answer = Task::GenerateAnswer;
+        let request = ChatRequest {
+            task: answer,
+            messages: Vec::new(),
+            inputs: TaskInputs {
+                question: q,
+                documents: &docs,
+                answer: None,
+            },
+            timeout: Duration::from_secs(1),
+            max_tokens: 1024,
+        };
+        let written = OfflineModel.complete(&request).await.unwrap();
+        assert_eq!(written.content, generated, "the answer is plain text");
+        assert!(generated.contains("Phytophthora palmivora"));
         let grounded: BinaryScore =
-            call(Task::GradeHallucinations, q, &docs, Some(&generated.answer)).await;
+            call(Task::GradeHallucinations, q, &docs, Some(&generated)).await;
         assert!(grounded.yes());
-        let useful: BinaryScore = call(Task::GradeAnswer, q, &docs, Some(&generated.answer)).await;
+        let useful: BinaryScore = call(Task::GradeAnswer, q, &docs, Some(&generated)).await;
         assert!(useful.yes());
         let refined: Refined = call(Task::RefineQuery, q, &[], None).await;
         assert_eq!(refined.refined_question, "causes patch canker");

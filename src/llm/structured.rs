@@ -48,15 +48,7 @@ pub async fn ask_metered<T: DeserializeOwned>(
     meter: &Meter,
     on_delta: Option<DeltaSink<'_>>,
 ) -> Result<T, LlmError> {
-    // One span per model call (re-asks included), with the tokens it used and its outcome.
-    let span = tracing::info_span!(
-        target: crate::spans::TARGET,
-        "model",
-        task = request.task.schema_name(),
-        provider = model.name(),
-        tokens = tracing::field::Empty,
-        outcome = tracing::field::Empty,
-    );
+    let span = model_span(model, request);
     let result = ask_metered_once(model, request, meter, on_delta)
         .instrument(span.clone())
         .await;
@@ -64,9 +56,21 @@ pub async fn ask_metered<T: DeserializeOwned>(
     result
 }
 
+/// One span per model call (re-asks included), with the tokens it used and its outcome.
+pub(super) fn model_span(model: &dyn ChatModel, request: &ChatRequest<'_>) -> tracing::Span {
+    tracing::info_span!(
+        target: crate::spans::TARGET,
+        "model",
+        task = request.task.schema_name(),
+        provider = model.name(),
+        tokens = tracing::field::Empty,
+        outcome = tracing::field::Empty,
+    )
+}
+
 /// Charges `usage` to the step's meter and adds it to the current model span's tokens (the
 /// meter is shared by the calls a step makes at once, so the span keeps its own count).
-fn charge(meter: &Meter, usage: &Usage, spent: &mut u64) {
+pub(super) fn charge(meter: &Meter, usage: &Usage, spent: &mut u64) {
     meter.charge(usage);
     *spent += usage.total();
     tracing::Span::current().record("tokens", *spent);
@@ -122,7 +126,7 @@ async fn ask_metered_once<T: DeserializeOwned>(
 
 /// What one reply cost: a cache hit costs nothing; reported tokens are taken as they are;
 /// otherwise both sides are estimated with [`estimate_tokens`] and marked as estimated.
-fn usage_of(request: &ChatRequest<'_>, completion: &Completion) -> Usage {
+pub(super) fn usage_of(request: &ChatRequest<'_>, completion: &Completion) -> Usage {
     if completion.cached {
         return Usage {
             cache_hits: 1,
@@ -253,6 +257,7 @@ mod tests {
                 answer: None,
             },
             timeout: Duration::from_secs(5),
+            max_tokens: 32,
         }
     }
 

@@ -48,6 +48,24 @@ impl Task {
         }
     }
 
+    /// The output cap of a decision's reply: small, since a decision is a short JSON object (a
+    /// route, a grade) or one rewritten question. `None` for the answer, whose cap is
+    /// `LLM_MAX_ANSWER_TOKENS`.
+    pub fn decision_cap(self) -> Option<u32> {
+        match self {
+            Task::RouteQuery => Some(64),
+            Task::GradeDocuments | Task::GradeHallucinations | Task::GradeAnswer => Some(32),
+            Task::RefineQuery | Task::ContextualizeQuestion => Some(256),
+            Task::GenerateAnswer => None,
+        }
+    }
+
+    /// True for the tasks whose reply is a JSON object of [`Task::schema`]; the answer
+    /// (`generate_answer`) is plain text.
+    pub fn is_structured(self) -> bool {
+        self != Task::GenerateAnswer
+    }
+
     /// A generous estimate of the reply's tokens, for token budgets before a call is made.
     pub(crate) fn expected_completion_tokens(self) -> u64 {
         match self {
@@ -58,7 +76,7 @@ impl Task {
         }
     }
 
-    /// The JSON schema of the reply.
+    /// The JSON schema of a decision's reply (for the plain-text answer, a string).
     pub fn schema(self) -> Value {
         let (field, spec) = match self {
             Task::RouteQuery => (
@@ -70,7 +88,8 @@ impl Task {
                 json!({"type": "string", "enum": ["yes", "no"]}),
             ),
             Task::RefineQuery => ("refined_question", json!({"type": "string"})),
-            Task::GenerateAnswer => ("answer", json!({"type": "string"})),
+            // The answer is plain text: no object, nothing to send as a schema.
+            Task::GenerateAnswer => return json!({"type": "string"}),
             Task::ContextualizeQuestion => ("standalone_question", json!({"type": "string"})),
         };
         json!({
@@ -148,11 +167,4 @@ pub struct Refined {
 pub struct Contextualized {
     /// The follow-up, rewritten to be understood without the conversation.
     pub standalone_question: String,
-}
-
-/// `generate_answer` reply.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Generated {
-    /// The answer text.
-    pub answer: String,
 }

@@ -2,7 +2,7 @@
 
 use super::speculation::{self, RagMerge};
 use super::{nodes, prompts, BestEffortReason, Events, Outcome, RagError, RagNode, RagState};
-use crate::config::Speculation;
+use crate::config::{ModelWindow, Speculation};
 use crate::embed::Embedder;
 use crate::engine::{
     estimate_tokens, BranchOutput, Graph, Limit, RetryPolicy, StepCtx, StepOutput, Transition,
@@ -45,6 +45,9 @@ pub struct RagGraph {
     pub(crate) remote_policy: RetryPolicy,
     pub(crate) events: Events,
     pub(crate) speculation: Speculation,
+    /// The model's context window and the answer's cap (`LLM_CONTEXT_TOKENS`,
+    /// `LLM_MAX_ANSWER_TOKENS`).
+    pub(crate) window: ModelWindow,
     /// The workflow version its checkpoints record and the versions it resumes.
     pub(crate) versioning: crate::engine::Versioning,
 }
@@ -68,6 +71,7 @@ impl RagGraph {
             remote_policy: RetryPolicy::REMOTE,
             events: Events::default(),
             speculation: Speculation::Off,
+            window: ModelWindow::default(),
             versioning: super::version::versioning(),
         }
     }
@@ -77,6 +81,18 @@ impl RagGraph {
     pub fn with_speculation(mut self, speculation: Speculation) -> Self {
         self.speculation = speculation;
         self
+    }
+
+    /// Budgets prompts for `window` and caps answers at its `max_answer_tokens` (a graph
+    /// built with [`RagGraph::new`] uses the defaults).
+    pub fn with_model_window(mut self, window: ModelWindow) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// The output cap of a `task` call: a decision's own small cap, else the answer's.
+    pub(crate) fn output_cap(&self, task: Task) -> u32 {
+        task.decision_cap().unwrap_or(self.window.max_answer_tokens)
     }
 
     /// The first node of a run's workflow proper (a node that prepares the question may run

@@ -24,17 +24,24 @@ pub enum LimitHit {
     MaxRegenerations,
     /// Neither the knowledge base nor web search gave anything to answer from.
     NoSources,
+    /// The answer reached its output cap (`LLM_MAX_ANSWER_TOKENS`) and was kept as it was.
+    AnswerLength,
+    /// The model could not answer (time-outs or server errors after their retries, unusable
+    /// replies); the answer was quoted from the documents found.
+    ModelUnavailable,
 }
 
 impl LimitHit {
     /// Every limit, in the order metrics list them.
-    pub const ALL: [LimitHit; 6] = [
+    pub const ALL: [LimitHit; 8] = [
         LimitHit::StepLimit,
         LimitHit::Deadline,
         LimitHit::TokenBudget,
         LimitHit::MaxQueryRewrites,
         LimitHit::MaxRegenerations,
         LimitHit::NoSources,
+        LimitHit::AnswerLength,
+        LimitHit::ModelUnavailable,
     ];
 
     /// Wire name (`limits_hit[]`).
@@ -46,6 +53,8 @@ impl LimitHit {
             LimitHit::MaxQueryRewrites => "max_retries",
             LimitHit::MaxRegenerations => "max_regenerations",
             LimitHit::NoSources => "no_sources",
+            LimitHit::AnswerLength => "answer_length",
+            LimitHit::ModelUnavailable => "model_unavailable",
         }
     }
 }
@@ -66,6 +75,8 @@ impl From<BestEffortReason> for LimitHit {
             BestEffortReason::MaxRegenerations => LimitHit::MaxRegenerations,
             BestEffortReason::MaxQueryRewrites => LimitHit::MaxQueryRewrites,
             BestEffortReason::NoSources => LimitHit::NoSources,
+            BestEffortReason::AnswerLength => LimitHit::AnswerLength,
+            BestEffortReason::ModelUnavailable => LimitHit::ModelUnavailable,
             BestEffortReason::Limit(limit) => limit.into(),
         }
     }

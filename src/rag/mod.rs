@@ -29,6 +29,7 @@ mod limit_hit;
 mod listing;
 mod node;
 mod nodes;
+mod prompt_fit;
 mod prompts;
 mod replay;
 mod request;

@@ -2,18 +2,19 @@
 //! state, then names the next node; every loop is bounded by a counter checked here and by the
 //! engine's step limit and deadline.
 
+use super::prompt_fit::{self, fit_documents, Fit, Room};
 use super::rerank::Reranked;
 use super::{prompts, BestEffortReason, Outcome, RagError, RagGraph, RagNode, RagState, RunEvent};
 use crate::engine::{StepCtx, StepOutput};
+use crate::error::Classify;
 use crate::llm::{
-    ask_metered, AnswerDeltas, BinaryScore, ChatRequest, DataSource, Generated, Refined,
-    RouteDecision, Task, TaskInputs,
+    ask_metered, write_answer, BinaryScore, ChatRequest, DataSource, Finish, LlmError, Refined,
+    RouteDecision, Task, TaskInputs, Written,
 };
 use crate::search::{Document, RetrievalError, RetrievalMode};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
 use tracing::Instrument;
 
 type Step = Result<StepOutput<RagNode>, RagError>;
@@ -27,16 +28,69 @@ pub(super) async fn call<T: DeserializeOwned>(
     documents: &[Document],
     answer: Option<&str>,
 ) -> Result<T, RagError> {
-    let result = ctx
-        .retry(task.schema_name(), || {
-            let request = request(ctx, task, question, documents, answer);
-            async move { ask_metered::<T>(graph.model.as_ref(), &request, ctx.meter(), None).await }
-        })
-        .await?;
-    Ok(result)
+    Ok(call_fitted(graph, ctx, task, question, documents, answer)
+        .await?
+        .0)
+}
+
+/// [`call`], saying what was left out of its documents to fit the model's window.
+pub(super) async fn call_fitted<T: DeserializeOwned>(
+    graph: &RagGraph,
+    ctx: &StepCtx<'_>,
+    task: Task,
+    question: &str,
+    documents: &[Document],
+    answer: Option<&str>,
+) -> Result<(T, Fit), RagError> {
+    let fixed = fixed_tokens(task, question, answer);
+    fitting(graph, task, |room| async move {
+        let (documents, fit) = fit_documents(documents, room, fixed);
+        let documents = &documents;
+        let value = ctx
+            .retry(task.schema_name(), || {
+                let request = request(graph, ctx, task, question, documents, answer);
+                async move {
+                    ask_metered::<T>(graph.model.as_ref(), &request, ctx.meter(), None).await
+                }
+            })
+            .await?;
+        Ok((value, fit))
+    })
+    .await
+}
+
+/// Runs `attempt` with the prompt room of a `task` call; when the server answers that the
+/// prompt is still over its context window, runs it once more with half the room (never
+/// more: the same prompt would fail the same way).
+async fn fitting<T, F, Fut>(graph: &RagGraph, task: Task, attempt: F) -> Result<T, RagError>
+where
+    F: Fn(Room) -> Fut,
+    Fut: std::future::Future<Output = Result<T, RagError>>,
+{
+    let room = Room::of(graph.window, graph.output_cap(task));
+    match attempt(room).await {
+        Err(RagError::Llm(LlmError::ContextOverflow(message))) => {
+            tracing::warn!(
+                task = task.schema_name(),
+                %message,
+                "prompt over the model's context window: asking once more with half the room"
+            );
+            attempt(room.halved()).await
+        }
+        other => other,
+    }
+}
+
+/// The tokens of a `task` prompt without its documents.
+fn fixed_tokens(task: Task, question: &str, answer: Option<&str>) -> u64 {
+    prompts::messages(task, question, &[], answer)
+        .iter()
+        .map(|m| prompt_fit::tokens(&m.content))
+        .sum()
 }
 
 fn request<'a>(
+    graph: &RagGraph,
     ctx: &StepCtx<'_>,
     task: Task,
     question: &'a str,
@@ -52,62 +106,115 @@ fn request<'a>(
             answer,
         },
         timeout: ctx.remaining(),
+        max_tokens: graph.output_cap(task),
     }
 }
 
-/// The answer call, streamed to the run's events as `token`s when someone listens. Every try
-/// is a new generation attempt; a try whose stream broke is `discarded` before the retry.
-/// Returns the answer and the number of the attempt that produced it.
+/// An answer the model could not write although the run had documents: quoted from them
+/// instead ([`crate::llm::extractive_answer`]), with why the model could not.
+pub(super) struct Fallback {
+    /// The extractive answer.
+    pub(super) text: String,
+    /// The model's last error.
+    pub(super) error: String,
+}
+
+/// True when the model failed for a reason the caller cannot fix: time-outs and server
+/// errors after their retries, replies that stayed unusable, a prompt still too long. Not an
+/// authentication, configuration or request error, which must fail loudly.
+fn unavailable(error: &RagError) -> bool {
+    let RagError::Llm(error) = error else {
+        return false;
+    };
+    error.is_transient()
+        || matches!(
+            error,
+            LlmError::Malformed { .. }
+                | LlmError::InvalidResponse(_)
+                | LlmError::ContextOverflow(_)
+        )
+}
+
+/// [`generate_answer`], or the extractive fallback when the model is unavailable and the run
+/// found documents (`model_unavailable`).
+pub(super) async fn generate_or_quote(
+    graph: &RagGraph,
+    ctx: &StepCtx<'_>,
+    state: &RagState,
+) -> Result<Result<(Written, u32, Fit), Fallback>, RagError> {
+    match generate_answer(graph, ctx, state).await {
+        Ok(answer) => Ok(Ok(answer)),
+        Err(error) if unavailable(&error) && !state.documents.is_empty() => {
+            tracing::warn!(%error, "the model cannot answer: quoting the documents instead");
+            Ok(Err(Fallback {
+                text: crate::llm::extractive_answer(&state.request.question, &state.documents),
+                error: error.to_string(),
+            }))
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// The answer call (plain text), streamed to the run's events as `token`s when someone
+/// listens. Every try is a new generation attempt; a try whose stream broke is `discarded`
+/// before the retry. The prompt is fitted to the model's window first (older thread turns,
+/// then the lowest ranked documents, are left out). Returns the answer, the number of the
+/// attempt that produced it, and what was left out.
 pub(super) async fn generate_answer(
     graph: &RagGraph,
     ctx: &StepCtx<'_>,
     state: &RagState,
-) -> Result<(Generated, u32), RagError> {
+) -> Result<(Written, u32, Fit), RagError> {
     let question = state.request.question.as_str();
-    let documents = state.documents.as_slice();
     // A thread's answer prompt also sees the recent turns.
-    let history = super::thread::answer_history(state);
-    let answer_request = || {
-        let mut request = request(ctx, Task::GenerateAnswer, question, documents, None);
-        if let (Some(history), Some(user)) = (&history, request.messages.last_mut()) {
-            user.content.insert_str(0, history);
-        }
-        request
-    };
-    if !graph.events.is_on() {
-        let generated = ctx
+    let turns = state
+        .thread
+        .as_ref()
+        .map_or(&[][..], |t| t.history.as_slice());
+    let attempt = AtomicU32::new(state.generations);
+    let attempt = &attempt;
+    fitting(graph, Task::GenerateAnswer, |room| async move {
+        let keep = prompt_fit::fit_history(turns, room, |t| {
+            prompt_fit::tokens(&t.question) + prompt_fit::tokens(&t.answer)
+        });
+        let history = super::thread::answer_history(&turns[turns.len() - keep..]);
+        let fixed = fixed_tokens(Task::GenerateAnswer, question, None)
+            + history.as_deref().map_or(0, prompt_fit::tokens);
+        let (documents, mut fit) = fit_documents(&state.documents, room, fixed);
+        fit.history_dropped = turns.len() - keep;
+        let (documents, history) = (&documents, &history);
+        let answer_request = || {
+            let mut request = request(graph, ctx, Task::GenerateAnswer, question, documents, None);
+            if let (Some(history), Some(user)) = (history, request.messages.last_mut()) {
+                user.content.insert_str(0, history);
+            }
+            request
+        };
+        let written = ctx
             .retry(Task::GenerateAnswer.schema_name(), || {
+                let n = attempt.fetch_add(1, Ordering::SeqCst) + 1;
+                if graph.events.is_on() && n > state.generations + 1 {
+                    graph.events.emit(RunEvent::Discarded { attempt: n - 1 });
+                }
                 let request = answer_request();
                 async move {
-                    ask_metered::<Generated>(graph.model.as_ref(), &request, ctx.meter(), None)
-                        .await
+                    let sink = |text: &str| {
+                        if !text.is_empty() {
+                            graph.events.emit(RunEvent::Token {
+                                attempt: n,
+                                text: text.to_owned(),
+                            });
+                        }
+                    };
+                    let sink: Option<crate::llm::DeltaSink<'_>> =
+                        graph.events.is_on().then_some(&sink);
+                    write_answer(graph.model.as_ref(), &request, ctx.meter(), sink).await
                 }
             })
             .await?;
-        return Ok((generated, state.generations + 1));
-    }
-    let attempt = AtomicU32::new(state.generations);
-    let generated = ctx
-        .retry(Task::GenerateAnswer.schema_name(), || {
-            let n = attempt.fetch_add(1, Ordering::SeqCst) + 1;
-            if n > state.generations + 1 {
-                graph.events.emit(RunEvent::Discarded { attempt: n - 1 });
-            }
-            let request = answer_request();
-            async move {
-                let decoder = Mutex::new(AnswerDeltas::new());
-                let sink = |raw: &str| {
-                    let text = decoder.lock().map(|mut d| d.push(raw)).unwrap_or_default();
-                    if !text.is_empty() {
-                        graph.events.emit(RunEvent::Token { attempt: n, text });
-                    }
-                };
-                ask_metered::<Generated>(graph.model.as_ref(), &request, ctx.meter(), Some(&sink))
-                    .await
-            }
-        })
-        .await?;
-    Ok((generated, attempt.load(Ordering::SeqCst)))
+        Ok((written, attempt.load(Ordering::SeqCst), fit))
+    })
+    .await
 }
 
 pub(super) async fn route_question(
@@ -233,7 +340,7 @@ pub(super) async fn grade_documents(
 ) -> Step {
     let question = state.request.question.as_str();
     let grades = futures::future::try_join_all(state.documents.iter().map(|doc| {
-        call::<BinaryScore>(
+        call_fitted::<BinaryScore>(
             graph,
             ctx,
             Task::GradeDocuments,
@@ -244,14 +351,16 @@ pub(super) async fn grade_documents(
     }))
     .await?;
     let graded = grades.len();
-    let mut keep = grades.iter().map(|g| g.yes());
+    let fit = grades
+        .iter()
+        .fold(Fit::default(), |all, (_, fit)| all.add(*fit));
+    let mut keep = grades.iter().map(|(g, _)| g.yes());
     state.documents.retain(|_| keep.next().unwrap_or(false));
     let relevant = state.documents.len();
     let (next, decision) = decide_to_generate(graph, state, relevant);
-    Ok(StepOutput::next(
-        next,
-        json!({ "graded": graded, "relevant": relevant, "decision": decision }),
-    ))
+    let mut details = json!({ "graded": graded, "relevant": relevant, "decision": decision });
+    fit.record(&mut details);
+    Ok(StepOutput::next(next, details))
 }
 
 /// `decide_to_generate`: relevant documents -> generate; none -> rewrite while rewrites remain;
@@ -322,15 +431,33 @@ pub(super) async fn web_search(graph: &RagGraph, state: &mut RagState, ctx: &Ste
 }
 
 pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepCtx<'_>) -> Step {
-    let (generated, attempt) = generate_answer(graph, ctx, state).await?;
-    state.generation = Some(generated.answer);
+    let (written, attempt, fit) = match generate_or_quote(graph, ctx, state).await? {
+        Ok(answer) => answer,
+        Err(fallback) => {
+            state.generation = Some(fallback.text);
+            state.model_unavailable = true;
+            let details = json!({
+                "documents": state.documents.len(),
+                "fallback": "extractive",
+                "error": fallback.error,
+            });
+            return Ok(after_answer(state, details));
+        }
+    };
+    let cut = written.finish == Finish::Length;
+    state.generation = Some(written.text);
+    state.answer_cut = cut;
     state.generations = attempt;
     state.answer_check = None;
-    let details = json!({
+    let mut details = json!({
         "documents": state.documents.len(),
         "regeneration": state.hallucination_retry_count,
         "attempt": attempt,
     });
+    if cut {
+        details["answer_length"] = json!(true);
+    }
+    fit.record(&mut details);
     Ok(after_answer(state, details))
 }
 
@@ -339,6 +466,14 @@ pub(super) fn after_answer(
     state: &mut RagState,
     details: serde_json::Value,
 ) -> StepOutput<RagNode> {
+    if state.model_unavailable {
+        // Quoted from the documents: nothing for the model to check.
+        return end(
+            state,
+            Outcome::BestEffort(BestEffortReason::ModelUnavailable),
+            details,
+        );
+    }
     let no_context = state.documents.is_empty();
     if no_context && state.route != Some(DataSource::LlmInternal) {
         // Wanted sources, found none: answer from the model alone, clearly marked.
@@ -369,7 +504,7 @@ pub(super) async fn grade_hallucinations(
 ) -> Step {
     let question = state.request.question.as_str();
     let answer = state.generation.as_deref();
-    let grounded = call::<BinaryScore>(
+    let grounded = call_fitted::<BinaryScore>(
         graph,
         ctx,
         Task::GradeHallucinations,
@@ -379,7 +514,7 @@ pub(super) async fn grade_hallucinations(
     );
     // The answer check does not wait for this one: both are asked at once, and its verdict
     // counts only if the answer is grounded (one extra call when it is not, none otherwise).
-    let (grade, useful) = if state.request.check_answer() {
+    let ((grade, fit), useful) = if state.request.check_answer() {
         let useful = call::<BinaryScore>(graph, ctx, Task::GradeAnswer, question, &[], answer);
         let (grade, useful) = futures::future::try_join(grounded, useful).await?;
         (grade, Some(useful.yes()))
@@ -389,10 +524,9 @@ pub(super) async fn grade_hallucinations(
     let max = graph.limits.max_regenerations;
     if grade.yes() {
         state.answer_check = useful;
-        return Ok(grade_answer_or_end(
-            state,
-            json!({ "grounded": true, "answer_checked": useful.is_some() }),
-        ));
+        let mut details = json!({ "grounded": true, "answer_checked": useful.is_some() });
+        fit.record(&mut details);
+        return Ok(grade_answer_or_end(state, details));
     }
     if state.hallucination_retry_count < max {
         graph.events.emit(RunEvent::Discarded {
@@ -464,6 +598,13 @@ pub(super) async fn grade_answer(
 
 fn end(state: &mut RagState, outcome: Outcome, details: serde_json::Value) -> StepOutput<RagNode> {
     let answer = state.generation.clone().unwrap_or_default();
+    // An answer cut at its cap is kept, and the run says so.
+    let outcome = match outcome {
+        Outcome::Completed if state.answer_cut => {
+            Outcome::BestEffort(BestEffortReason::AnswerLength)
+        }
+        other => other,
+    };
     state.finish(outcome, answer);
     StepOutput::end(details)
 }

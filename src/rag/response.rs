@@ -204,6 +204,13 @@ impl RunResponse {
                 limits_hit.push(reason);
             }
         }
+        // A cut answer that another limit also shaped says both.
+        if state.answer_cut
+            && state.answer.is_some()
+            && !limits_hit.contains(&LimitHit::AnswerLength)
+        {
+            limits_hit.push(LimitHit::AnswerLength);
+        }
         let answered = state.answer.is_some();
         Self {
             success: matches!(status, RunStatus::Completed | RunStatus::BestEffort),

@@ -47,6 +47,13 @@ pub struct Grades {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpeculativeAnswer {
     pub(crate) answer: String,
+    /// The answer was cut at its output cap (`answer_length`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    cut: bool,
+    /// The model could not answer: the answer is quoted from the documents
+    /// (`model_unavailable`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    quoted: bool,
     attempt: u32,
     tokens: u64,
 }
@@ -119,16 +126,35 @@ pub(super) async fn branch(
             })
         }
         RagNode::Generate => {
-            let (generated, attempt) = nodes::generate_answer(graph, ctx, state).await?;
+            let (written, attempt, fit, fallback) =
+                match nodes::generate_or_quote(graph, ctx, state).await? {
+                    Ok((written, attempt, fit)) => (written, attempt, fit, None),
+                    Err(fallback) => {
+                        let written = crate::llm::Written {
+                            text: fallback.text,
+                            finish: crate::llm::Finish::Stop,
+                        };
+                        let attempt = state.generations + 1;
+                        (written, attempt, Default::default(), Some(fallback.error))
+                    }
+                };
+            let mut details = json!({
+                "documents": state.documents.len(),
+                "regeneration": state.hallucination_retry_count,
+                "attempt": attempt,
+                "speculative": true,
+            });
+            fit.record(&mut details);
+            if let Some(error) = &fallback {
+                details["fallback"] = json!("extractive");
+                details["error"] = json!(error);
+            }
             Ok(BranchOutput {
-                details: json!({
-                    "documents": state.documents.len(),
-                    "regeneration": state.hallucination_retry_count,
-                    "attempt": attempt,
-                    "speculative": true,
-                }),
+                details,
                 merge: RagMerge::Answer(SpeculativeAnswer {
-                    answer: generated.answer,
+                    quoted: fallback.is_some(),
+                    cut: written.finish == crate::llm::Finish::Length,
+                    answer: written.text,
                     attempt,
                     tokens: ctx.usage().total(),
                 }),
@@ -189,6 +215,8 @@ pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode
             state.speculation.stats.used += 1;
             state.generations = answer.attempt;
             state.generation = Some(answer.answer);
+            state.answer_cut = answer.cut;
+            state.model_unavailable = answer.quoted;
             state.answer_check = None;
             nodes::after_answer(state, json!({})).next
         }

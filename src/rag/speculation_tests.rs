@@ -83,7 +83,7 @@ impl ChatModel for Gated {
 fn script(route: &str, grades: &[&str]) -> ScriptedModel {
     let mut model = ScriptedModel::new()
         .reply(Task::RouteQuery, json!({ "data_source": route }))
-        .reply(Task::GenerateAnswer, json!({ "answer": ANSWER }))
+        .raw(Task::GenerateAnswer, ANSWER)
         .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
         .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }));
     for grade in grades {
@@ -414,7 +414,7 @@ async fn regenerations_cost_nothing_extra_when_the_speculative_answer_is_used() 
         ScriptedModel::new()
             .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
             .reply(Task::GradeDocuments, json!({ "binary_score": "yes" }))
-            .reply(Task::GenerateAnswer, json!({ "answer": ANSWER }))
+            .raw(Task::GenerateAnswer, ANSWER)
             .reply(Task::GradeHallucinations, json!({ "binary_score": "no" }))
             .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
             .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }))

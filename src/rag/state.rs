@@ -27,6 +27,10 @@ pub enum BestEffortReason {
     MaxQueryRewrites,
     /// No relevant documents were found and web search gave nothing to answer from.
     NoSources,
+    /// The answer reached its output cap (`LLM_MAX_ANSWER_TOKENS`) and is cut short.
+    AnswerLength,
+    /// The model could not answer; the answer is quoted from the documents found.
+    ModelUnavailable,
     /// An engine limit stopped the run.
     Limit(Limit),
 }
@@ -43,6 +47,12 @@ impl BestEffortReason {
             }
             BestEffortReason::NoSources => {
                 "Note: no relevant sources were found (knowledge base and web search); this answer is not backed by any source."
+            }
+            BestEffortReason::AnswerLength => {
+                "Note: the answer reached its length limit and may be cut short."
+            }
+            BestEffortReason::ModelUnavailable => {
+                "Note: the model could not answer right now; these are the passages of the sources that best match the question."
             }
             BestEffortReason::Limit(Limit::StepLimit) => {
                 "Note: the workflow reached its step limit; this is the best answer found so far."
@@ -88,6 +98,15 @@ pub struct RagState {
     pub query_transformation_retry_count: u32,
     /// Regenerations after an ungrounded answer.
     pub hallucination_retry_count: u32,
+    /// The latest answer was cut at its output cap (`LLM_MAX_ANSWER_TOKENS`): it is kept, and
+    /// the run ends `best_effort` with `answer_length`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) answer_cut: bool,
+    /// The model could not write the answer (time-outs or server errors after their retries,
+    /// unusable replies): it was quoted from the documents, and the run ends `best_effort`
+    /// with `model_unavailable`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) model_unavailable: bool,
     /// Generation attempts so far (numbers the `token` and `discarded` stream events).
     #[serde(default)]
     pub(crate) generations: u32,
@@ -138,6 +157,8 @@ impl RagState {
             generation: None,
             query_transformation_retry_count: 0,
             hallucination_retry_count: 0,
+            answer_cut: false,
+            model_unavailable: false,
             generations: 0,
             answer_check: None,
             web_fallback: false,

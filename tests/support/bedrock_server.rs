@@ -4,10 +4,13 @@
 //!
 //! Chat calls are answered from the same [`Script`] as the OpenAI-compatible server
 //! ([`super::llm_server`]), keyed by the forced tool's name (`toolConfig.toolChoice.tool.name`,
-//! the schema name), so both providers run the same scenarios with the same exact counts:
-//! - a content reply that is a JSON object becomes a `toolUse` block with that input (stop
-//!   reason `tool_use`); any other content is a `text` block (`end_turn`), as a model that did
-//!   not call the tool answers, which the client re-asks like malformed JSON;
+//! the schema name; a request without a tool is the plain-text answer, `generate_answer`), so
+//! both providers run the same scenarios with the same exact counts:
+//! - when the request forces a tool, a content reply that is a JSON object becomes a `toolUse`
+//!   block with that input (stop reason `tool_use`); any other content is a `text` block
+//!   (`end_turn`), as a model that did not call the tool answers, which the client re-asks
+//!   like malformed JSON; without a tool, the content is a `text` block;
+//! - [`Reply::at_cap`](super::llm_server::Reply::at_cap) stops with `max_tokens`;
 //! - `usage` is the script's (100 + 10 by default), as `inputTokens` / `outputTokens`;
 //! - a streamed call (`/converse-stream`) sends `messageStart`, `contentBlockStart`, the
 //!   content in `contentBlockDelta`s of [`Reply::chunked`] characters (with [`Reply::every`]
@@ -49,8 +52,8 @@ pub enum Answer {
     Converse {
         /// The model's content and how to stream it.
         content: Content,
-        /// The forced tool's name.
-        tool: String,
+        /// The forced tool's name; `None` for a request without a tool (the plain answer).
+        tool: Option<String>,
         /// `/converse-stream`.
         stream: bool,
     },
@@ -131,7 +134,7 @@ fn code_of(status: u16) -> &'static str {
 }
 
 /// A chat reply of the shared script as a Bedrock answer.
-fn convert(reply: super::llm_server::Reply, tool: String, stream: bool) -> BedrockReply {
+fn convert(reply: super::llm_server::Reply, tool: Option<String>, stream: bool) -> BedrockReply {
     match reply {
         HttpReply::Ok(content) => HttpReply::Ok(Answer::Converse {
             content,
@@ -174,7 +177,10 @@ impl Replies for BedrockScript {
             return next_in(&mut self.embeddings).unwrap_or_else(vectors);
         }
         let stream = call.path.ends_with("/converse-stream");
-        convert(self.chat.next(call), call.name().to_owned(), stream)
+        let tool = call.body["toolConfig"]["toolChoice"]["tool"]["name"]
+            .as_str()
+            .map(str::to_owned);
+        convert(self.chat.next(call), tool, stream)
     }
 }
 
@@ -203,14 +209,16 @@ fn usage(content: &Content) -> Option<Value> {
 }
 
 impl Answer {
-    fn converse(content: Content, tool: &str) -> Response {
-        let (block, stop) = match serde_json::from_str::<Value>(&content.text) {
-            Ok(input) if input.is_object() => (
+    fn converse(content: Content, tool: Option<&str>) -> Response {
+        let input = serde_json::from_str::<Value>(&content.text).ok();
+        let (block, stop) = match (tool, input) {
+            (Some(tool), Some(input)) if input.is_object() => (
                 json!({"toolUse": {"toolUseId": "tooluse_1", "name": tool, "input": input}}),
                 "tool_use",
             ),
             _ => (json!({"text": content.text}), "end_turn"),
         };
+        let stop = if content.at_cap { "max_tokens" } else { stop };
         let mut reply = json!({
             "output": {"message": {"role": "assistant", "content": [block]}},
             "stopReason": stop,
@@ -222,8 +230,9 @@ impl Answer {
         axum::Json(reply).into_response()
     }
 
-    fn converse_stream(content: Content, tool: &str) -> Response {
-        let is_tool = serde_json::from_str::<Value>(&content.text).is_ok_and(|v| v.is_object());
+    fn converse_stream(content: Content, tool: Option<&str>) -> Response {
+        let is_tool = tool.is_some()
+            && serde_json::from_str::<Value>(&content.text).is_ok_and(|v| v.is_object());
         let mut frames: Vec<(Duration, Option<Vec<u8>>)> = vec![(
             Duration::ZERO,
             Some(event("messageStart", json!({"role": "assistant"}))),
@@ -258,7 +267,11 @@ impl Answer {
         if content.cut_after.is_some() {
             frames.push((Duration::ZERO, None));
         } else {
-            let stop = if is_tool { "tool_use" } else { "end_turn" };
+            let stop = match (content.at_cap, is_tool) {
+                (true, _) => "max_tokens",
+                (false, true) => "tool_use",
+                (false, false) => "end_turn",
+            };
             frames.push((
                 Duration::ZERO,
                 Some(event("contentBlockStop", json!({"contentBlockIndex": 0}))),
@@ -322,8 +335,10 @@ impl Payload for Answer {
                 content,
                 tool,
                 stream: false,
-            } => Answer::converse(content, &tool),
-            Answer::Converse { content, tool, .. } => Answer::converse_stream(content, &tool),
+            } => Answer::converse(content, tool.as_deref()),
+            Answer::Converse { content, tool, .. } => {
+                Answer::converse_stream(content, tool.as_deref())
+            }
             Answer::Embedding => Answer::embedding(request),
             Answer::Exception {
                 status,

@@ -1,7 +1,8 @@
 //! A scripted OpenAI-compatible chat-completions server on loopback.
 //!
 //! `POST /v1/chat/completions` answers from a [`Script`] keyed by the request's
-//! `response_format.json_schema.name`: each name has a queue of [`Reply`]s, served in order,
+//! `response_format.json_schema.name` (a request without one is the plain-text answer,
+//! `generate_answer`): each name has a queue of [`Reply`]s, served in order,
 //! and the last one repeats forever (so `Script::new().on("grade_documents", [Reply::no()])`
 //! means "grade_documents always answers no"). Every request is recorded (a [`Recorded`]: its
 //! schema name, full JSON body, `Authorization` header, arrival time and whether it asked for
@@ -19,7 +20,9 @@
 //! a chunk with `finish_reason` `stop`, then, when `stream_options.include_usage` is true and
 //! the script reports usage, a chunk with `"choices": []` and `usage`, then `data: [DONE]`.
 //! Per reply: [`Reply::chunked`] sets the chunk size, [`Reply::every`] a pause between content
-//! chunks, [`Reply::cut_after`] drops the connection after that many content chunks. Status
+//! chunks, [`Reply::cut_after`] drops the connection after that many content chunks, and
+//! [`Reply::at_cap`] ends the reply with `finish_reason: "length"` (cut at its output cap).
+//! [`Reply::overflow`] is llama.cpp's answer to a prompt over the context window. Status
 //! replies, `Retry-After`, [`Reply::delayed`] and body overrides behave as for unstreamed
 //! requests (a status is answered before any stream; a body override is plain JSON).
 //!
@@ -55,6 +58,8 @@ pub struct Content {
     pub every: Duration,
     /// Drop the connection after this many streamed content chunks (before the stream ends).
     pub cut_after: Option<usize>,
+    /// The reply stops at its output cap (`finish_reason: "length"`, Bedrock `max_tokens`).
+    pub at_cap: bool,
     /// `usage` to report as (prompt, completion); stamped from the [`Script`] when picked.
     usage: Option<(u64, u64)>,
 }
@@ -67,6 +72,7 @@ impl Content {
             chunk_chars: DEFAULT_CHUNK_CHARS,
             every: Duration::ZERO,
             cut_after: None,
+            at_cap: false,
             usage: Some(DEFAULT_USAGE),
         }
     }
@@ -85,6 +91,15 @@ impl Content {
                 "total_tokens": prompt + completion
             })
         })
+    }
+
+    /// The reply's `finish_reason`.
+    fn finish_reason(&self) -> &'static str {
+        if self.at_cap {
+            "length"
+        } else {
+            "stop"
+        }
     }
 
     /// The `text/event-stream` answer to a streamed request.
@@ -117,7 +132,7 @@ impl Content {
         } else {
             frames.push(Frame::Send(
                 Duration::ZERO,
-                chunk(json!([{"index": 0, "delta": {}, "finish_reason": "stop"}])),
+                chunk(json!([{"index": 0, "delta": {}, "finish_reason": self.finish_reason()}])),
             ));
             let include_usage = request["stream_options"]["include_usage"] == true;
             if let (true, Some(usage)) = (include_usage, self.usage_json()) {
@@ -194,7 +209,7 @@ impl Payload for Content {
             "choices": [{
                 "index": 0,
                 "message": {"role": "assistant", "content": self.text},
-                "finish_reason": "stop"
+                "finish_reason": self.finish_reason()
             }]
         });
         if let Some(usage) = self.usage_json() {
@@ -225,9 +240,23 @@ impl Reply {
     pub fn route(source: &str) -> Self {
         Reply::json(json!({"data_source": source}))
     }
-    /// `{"answer": text}`.
+    /// The answer `text`, plain (`generate_answer` is not JSON).
     pub fn answer(text: &str) -> Self {
-        Reply::json(json!({"answer": text}))
+        Reply::raw(text)
+    }
+    /// llama.cpp's answer to a prompt over the context window (400
+    /// `exceed_context_size_error`; Bedrock: `ValidationException`).
+    pub fn overflow() -> Self {
+        Reply::status(400).body(
+            json!({"error": {
+                "code": 400,
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": 2146,
+                "n_ctx": 2048
+            }})
+            .to_string(),
+        )
     }
     /// `{"refined_question": text}`.
     pub fn refined(text: &str) -> Self {
@@ -245,6 +274,10 @@ impl Reply {
     /// Drops the connection after `chunks` streamed content chunks, before the stream ends.
     pub fn cut_after(self, chunks: usize) -> Self {
         self.content(|c| c.cut_after = Some(chunks), "cut_after")
+    }
+    /// Ends the reply as cut at its output cap (`finish_reason: "length"`).
+    pub fn at_cap(self) -> Self {
+        self.content(|c| c.at_cap = true, "at_cap")
     }
 
     /// Edits the content of an `Ok` reply (through delays).
@@ -359,12 +392,26 @@ impl Replies for Script {
 
 impl Call {
     /// The chat request's `response_format.json_schema.name` (Bedrock: the forced tool's
-    /// name, `toolConfig.toolChoice.tool.name`), or empty.
+    /// name, `toolConfig.toolChoice.tool.name`); `generate_answer` for a chat request without
+    /// either (the plain-text answer); empty for anything else.
     pub fn name(&self) -> &str {
         self.body["response_format"]["json_schema"]["name"]
             .as_str()
             .or_else(|| self.body["toolConfig"]["toolChoice"]["tool"]["name"].as_str())
-            .unwrap_or("")
+            .unwrap_or(if self.body["messages"].is_array() {
+                "generate_answer"
+            } else {
+                ""
+            })
+    }
+
+    /// The request's output cap: `max_tokens`, `max_completion_tokens` or Bedrock's
+    /// `inferenceConfig.maxTokens`.
+    pub fn max_tokens(&self) -> Option<u64> {
+        self.body["max_tokens"]
+            .as_u64()
+            .or_else(|| self.body["max_completion_tokens"].as_u64())
+            .or_else(|| self.body["inferenceConfig"]["maxTokens"].as_u64())
     }
 
     /// True when the request asked for a stream (`"stream": true`, or Bedrock's

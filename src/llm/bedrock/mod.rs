@@ -1,5 +1,6 @@
 //! Amazon Bedrock chat client: `Converse` for structured calls, `ConverseStream` for a streamed
-//! answer, through `aws-sdk-bedrockruntime`.
+//! answer, through `aws-sdk-bedrockruntime`. The answer is plain text (no tool); every call
+//! sends its output cap as `inferenceConfig.maxTokens`.
 //!
 //! The model is a Bedrock model id or inference profile (`LLM_MODEL`); credentials and region
 //! come from the AWS environment (the function role on Lambda), so no key is configured. The
@@ -105,7 +106,7 @@ impl ChatModel for BedrockModel {
                 .model_id(&self.model_id)
                 .set_system(Some(parts.system))
                 .set_messages(Some(parts.messages))
-                .tool_config(parts.tools)
+                .set_tool_config(parts.tools)
                 .inference_config(parts.inference)
                 .send()
                 .await
@@ -117,6 +118,7 @@ impl ChatModel for BedrockModel {
             };
             Ok(Completion {
                 content: wire::content(blocks, request.task.schema_name(), &stop_reason)?,
+                finish: wire::finish(&stop_reason),
                 tokens: reply.usage().map(wire::tokens),
                 cached: false,
             })
@@ -124,7 +126,8 @@ impl ChatModel for BedrockModel {
         .await
     }
 
-    /// Streams the tool's input as Bedrock generates it; see the `stream` module.
+    /// Streams the reply (the answer's text, or a tool's input) as Bedrock generates it; see
+    /// the `stream` module.
     async fn complete_streaming(
         &self,
         request: &ChatRequest<'_>,
@@ -138,7 +141,7 @@ impl ChatModel for BedrockModel {
                 .model_id(&self.model_id)
                 .set_system(Some(parts.system))
                 .set_messages(Some(parts.messages))
-                .tool_config(parts.tools)
+                .set_tool_config(parts.tools)
                 .inference_config(parts.inference)
                 .send()
                 .await
@@ -168,6 +171,9 @@ where
         Failure::Connect(m) => LlmError::Connect(m),
         Failure::Broken(m) => LlmError::Transport(m),
         Failure::Config(m) => LlmError::Config(m),
+        Failure::Service { message, .. } if super::error::is_context_overflow(&message) => {
+            LlmError::ContextOverflow(message)
+        }
         Failure::Service {
             status,
             message,

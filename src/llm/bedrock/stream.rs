@@ -2,16 +2,17 @@
 //!
 //! Bedrock sends `messageStart`, then per content block `contentBlockStart`,
 //! `contentBlockDelta`s and `contentBlockStop`, then `messageStop` (with the stop reason) and
-//! `metadata` (with `usage`). The forced tool's input arrives as pieces of JSON text in
-//! `toolUse` deltas: each is handed to the caller's sink at once, and the pieces are joined
-//! into the [`Completion`]. Text deltas (a model that did not call the tool) are kept and
-//! handed over in one piece at the end: [`crate::llm::ask`] will find them malformed.
+//! `metadata` (with `usage`). The plain-text answer arrives as `text` deltas, a forced tool's
+//! input as pieces of JSON text in `toolUse` deltas: each is handed to the caller's sink at
+//! once, and the pieces are joined into the [`Completion`] (the tool's input when there is
+//! one, else the text: [`crate::llm::ask`] finds text where a tool call was due malformed).
+//! `messageStop`'s `max_tokens` stop reason marks a reply cut at its cap.
 //!
 //! A stream that ends before `messageStop` was cut: a transient [`LlmError::Transport`], as is
 //! a throttling, unavailable, internal or model-stream error reported inside the stream; a
 //! validation error reported there is permanent.
 
-use super::wire::{no_content, tokens};
+use super::wire::{finish, no_content, tokens};
 use crate::bedrock::TRANSIENT_CODES;
 use crate::http::error_chain;
 use crate::llm::{Completion, DeltaSink, LlmError, TokenCount};
@@ -37,12 +38,7 @@ pub(super) async fn read(
             Err(e) => return Err(stream_error(&e)),
         }
     }
-    let text_only = reply.tool_input.is_none();
-    let completion = reply.finish()?;
-    if text_only {
-        on_delta(&completion.content);
-    }
-    Ok(completion)
+    reply.finish()
 }
 
 /// A streamed reply being put together, event by event.
@@ -59,7 +55,7 @@ struct Assembly {
 }
 
 impl Assembly {
-    /// Takes one event; returns the piece of the tool's input it carries, if any.
+    /// Takes one event; returns the piece of text or of the tool's input it carries, if any.
     fn add(&mut self, event: ConverseStreamOutput) -> Option<String> {
         match event {
             ConverseStreamOutput::ContentBlockDelta(delta) => match delta.delta? {
@@ -70,7 +66,7 @@ impl Assembly {
                 }
                 ContentBlockDelta::Text(piece) => {
                     self.text.push_str(&piece);
-                    None
+                    (!piece.is_empty()).then_some(piece)
                 }
                 _ => None,
             },
@@ -100,6 +96,7 @@ impl Assembly {
         };
         Ok(Completion {
             content,
+            finish: finish(&stop_reason),
             tokens: self.tokens,
             cached: false,
         })
@@ -122,6 +119,8 @@ fn stream_error<R: std::fmt::Debug>(err: &SdkError<ConverseStreamOutputError, R>
                 );
             if transient {
                 LlmError::Transport(text)
+            } else if crate::llm::error::is_context_overflow(message) {
+                LlmError::ContextOverflow(text)
             } else {
                 LlmError::InvalidResponse(text)
             }
@@ -194,6 +193,31 @@ mod tests {
                 completion: 3
             })
         );
+    }
+
+    #[test]
+    fn text_pieces_stream_as_they_come_and_a_max_tokens_stop_is_a_cut_reply() {
+        let text = |piece: &str| {
+            ConverseStreamOutput::ContentBlockDelta(
+                ContentBlockDeltaEvent::builder()
+                    .content_block_index(0)
+                    .delta(ContentBlockDelta::Text(piece.into()))
+                    .build()
+                    .unwrap(),
+            )
+        };
+        let mut reply = Assembly::default();
+        assert_eq!(reply.add(text("It is ")), Some("It is ".into()));
+        assert_eq!(reply.add(text("a fungus")), Some("a fungus".into()));
+        reply.add(ConverseStreamOutput::MessageStop(
+            MessageStopEvent::builder()
+                .stop_reason(StopReason::MaxTokens)
+                .build()
+                .unwrap(),
+        ));
+        let completion = reply.finish().unwrap();
+        assert_eq!(completion.content, "It is a fungus");
+        assert_eq!(completion.finish, crate::llm::Finish::Length);
     }
 
     #[test]

@@ -3,13 +3,14 @@
 //!
 //! Structured output is a forced tool: the request carries one tool named after the task's
 //! schema, whose input schema is the task's JSON schema, and `toolChoice` names it, so the
-//! model answers with that tool's input (a JSON object). System messages go to `system`;
+//! model answers with that tool's input (a JSON object). The answer (`generate_answer`) is
+//! plain text: no tool. Every call carries its output cap as `inferenceConfig.maxTokens`. System messages go to `system`;
 //! consecutive messages of one role are merged into one message (Converse wants user and
 //! assistant turns to alternate); empty messages are left out (Converse refuses empty text
 //! blocks). A reply without the tool call (text only) is handed on as
 //! text: [`crate::llm::ask`] finds it malformed and re-asks, as for any other provider.
 
-use crate::llm::{ChatRequest, LlmError, Role, TokenCount};
+use crate::llm::{ChatRequest, Finish, LlmError, Role, TokenCount};
 use aws_sdk_bedrockruntime::types::{
     ContentBlock, ConversationRole, InferenceConfiguration, Message, SpecificToolChoice,
     SystemContentBlock, TokenUsage, Tool, ToolChoice, ToolConfiguration, ToolInputSchema,
@@ -22,11 +23,13 @@ use serde_json::Value;
 pub(super) struct Parts {
     pub system: Vec<SystemContentBlock>,
     pub messages: Vec<Message>,
-    pub tools: ToolConfiguration,
+    /// The forced tool of a structured task; `None` for the plain-text answer.
+    pub tools: Option<ToolConfiguration>,
     pub inference: InferenceConfiguration,
 }
 
-/// The Converse request for `request`: its messages, and its task as a forced tool.
+/// The Converse request for `request`: its messages, its task as a forced tool (none for the
+/// plain-text answer) and its output cap.
 pub(super) fn parts(request: &ChatRequest<'_>) -> Result<Parts, LlmError> {
     let build = |e: aws_smithy_types::error::operation::BuildError| {
         LlmError::Config(format!("cannot build the Converse request: {e}"))
@@ -62,29 +65,47 @@ pub(super) fn parts(request: &ChatRequest<'_>) -> Result<Parts, LlmError> {
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(build)?;
+    let tools = if request.task.is_structured() {
+        Some(forced_tool(request).map_err(build)?)
+    } else {
+        None
+    };
+    let max_tokens = i32::try_from(request.max_tokens).unwrap_or(i32::MAX);
+    Ok(Parts {
+        system,
+        messages,
+        tools,
+        inference: InferenceConfiguration::builder()
+            .temperature(0.0)
+            .max_tokens(max_tokens)
+            .build(),
+    })
+}
+
+/// The task's schema as the one tool the model must call.
+fn forced_tool(
+    request: &ChatRequest<'_>,
+) -> Result<ToolConfiguration, aws_smithy_types::error::operation::BuildError> {
     let name = request.task.schema_name();
     let spec = ToolSpecification::builder()
         .name(name)
         .description(format!("Reply with the {name} result."))
         .input_schema(ToolInputSchema::Json(to_document(&request.task.schema())))
-        .build()
-        .map_err(build)?;
-    let tools = ToolConfiguration::builder()
+        .build()?;
+    ToolConfiguration::builder()
         .tools(Tool::ToolSpec(spec))
         .tool_choice(ToolChoice::Tool(
-            SpecificToolChoice::builder()
-                .name(name)
-                .build()
-                .map_err(build)?,
+            SpecificToolChoice::builder().name(name).build()?,
         ))
         .build()
-        .map_err(build)?;
-    Ok(Parts {
-        system,
-        messages,
-        tools,
-        inference: InferenceConfiguration::builder().temperature(0.0).build(),
-    })
+}
+
+/// The stop reason as a [`Finish`]: `max_tokens` is a reply cut at its cap.
+pub(super) fn finish(stop_reason: &str) -> Finish {
+    match stop_reason {
+        "max_tokens" => Finish::Length,
+        _ => Finish::Stop,
+    }
 }
 
 /// The reply's content: the forced tool's input as JSON text, else the reply's text.
@@ -186,6 +207,7 @@ mod tests {
                 answer: None,
             },
             timeout: Duration::from_secs(1),
+            max_tokens: 32,
         }
     }
 
@@ -215,14 +237,16 @@ mod tests {
             2,
             "an empty turn left out, the user turns around it merged"
         );
-        let Tool::ToolSpec(spec) = &parts.tools.tools()[0] else {
+        assert_eq!(parts.inference.max_tokens(), Some(32));
+        let tools = parts.tools.expect("a structured task has its tool");
+        let Tool::ToolSpec(spec) = &tools.tools()[0] else {
             panic!("a tool spec")
         };
         assert_eq!(spec.name(), "grade_documents");
         let schema = spec.input_schema().unwrap().as_json().unwrap();
         assert_eq!(to_json(schema), Task::GradeDocuments.schema());
         assert_eq!(
-            parts.tools.tool_choice(),
+            tools.tool_choice(),
             Some(&ToolChoice::Tool(
                 SpecificToolChoice::builder()
                     .name("grade_documents")
@@ -230,6 +254,18 @@ mod tests {
                     .unwrap()
             ))
         );
+    }
+
+    #[test]
+    fn the_answer_is_plain_text_with_its_own_cap() {
+        let mut answer = request(vec![ChatMessage::new(Role::User, "question")]);
+        answer.task = Task::GenerateAnswer;
+        answer.max_tokens = 1024;
+        let parts = parts(&answer).unwrap();
+        assert!(parts.tools.is_none(), "no forced tool for the answer");
+        assert_eq!(parts.inference.max_tokens(), Some(1024));
+        assert_eq!(finish("max_tokens"), Finish::Length);
+        assert_eq!(finish("end_turn"), Finish::Stop);
     }
 
     #[test]

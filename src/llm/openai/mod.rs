@@ -20,7 +20,7 @@ use reqwest::{Client, Response, Url};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
-use wire::{WireRequest, WireResponse};
+use wire::{CapField, WireRequest, WireResponse};
 
 /// Settings of the OpenAI-compatible client.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +73,8 @@ pub struct OpenAiModel {
     /// Kept only to scrub it from error bodies a server might echo it in.
     api_key: Option<Secret>,
     request_timeout: Duration,
+    /// The field that carries a call's output cap for this server.
+    cap_field: CapField,
     /// Reads "now" for an HTTP-date `Retry-After`.
     clock: Arc<dyn Clock>,
 }
@@ -131,7 +133,15 @@ impl OpenAiModel {
             .map_err(|e| {
                 LlmError::Config(format!("cannot build the HTTP client: {}", error_chain(&e)))
             })?;
+        // api.openai.com refuses `max_tokens` for its newer models; every other
+        // OpenAI-compatible server reads `max_tokens` (and not always the newer name).
+        let cap_field = if endpoint.host_str() == Some("api.openai.com") {
+            CapField::MaxCompletionTokens
+        } else {
+            CapField::MaxTokens
+        };
         Ok(Self {
+            cap_field,
             client,
             endpoint,
             model: config.model,
@@ -169,7 +179,7 @@ impl OpenAiModel {
         if timeout.is_zero() {
             return Err(LlmError::Timeout { after: timeout });
         }
-        let body = WireRequest::new(&self.model, request, stream);
+        let body = WireRequest::new(&self.model, request, stream, self.cap_field);
         // reqwest's per-request timeout runs until the body has been read to its end.
         let mut http = self
             .client
@@ -191,6 +201,9 @@ impl OpenAiModel {
         let retry_after = http::retry_after(response.headers(), self.clock.now());
         // The body is only for diagnosis: a failure to read it must not hide the status.
         let text = response.text().await.unwrap_or_default();
+        if status.is_client_error() && super::error::is_context_overflow(&text) {
+            return Err(LlmError::ContextOverflow(excerpt(&self.redact(text))));
+        }
         Err(LlmError::Status {
             status: status.as_u16(),
             body: excerpt(&self.redact(text)),

@@ -10,10 +10,10 @@
 //! [`LlmError::InvalidResponse`], like a whole reply that is not JSON. The request timeout
 //! covers the whole stream (reqwest's per-request timeout runs until the body ends).
 
-use super::wire::{message_content, no_choices, WireChunk};
+use super::wire::{finish, message_content, no_choices, WireChunk};
 use super::OpenAiModel;
 use crate::llm::error::excerpt;
-use crate::llm::{Completion, DeltaSink, LlmError, TokenCount};
+use crate::llm::{Completion, DeltaSink, Finish, LlmError, TokenCount};
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{FutureExt, StreamExt};
 use reqwest::header::CONTENT_TYPE;
@@ -121,8 +121,8 @@ struct Assembly {
     tokens: Option<TokenCount>,
     /// A chunk had at least one choice.
     saw_choice: bool,
-    /// A choice carried a `finish_reason`: the content is whole.
-    finished: bool,
+    /// A choice carried a `finish_reason`: the content is whole (or cut at its cap).
+    finished: Option<Finish>,
     /// `[DONE]` was read.
     done: bool,
 }
@@ -144,7 +144,9 @@ impl Assembly {
             return Ok(None);
         };
         self.saw_choice = true;
-        self.finished |= choice.finish_reason.is_some();
+        if choice.finish_reason.is_some() {
+            self.finished = Some(finish(choice.finish_reason.as_deref()));
+        }
         if let Some(refusal) = choice.delta.refusal {
             self.refusal.get_or_insert_default().push_str(&refusal);
         }
@@ -159,7 +161,7 @@ impl Assembly {
 
     /// The whole reply, once the stream has ended.
     fn finish(self) -> Result<Completion, LlmError> {
-        if !self.done && !self.finished {
+        if !self.done && self.finished.is_none() {
             return Err(LlmError::Transport(
                 "the reply stream ended before it was complete".into(),
             ));
@@ -169,6 +171,7 @@ impl Assembly {
         }
         Ok(Completion {
             content: message_content(self.content, self.refusal)?,
+            finish: self.finished.unwrap_or_default(),
             tokens: self.tokens,
             cached: false,
         })

@@ -2,7 +2,7 @@
 //! Private to the OpenAI-compatible client; callers see [`ChatRequest`] and [`Completion`].
 
 use crate::llm::error::excerpt;
-use crate::llm::{ChatRequest, Completion, LlmError, Role, TokenCount};
+use crate::llm::{ChatRequest, Completion, Finish, LlmError, Role, TokenCount};
 use serde::{Deserialize, Serialize};
 
 /// The body of `POST /chat/completions`.
@@ -11,17 +11,40 @@ pub(super) struct WireRequest<'a> {
     model: &'a str,
     messages: Vec<WireMessage<'a>>,
     temperature: f32,
-    response_format: ResponseFormat<'a>,
+    /// The task's JSON schema; none for the plain-text answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat<'a>>,
+    /// The output cap, as most OpenAI-compatible servers read it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    /// The output cap, as `api.openai.com` reads it (it refuses `max_tokens` for newer models).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
 }
 
+/// Which field carries the output cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CapField {
+    /// `max_tokens`: OpenAI-compatible servers (llama.cpp, vLLM, Ollama, ...).
+    MaxTokens,
+    /// `max_completion_tokens`: `api.openai.com`.
+    MaxCompletionTokens,
+}
+
 impl<'a> WireRequest<'a> {
-    /// The body for `request`: its messages and its task's JSON schema, temperature 0. With
-    /// `stream`, the server is asked for server-sent events and a last chunk with `usage`.
-    pub(super) fn new(model: &'a str, request: &'a ChatRequest<'_>, stream: bool) -> Self {
+    /// The body for `request`: its messages, its task's JSON schema (none for the plain-text
+    /// answer), its output cap in `cap_field`, temperature 0. With `stream`, the server is
+    /// asked for server-sent events and a last chunk with `usage`.
+    pub(super) fn new(
+        model: &'a str,
+        request: &'a ChatRequest<'_>,
+        stream: bool,
+        cap_field: CapField,
+    ) -> Self {
         Self {
             model,
             messages: request
@@ -37,14 +60,17 @@ impl<'a> WireRequest<'a> {
                 })
                 .collect(),
             temperature: 0.0,
-            response_format: ResponseFormat {
+            response_format: request.task.is_structured().then(|| ResponseFormat {
                 kind: "json_schema",
                 json_schema: JsonSchema {
                     name: request.task.schema_name(),
                     schema: request.task.schema(),
                     strict: true,
                 },
-            },
+            }),
+            max_tokens: (cap_field == CapField::MaxTokens).then_some(request.max_tokens),
+            max_completion_tokens: (cap_field == CapField::MaxCompletionTokens)
+                .then_some(request.max_tokens),
             stream,
             stream_options: stream.then_some(StreamOptions {
                 include_usage: true,
@@ -95,15 +121,11 @@ impl WireResponse {
     /// without content.
     pub(super) fn into_completion(self) -> Result<Completion, LlmError> {
         let tokens = self.usage.map(WireUsage::count);
-        let message = self
-            .choices
-            .into_iter()
-            .next()
-            .ok_or_else(no_choices)?
-            .message;
-        let content = message_content(message.content, message.refusal)?;
+        let choice = self.choices.into_iter().next().ok_or_else(no_choices)?;
+        let content = message_content(choice.message.content, choice.message.refusal)?;
         Ok(Completion {
             content,
+            finish: finish(choice.finish_reason.as_deref()),
             tokens,
             cached: false,
         })
@@ -129,6 +151,17 @@ impl WireUsage {
 #[derive(Deserialize)]
 struct WireChoice {
     message: WireReply,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+/// `finish_reason` as a [`Finish`]: `length` is a reply cut at its cap; anything else (`stop`,
+/// `tool_calls`, none) is taken as whole.
+pub(super) fn finish(reason: Option<&str>) -> Finish {
+    match reason {
+        Some("length") => Finish::Length,
+        _ => Finish::Stop,
+    }
 }
 
 #[derive(Deserialize)]
@@ -188,4 +221,52 @@ pub(super) fn message_content(
 /// The error of a reply without choices.
 pub(super) fn no_choices() -> LlmError {
     LlmError::InvalidResponse("the reply has no choices".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{Message, Task, TaskInputs};
+    use std::time::Duration;
+
+    fn request(task: Task) -> ChatRequest<'static> {
+        ChatRequest {
+            task,
+            messages: vec![Message::new(Role::User, "q")],
+            inputs: TaskInputs {
+                question: "q",
+                documents: &[],
+                answer: None,
+            },
+            timeout: Duration::from_secs(1),
+            max_tokens: 77,
+        }
+    }
+
+    #[test]
+    fn the_cap_goes_in_the_field_the_server_reads_and_the_answer_has_no_schema() {
+        let grade = request(Task::GradeDocuments);
+        let body = serde_json::to_value(WireRequest::new("m", &grade, false, CapField::MaxTokens))
+            .unwrap();
+        assert_eq!(body["max_tokens"], 77);
+        assert!(body.get("max_completion_tokens").is_none());
+        assert_eq!(
+            body["response_format"]["json_schema"]["name"],
+            "grade_documents"
+        );
+        let answer = request(Task::GenerateAnswer);
+        let body = serde_json::to_value(WireRequest::new(
+            "m",
+            &answer,
+            true,
+            CapField::MaxCompletionTokens,
+        ))
+        .unwrap();
+        assert_eq!(body["max_completion_tokens"], 77);
+        assert!(body.get("max_tokens").is_none());
+        assert!(body.get("response_format").is_none(), "{body}");
+        assert_eq!(finish(Some("length")), Finish::Length);
+        assert_eq!(finish(Some("stop")), Finish::Stop);
+        assert_eq!(finish(None), Finish::Stop);
+    }
 }

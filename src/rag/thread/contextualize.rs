@@ -36,6 +36,7 @@ pub(crate) async fn contextualize_question(
                     answer: None,
                 },
                 timeout: ctx.remaining(),
+                max_tokens: graph.output_cap(task),
             };
             async move {
                 ask_metered::<Contextualized>(graph.model.as_ref(), &request, ctx.meter(), None)

@@ -49,13 +49,12 @@ pub(super) fn as_documents(history: &[PastTurn]) -> Vec<Document> {
 }
 
 /// The "Conversation so far" block of the answer prompt, when the run has earlier turns.
-pub(crate) fn answer_history(state: &RagState) -> Option<String> {
-    let history = &state.thread.as_ref()?.history;
-    if history.is_empty() {
+pub(crate) fn answer_history(turns: &[super::PastTurn]) -> Option<String> {
+    if turns.is_empty() {
         return None;
     }
     let mut block = String::from("Conversation so far:\n");
-    for turn in history {
+    for turn in turns {
         let _ = write!(
             block,
             "User: {}\nAssistant: {}\n",
