@@ -10,6 +10,8 @@
 # Settings (env):
 #   CTX        the server's context per slot, in tokens (default 2048; e.g. 8192 for a large slot)
 #   SLOTS      server slots, llama-server -np (default 1)
+#   THREADS    llama-server --threads (default 1: on a shared 2-core machine, 2 threads that
+#              spin-wait on each other ran ~10x slower than 1 while other builds ran)
 #   BIN        the bounded-rag binary (default target/debug/bounded-rag; built when missing)
 #   QUESTIONS  one .jsonl question set instead of the default selection (lines {"question", ...})
 #   N          questions taken from the top of each set (default 6)
@@ -38,6 +40,7 @@ cd "$ROOT"
 
 CTX=${CTX:-2048}
 SLOTS=${SLOTS:-1}
+THREADS=${THREADS:-1}
 N=${N:-6}
 ASK_MODE=${ASK_MODE:-quality}
 MODES=${MODES:-plain stream}
@@ -109,7 +112,7 @@ mkdir -p "$OUT"
 SERVER_LOG=$OUT/llama-server.log
 # --ctx-size is the whole cache, shared by the slots: CTX * SLOTS gives each slot CTX tokens.
 "$(server_binary)" --model "$MODEL" --host 127.0.0.1 --port "$PORT" \
-    --ctx-size "$((CTX * SLOTS))" -np "$SLOTS" -n -1 --threads 2 >"$SERVER_LOG" 2>&1 &
+    --ctx-size "$((CTX * SLOTS))" -np "$SLOTS" -n -1 --threads "$THREADS" >"$SERVER_LOG" 2>&1 &
 SERVER_PID=$!
 stop_server() {
     kill "$SERVER_PID" 2>/dev/null || true
