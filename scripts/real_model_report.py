@@ -136,18 +136,21 @@ def main():
                 "wall_s": float(wall),
                 "route": md.get("route"),
                 "error": err,
+                "answer_start": short((resp or {}).get("answer") or "", 24),
             })
 
     def cell(v):
         return "-" if v is None else str(v)
 
-    head = ["question", "mode", "status", "limits_hit", "ans", "calls", "reask", "retry", "srv", "strm", "wall_s"]
+    head = ["question", "mode", "route", "status", "limits_hit", "ans", "calls", "reask", "retry", "srv", "strm", "wall_s", "answer starts"]
     table = [head]
     for r in rows:
         table.append([
-            short(r["question"], 44), r["mode"], r["status"], ",".join(r["limits_hit"]) or "-",
+            short(r["question"], 44), r["mode"], {"kg_retrieval": "kg", "web_search": "web",
+            "llm_internal": "llm"}.get(r["route"], cell(r["route"])), r["status"], ",".join(r["limits_hit"]) or "-",
             cell(r["answer_chars"]), cell(r["model_calls"]), cell(r["reasks"]), cell(r["infra_retries"]),
             cell(r["server_requests"]), cell(r["streamed_chars"]), f"{r['wall_s']:.1f}",
+            json.dumps(r["answer_start"], ensure_ascii=False),
         ])
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     print(f"Real-model tier: CTX={a.ctx} per slot, {a.slots} slot(s)")
@@ -155,7 +158,7 @@ def main():
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
         if k == 0:
             print("  ".join("-" * w for w in widths))
-    print("(ans = answer chars; calls = metadata.model_calls; reask = re-asks of malformed replies;"
+    print("(route = route_question's decision: kg / web / llm; ans = answer chars; calls = metadata.model_calls; reask = re-asks of malformed replies;"
           " retry = metadata.infrastructure_retries; srv = completion tasks the server started;"
           " strm = chars of streamed token events, every attempt)")
 
@@ -169,6 +172,8 @@ def main():
           f"({statuses['completed']}/{statuses['best_effort']}); failed: {statuses['failed']}; "
           f"other: {len(rows) - answered - statuses['failed']}; non-empty answers: {nonempty}")
     print("statuses: " + (", ".join(f"{k} {v}" for k, v in sorted(statuses.items())) or "-"))
+    routes = collections.Counter(r["route"] or "none" for r in rows)
+    print("routes: " + ", ".join(f"{k} {v}" for k, v in sorted(routes.items())))
     print("limits hit: " + (", ".join(f"{k} {v}" for k, v in sorted(limits.items())) or "none"))
     print(f"wall time of the runs: {sum(r['wall_s'] for r in rows):.0f} s")
     if errors:
