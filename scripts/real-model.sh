@@ -36,6 +36,11 @@
 # any, is what bounds an answer.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# Paths given relative to the caller's folder stay valid after the cd below.
+abs() { case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
+[ -n "${QUESTIONS:-}" ] && QUESTIONS=$(abs "$QUESTIONS")
+[ -n "${BIN:-}" ] && BIN=$(abs "$BIN")
+[ -n "${OUT:-}" ] && OUT=$(abs "$OUT")
 cd "$ROOT"
 
 CTX=${CTX:-2048}
@@ -171,7 +176,7 @@ for entry in "${SETS[@]}"; do
     "$BIN" ingest "$CORPORA/$corpus" --out "$bundle" >"$OUT/$corpus.ingest.log" 2>&1 \
         || die "ingest failed; see $OUT/$corpus.ingest.log"
     i=0
-    while IFS= read -r line && [ "$i" -lt "$N" ]; do
+    while { IFS= read -r line || [ -n "$line" ]; } && [ "$i" -lt "$N" ]; do
         [ -n "$line" ] || continue
         i=$((i + 1))
         question=$("$PYTHON" -c 'import json,sys; print(json.loads(sys.argv[1])["question"])' "$line")
