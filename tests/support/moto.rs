@@ -1,8 +1,10 @@
 //! A real moto server (DynamoDB, Secrets Manager, SQS wire APIs) on loopback: one per test
 //! binary, started on first use and shared by every test in it.
 //!
-//! `moto_server` is looked up in `MOTO_SERVER_BIN`, then `.local/venv/bin/moto_server` (what
-//! `scripts/setup-test-tools.sh` installs), then `PATH`. Missing means the tests fail.
+//! `moto_server` is looked up in `MOTO_SERVER_BIN`, then `infra/local/moto-server` (moto's
+//! server with atomic DynamoDB item writes, as DynamoDB has them, run by the venv that
+//! `scripts/setup-test-tools.sh` installs), then `.local/venv/bin/moto_server`, then `PATH`.
+//! Missing means the tests fail.
 //!
 //! Lifetime: the server runs under a small `sh` wrapper whose stdin is a pipe held by this
 //! process. When the test process exits, however it exits, the pipe closes and the wrapper kills
@@ -354,7 +356,12 @@ fn find_binary() -> PathBuf {
         );
         return path;
     }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".local/venv/bin/moto_server");
+    // moto with atomic DynamoDB item operations, as DynamoDB has them (see the script).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if root.join(".local/venv/bin/python").is_file() {
+        return root.join("infra/local/moto-server");
+    }
+    let venv = root.join(".local/venv/bin/moto_server");
     if venv.is_file() {
         return venv;
     }
