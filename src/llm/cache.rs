@@ -1,7 +1,7 @@
 //! The response cache: [`CachingModel`] replays a stored reply for a request it has already
 //! seen instead of calling the model again (`LLM_CACHE_TTL_SECONDS`).
 //!
-//! The key ([`cache_key`]) is `cache#` and the hex SHA-256 of the model's
+//! The key (`cache_key`, in `cache_key.rs`) is `cache#` and the hex SHA-256 of the model's
 //! [`ChatModel::cache_scope`] (provider, endpoint, model), the task's schema name and JSON
 //! schema, the call's output cap, and every message's role and content, each field length-prefixed so two different
 //! requests can never frame to the same bytes. The typed [`super::TaskInputs`] and the timeout
@@ -16,22 +16,13 @@
 //! one. Store calls are bounded by the store's own timeouts (the DynamoDB client's operation
 //! timeout, the file store's lock timeout).
 
-use super::{
-    BinaryScore, ChatModel, ChatRequest, Completion, DeltaSink, Finish, LlmError, Refined, Role,
-    RouteDecision, Task,
-};
-use crate::store::{CacheStore, StoreKey};
+use super::cache_key::{cache_key, well_formed};
+use super::{ChatModel, ChatRequest, Completion, DeltaSink, Finish, LlmError, Task};
+use crate::store::CacheStore;
 use async_trait::async_trait;
-use serde::de::DeserializeOwned;
-use serde_json::Value;
-use sha2::{Digest, Sha256};
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Changes whenever the key derivation changes, so old items are simply never found again.
-/// (v2: the answer is plain text, and the output cap is part of the key.)
-const KEY_FORMAT: &str = "bounded-rag llm-cache v2";
 
 /// A [`ChatModel`] that answers repeated requests from a [`CacheStore`].
 ///
@@ -138,64 +129,10 @@ impl ChatModel for CachingModel {
     }
 }
 
-/// The cache key of `request` to a model whose [`ChatModel::cache_scope`] is `scope`:
-/// `cache#` and 64 lower-case hex digits.
-pub(crate) fn cache_key(scope: &str, request: &ChatRequest<'_>) -> String {
-    let mut hash = Sha256::new();
-    let mut field = |bytes: &[u8]| {
-        hash.update((bytes.len() as u64).to_be_bytes());
-        hash.update(bytes);
-    };
-    field(KEY_FORMAT.as_bytes());
-    field(scope.as_bytes());
-    field(request.task.schema_name().as_bytes());
-    field(request.task.schema().to_string().as_bytes());
-    field(&request.max_tokens.to_be_bytes());
-    for message in &request.messages {
-        field(role_name(message.role).as_bytes());
-        field(message.content.as_bytes());
-    }
-    let mut digest = String::with_capacity(64);
-    for byte in hash.finalize() {
-        let _ = write!(digest, "{byte:02x}");
-    }
-    StoreKey::Cache(&digest).to_string()
-}
-
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::System => "system",
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    }
-}
-
-/// True when `content` is, as it stands, a JSON object of `task`'s reply type (for a decision),
-/// or some text (for the answer).
-fn well_formed(task: Task, content: &str) -> bool {
-    if !task.is_structured() {
-        return !content.trim().is_empty();
-    }
-    fn is<T: DeserializeOwned>(value: Value) -> bool {
-        serde_json::from_value::<T>(value).is_ok()
-    }
-    let Ok(value @ Value::Object(_)) = serde_json::from_str::<Value>(content) else {
-        return false;
-    };
-    match task {
-        Task::RouteQuery => is::<RouteDecision>(value),
-        Task::GradeDocuments | Task::GradeHallucinations | Task::GradeAnswer => {
-            is::<BinaryScore>(value)
-        }
-        Task::RefineQuery => is::<Refined>(value),
-        Task::GenerateAnswer => false,
-        Task::ContextualizeQuestion => is::<super::Contextualized>(value),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::{BinaryScore, Role};
     use crate::engine::{FakeClock, Meter};
     use crate::llm::{ask_metered, Message, ScriptedModel, TaskInputs};
     use crate::store::{MemoryStore, StoreError};

@@ -7,6 +7,7 @@
 mod answer;
 mod bedrock;
 mod cache;
+mod cache_key;
 mod contextualize;
 mod error;
 mod lexical;

@@ -17,6 +17,7 @@
 //! join uses the answer or discards it and goes on as above ([`speculation`](self) module).
 
 pub mod active;
+mod answer;
 mod caller;
 mod cancel;
 mod error;
@@ -27,6 +28,7 @@ pub mod idempotency;
 mod integral;
 mod limit_hit;
 mod listing;
+mod model_call;
 mod node;
 mod nodes;
 mod prompt_fit;

@@ -16,7 +16,8 @@
 //! tokens of calls whose result went unused (a discarded answer, and the grading of passages
 //! the route did not use) are `wasted_tokens` in the metadata's `speculation`.
 
-use super::nodes::{self, call};
+use super::model_call::call;
+use super::nodes;
 use super::{RagError, RagGraph, RagNode, RagState, RunEvent};
 use crate::engine::{BranchOutput, StepCtx, Transition};
 use crate::llm::{BinaryScore, DataSource, RouteDecision, Task};
@@ -127,7 +128,7 @@ pub(super) async fn branch(
         }
         RagNode::Generate => {
             let (written, attempt, fit, fallback) =
-                match nodes::generate_or_quote(graph, ctx, state).await? {
+                match super::answer::generate_or_quote(graph, ctx, state).await? {
                     Ok((written, attempt, fit)) => (written, attempt, fit, None),
                     Err(fallback) => {
                         let written = crate::llm::Written {
