@@ -92,7 +92,8 @@ fn a_bedrock_answer_streams_its_tokens_before_the_run_ends_and_reports_its_usage
     assert_eq!(last["metadata"]["tokens"]["total"], 770);
     assert_eq!(last["metadata"]["tokens"]["estimated"], false);
 
-    // Only the answer streams; every call names the model and forces its task's tool.
+    // Only the answer streams; every call names the model, and every decision forces its task's
+    // tool.
     let calls = server.recorded();
     assert_eq!(calls.len(), 7);
     for call in &calls {
@@ -104,10 +105,16 @@ fn a_bedrock_answer_streams_its_tokens_before_the_run_ends_and_reports_its_usage
             "{}",
             call.path
         );
-        assert_eq!(
-            call.body["toolConfig"]["tools"][0]["toolSpec"]["name"],
-            call.name()
-        );
+        if call.name() == "generate_answer" {
+            // The answer is plain text: no tool, its own cap.
+            assert!(call.body["toolConfig"].is_null(), "{}", call.body);
+            assert_eq!(call.max_tokens(), Some(1024));
+        } else {
+            assert_eq!(
+                call.body["toolConfig"]["tools"][0]["toolSpec"]["name"],
+                call.name()
+            );
+        }
         assert!(call.body.to_string().contains(QUESTION));
         assert!(call
             .authorization
