@@ -4,12 +4,6 @@
 mod app;
 pub mod caller;
 pub mod cli;
-mod cli_args;
-mod cli_kb;
-mod cli_output;
-mod cli_stream;
-mod cli_thread;
-pub mod eval;
 pub mod events;
 pub mod http;
 pub mod logging;

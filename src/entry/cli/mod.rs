@@ -1,14 +1,30 @@
 //! The `bounded-rag` command line: `ask`, `ingest`, `kb`, `eval`, `thread`, `status`, `cancel`.
-//! This file is the
-//! top of the CLI: it parses the command and dispatches to the sub-command files, which share
-//! only what lies below them (`cli_args`, `cli_output`).
+//! This file is the top of the CLI: it parses the command and dispatches to the sub-command
+//! files, which share only what lies below them (`args`, `output`).
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | the commands, and `ask`, `status`, `cancel` |
+//! | `args.rs` | `ask`'s arguments and the run request they make |
+//! | `output.rs` | what the CLI prints, and exit codes |
+//! | `stream.rs` | `ask --stream`: events printed as they come |
+//! | `thread.rs` | `thread show / list / delete` |
+//! | `kb.rs` | `ingest` and `kb publish / list / use / sync` |
+//! | `eval.rs` | `eval`: a labelled question set through the workflow |
 
-pub use super::cli_args::{AskArgs, ModeArg};
-use super::cli_kb::{ingest_command, kb_command, KbCommand};
-use super::cli_output::{exit_code, fail, fail_engine, print_response};
-use super::cli_stream::Job;
-use super::cli_thread::{thread_command, ThreadCommand};
-use super::eval::{eval_command, EvalArgs};
+mod args;
+pub mod eval;
+mod kb;
+mod output;
+mod stream;
+mod thread;
+
+pub use args::{AskArgs, ModeArg};
+use kb::{ingest_command, kb_command, KbCommand};
+use output::{exit_code, fail, fail_engine, print_response};
+use stream::Job;
+use thread::{thread_command, ThreadCommand};
+use eval::{eval_command, EvalArgs};
 use super::App;
 use crate::rag::{Caller, Cancel};
 use clap::{Parser, Subcommand};
@@ -162,7 +178,7 @@ async fn ask(args: AskArgs) -> ExitCode {
                 .await
             {
                 Ok(context) => Some(context),
-                Err(e) => return super::cli_thread::fail_thread(&e),
+                Err(e) => return thread::fail_thread(&e),
             }
         }
         None => None,
@@ -173,7 +189,7 @@ async fn ask(args: AskArgs) -> ExitCode {
             (None, Some(run_id)) => Job::Resume(run_id),
             (None, None) => return fail(2, NO_QUESTION),
         };
-        return match super::cli_stream::run(runs, job, &budget, args.json).await {
+        return match stream::run(runs, job, &budget, args.json).await {
             Ok(response) => exit_code(&response),
             Err(e) => fail_engine(&e),
         };

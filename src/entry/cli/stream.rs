@@ -2,8 +2,8 @@
 //! when an attempt is discarded, then the sources and the summary; with `--json`, every event
 //! as one JSON line (`{"event", "data"}`), the last one `final` with the full response.
 
-use super::cli_output::render;
-use super::runs::Runs;
+use super::output::render;
+use crate::entry::runs::Runs;
 use crate::engine::{Budget, EngineError};
 use crate::rag::thread::ThreadContext;
 use crate::rag::{Events, RunEvent, RunRequest, RunResponse};

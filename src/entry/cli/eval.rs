@@ -9,10 +9,10 @@
 //! matches a retrieved document by its `kb://` path (`patch-canker.md` matches
 //! `kb://patch-canker.md#2`), its path and fragment, or its full URL.
 
-use super::cli_args::ModeArg;
-use super::cli_output::fail;
-use super::runs::Runs;
-use super::App;
+use super::args::ModeArg;
+use super::output::fail;
+use crate::entry::runs::Runs;
+use crate::entry::App;
 use crate::rag::{Mode, RagNode, RunRequest, RunResponse};
 use crate::store::MemoryStore;
 use clap::Args;

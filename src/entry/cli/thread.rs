@@ -2,8 +2,8 @@
 //! (the CLI asks as the anonymous caller, as its runs are), over the same [`Threads`] service
 //! as the HTTP routes.
 
-use super::cli_output::{fail, fail_engine};
-use super::App;
+use super::output::{fail, fail_engine};
+use crate::entry::App;
 use crate::engine::utc_seconds;
 use crate::rag::thread::{ThreadError, ThreadHead};
 use crate::rag::Caller;

@@ -1,7 +1,7 @@
 //! `bounded-rag ingest` and `bounded-rag kb publish | list | use`: building a bundle (with a
 //! progress bar on a terminal) and shipping it to S3.
 
-use super::app::{build_embedder, load_secrets};
+use crate::entry::app::{build_embedder, load_secrets};
 use crate::config::Settings;
 use crate::retrieval::s3::{self, BundleStore, Published, S3Location};
 use crate::retrieval::{ingest, Format, IngestOptions, Progress, RetrievalError};

@@ -1,7 +1,7 @@
 //! What the CLI prints: a run's answer for a person (answer, sources, a one-line summary) or
 //! as JSON, the exit code of a run, and errors on stderr. Every sub-command prints through here.
 
-use super::messages::{self, Surface};
+use crate::entry::messages::{self, Surface};
 use crate::engine::{Clock, EngineError, SystemClock};
 use crate::rag::{RunResponse, RunStatus};
 use std::process::ExitCode;
