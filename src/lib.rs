@@ -31,6 +31,7 @@ pub mod llm;
 pub mod otlp;
 pub mod queue;
 pub mod rag;
+pub mod runs;
 pub mod retrieval;
 pub mod secrets;
 pub mod spans;

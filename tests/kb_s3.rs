@@ -6,7 +6,8 @@ mod support;
 use async_trait::async_trait;
 use bounded_rag::engine::{Budget, Clock, SystemClock};
 use bounded_rag::llm::{ChatModel, ChatRequest, Completion, LlmError, OfflineModel, Task};
-use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunResponse, Workflow};
+use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunResponse};
+use bounded_rag::runs::Workflow;
 use bounded_rag::retrieval::s3::{self, BundleStore, S3Location};
 use bounded_rag::retrieval::{
     ingest_dir, LiveKnowledge, LoadOptions, RefreshOutcome, RetrievalMode, Retriever,

@@ -6,7 +6,8 @@ mod support;
 
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
 use bounded_rag::llm::OfflineModel;
-use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest, Workflow};
+use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest};
+use bounded_rag::runs::Workflow;
 use bounded_rag::retrieval::{
     ingest, EmbeddingsClient, EmbeddingsConfig, IngestOptions, KnowledgeBase, Manifest,
     RetrievalError, RetrievalMode,

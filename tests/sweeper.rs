@@ -274,7 +274,7 @@ async fn an_async_run_whose_message_was_never_sent_is_queued_once_its_queued_lea
     // A message may sit in a busy queue for minutes: no duplicate for that.
     clock.advance(Duration::from_secs(10 * 60));
     assert_eq!(sweeper.handle(&schedule()).await.unwrap().lapsed, 0);
-    clock.advance(bounded_rag::rag::QUEUED_LEASE);
+    clock.advance(bounded_rag::runs::QUEUED_LEASE);
     let report = sweeper.handle(&schedule()).await.unwrap();
     assert_eq!((report.lapsed, report.requeued), (1, 1), "{report:?}");
 

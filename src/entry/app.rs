@@ -4,7 +4,7 @@
 
 use super::events::{CompletionEvents, EventBridgeSink};
 use super::http::limits::HttpLimits;
-use super::runs::Runs;
+use crate::runs::{RunIndexer, Runs, Workflow};
 use crate::aws;
 use crate::config::{EmbeddingsProvider, LlmProvider, Settings};
 use crate::engine::{Budget, Clock, SystemClock};
@@ -12,7 +12,7 @@ use crate::llm::{
     BedrockConfig, BedrockModel, CachingModel, ChatModel, OfflineModel, OpenAiConfig, OpenAiModel,
 };
 use crate::queue::{SqsQueue, WorkQueue};
-use crate::rag::{RagGraph, RagLimits, Workflow};
+use crate::rag::{RagGraph, RagLimits};
 use crate::retrieval::s3::{self, BundleStore};
 use crate::retrieval::{
     BedrockEmbeddings, Embedder, EmbeddingsClient, EmbeddingsConfig, KnowledgeBase, LiveKnowledge,
@@ -110,7 +110,7 @@ impl App {
                     let store = FileStore::open(&settings.state_dir)?;
                     let store = store
                         .with_ttl(settings.aws.run_ttl)
-                        .with_indexer(Arc::new(crate::rag::RunIndexer));
+                        .with_indexer(Arc::new(RunIndexer));
                     let store = Arc::new(store);
                     (store.clone(), store)
                 }
@@ -209,7 +209,7 @@ pub(crate) fn dynamo_store(
     let config = DynamoStore::client_config(sdk, timeout);
     let client = aws_sdk_dynamodb::Client::from_conf(config);
     DynamoStore::new(client, table.to_owned(), settings.aws.run_ttl)
-        .with_indexer(Arc::new(crate::rag::RunIndexer))
+        .with_indexer(Arc::new(RunIndexer))
 }
 
 /// True when the chat model or the embeddings are Bedrock's (so the AWS configuration is read).

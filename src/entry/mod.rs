@@ -9,11 +9,9 @@ pub mod http;
 pub mod logging;
 pub mod messages;
 pub(crate) mod metrics;
-mod runs;
 pub mod sqs;
 pub mod stream;
 mod stream_resume;
 pub mod sweeper;
 
 pub use app::{work_queue, App, StartupError};
-pub use runs::Runs;

@@ -11,7 +11,7 @@
 //! | poison (unreadable body, invalid request, unknown run) | yes, until the redrive policy moves it to the DLQ; the run is marked `failed` with the reason |
 
 use super::metrics;
-use super::runs::Runs;
+use crate::runs::Runs;
 use crate::engine::EngineError;
 use crate::error::{Classify, ErrorClass};
 use crate::queue::{WorkMessage, WorkQueue};

@@ -11,7 +11,7 @@
 
 use super::args::ModeArg;
 use super::output::fail;
-use crate::entry::runs::Runs;
+use crate::runs::Runs;
 use crate::entry::App;
 use crate::rag::{Mode, RagNode, RunRequest, RunResponse};
 use crate::store::MemoryStore;

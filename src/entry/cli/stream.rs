@@ -3,7 +3,7 @@
 //! as one JSON line (`{"event", "data"}`), the last one `final` with the full response.
 
 use super::output::render;
-use crate::entry::runs::Runs;
+use crate::runs::Runs;
 use crate::engine::{Budget, EngineError};
 use crate::rag::thread::ThreadContext;
 use crate::rag::{Events, RunEvent, RunRequest, RunResponse};

@@ -5,7 +5,7 @@
 use super::output::{fail, fail_engine};
 use crate::entry::App;
 use crate::engine::utc_seconds;
-use crate::rag::thread::{ThreadError, ThreadHead};
+use crate::runs::thread::{ThreadError, ThreadHead};
 use crate::rag::Caller;
 use clap::Subcommand;
 use std::process::ExitCode;

@@ -6,7 +6,7 @@ use super::api::Api;
 use super::status::{engine_error, ApiError};
 use crate::engine::utc_seconds;
 use crate::entry::messages;
-use crate::rag::active::{ActiveRuns, Admission};
+use crate::runs::active::{ActiveRuns, Admission};
 use crate::rag::Caller;
 use lambda_http::http::header::{HeaderValue, RETRY_AFTER};
 use lambda_http::http::StatusCode;

@@ -3,7 +3,7 @@
 
 use super::limits::HttpLimits;
 use crate::entry::app::App;
-use crate::entry::runs::Runs;
+use crate::runs::Runs;
 use crate::queue::WorkQueue;
 
 /// What the HTTP handlers use: the runs, what the API admits, and the work queue (continuations

@@ -11,7 +11,8 @@
 use super::api::Api;
 use super::routes::{check_run_id, notify};
 use super::status::{engine_error, json_response, ApiError, Reply};
-use crate::rag::{Caller, Cancel};
+use crate::rag::Caller;
+use crate::runs::Cancel;
 use lambda_http::http::StatusCode;
 use serde_json::json;
 

@@ -6,9 +6,8 @@ use super::api::Api;
 use super::routes::check_run_id;
 use super::status::{engine_error, error_field, json_response, ApiError, Reply};
 use crate::engine::EngineError;
-use crate::rag::{
-    parse_status, runs_owner, Caller, RunResponse, RunSummary, StepPage, MAX_STEPS_PER_PAGE,
-};
+use crate::rag::{Caller, RunResponse};
+use crate::runs::{parse_status, runs_owner, RunSummary, StepPage, MAX_STEPS_PER_PAGE};
 use crate::store::decode_cursor;
 use lambda_http::http::StatusCode;
 use lambda_http::{Request, RequestExt};

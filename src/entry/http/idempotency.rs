@@ -6,7 +6,7 @@ use super::admission::admit;
 use super::api::Api;
 use super::status::{engine_error, error_field, ApiError};
 use crate::engine::EngineError;
-use crate::rag::idempotency::{self, Claim};
+use crate::runs::idempotency::{self, Claim};
 use crate::rag::Caller;
 use lambda_http::http::StatusCode;
 use lambda_http::Request;

@@ -13,7 +13,8 @@ use crate::entry::metrics;
 use crate::error::{Classify, ErrorClass};
 use crate::queue::WorkMessage;
 use crate::rag::thread::ThreadContext;
-use crate::rag::{Caller, RunRequest, RunResponse, RunStatus, ValidationError, Workflow};
+use crate::rag::{Caller, RunRequest, RunResponse, RunStatus, ValidationError};
+use crate::runs::Workflow;
 use lambda_http::http::StatusCode;
 use lambda_http::{Request, RequestExt};
 

@@ -1,9 +1,12 @@
-//! Unit tests of the thread model and service over the memory store.
+//! Unit tests of the thread head and the thread service over the memory store.
 
-use super::*;
+use super::head::{ThreadHead, TurnRecord};
+use super::{ThreadError, Threads};
+use crate::rag::thread::ThreadContext;
+use crate::rag::RunStatus;
 use crate::config::ThreadSettings;
 use crate::engine::{run_key, Checkpoint, FakeClock, Phase};
-use crate::rag::active::CREATE_GRACE;
+use crate::runs::active::CREATE_GRACE;
 use crate::rag::{Caller, Outcome, RagCheckpoint, RagNode, RagState, RunRequest};
 use crate::store::{CheckpointStore, MemoryStore};
 use std::sync::Arc;
@@ -35,14 +38,6 @@ fn the_head_keeps_a_bounded_window_of_turns() {
     head.append(turn(1_000), 6, 1_001);
     assert_eq!(head.recent.len(), 6);
     assert_eq!(head.turns, 1_000);
-}
-
-#[test]
-fn ids_are_checked() {
-    assert!(validate_id("chat-42_a.b:c").is_ok());
-    assert!(validate_id("").is_err());
-    assert!(validate_id("a b").is_err());
-    assert!(validate_id(&"a".repeat(129)).is_err());
 }
 
 const NOW: u64 = 1_800_000_000_000;

@@ -6,7 +6,7 @@
 //! reach the other's run through it. A key reused with a different body is refused, as
 //! Powertools' payload validation does.
 
-use super::Caller;
+use crate::rag::Caller;
 use crate::engine::EngineError;
 use crate::store::{CheckpointStore, StoreError, StoreKey};
 use serde::{Deserialize, Serialize};

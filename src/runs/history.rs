@@ -2,7 +2,7 @@
 //! (`GET /workflow/runs/{run_id}/steps?after=N`), and the summary of a run in the caller's
 //! list (`GET /workflow/runs`).
 
-use super::{RagNode, RunResponse, RunStatus, Tokens};
+use crate::rag::{RagNode, RunResponse, RunStatus, Tokens};
 use serde::Serialize;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;

@@ -13,7 +13,7 @@
 //!   call starts after that write either; the calls of the step in flight end first (a step's
 //!   calls start together, or one after another only as retries of a failed call).
 
-use super::{Caller, Outcome, RagCheckpoint, RunResponse, RunStatus};
+use crate::rag::{status_of, Caller, Outcome, RagCheckpoint, RunResponse, RunStatus};
 use crate::engine::{run_key, EngineError, Phase, Session};
 use crate::store::{CheckpointStore, Lease, StoreError};
 
@@ -54,7 +54,7 @@ pub(crate) async fn cancel(
         if caller.is_some_and(|c| cp.state.caller != *c) {
             return Err(not_found());
         }
-        match super::response::status_of(&cp) {
+        match status_of(&cp) {
             RunStatus::Cancelled => return Ok(Cancel::AlreadyCancelled(respond(&cp))),
             status if status.is_final() => return Ok(Cancel::Finished(respond(&cp))),
             _ => {}

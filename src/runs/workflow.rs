@@ -1,16 +1,17 @@
 //! Running, resuming and reading runs: the one entry point the CLI and the Lambda handlers
 //! call. It owns no workflow logic: the graph decides, the engine bounds, the store persists.
 
-use super::{
-    Caller, Cancel, Events, RagGraph, RagNode, RagState, RunEvent, RunRequest, RunResponse,
-};
+use super::cancel::{self, Cancel};
+use super::observed::Observed;
+use super::thread::record_finished;
 use crate::engine::{
     advance, run_key, Budget, Checkpoint, Clock, EngineError, FailedAt, Incompatible, Loaded,
     NodeFailure, Persist, Phase, Session,
 };
 use crate::error::ErrorClass;
+use crate::rag::thread::ThreadContext;
+use crate::rag::{Caller, Outcome, RagCheckpoint, RagGraph, RagState, RunRequest, RunResponse};
 use crate::store::{CheckpointStore, Lease, StoreError};
-use async_trait::async_trait;
 use std::time::Duration;
 use tracing::Instrument;
 
@@ -23,9 +24,6 @@ pub const QUEUED_LEASE: Duration = Duration::from_secs(15 * 60);
 /// Lease time past the budget's deadline when none is configured ([`Workflow::new`]); the
 /// app derives it from `DEADLINE_MARGIN_MS` instead ([`crate::aws::lease_grace`]).
 const LEASE_GRACE: Duration = Duration::from_secs(10);
-
-/// A run checkpoint of the adaptive-RAG graph.
-pub type RagCheckpoint = Checkpoint<RagState, RagNode>;
 
 /// Runs the adaptive-RAG graph against a store: built once with [`Workflow::new`], adjusted
 /// with the `with_*` methods, then asked to start, continue or read runs.
@@ -47,7 +45,7 @@ pub struct Workflow<'a> {
     /// The caller whose runs these are; `None` for the operator's view (any run).
     caller: Option<&'a Caller>,
     /// The thread turn a new run answers ([`Workflow::in_thread`]).
-    thread: Option<&'a super::thread::ThreadContext>,
+    thread: Option<&'a ThreadContext>,
     /// Whether a run's final write parks its lease instead of dropping it, until its
     /// completion event is sent (`EVENT_BUS_NAME`): if the invocation dies first, the lease
     /// lapses and the sweeper re-queues the run, whose next delivery sends the event.
@@ -116,7 +114,7 @@ impl<'a> Workflow<'a> {
 
     /// The same workflow whose new runs answer the thread turn `thread` (started with
     /// [`super::thread::Threads::begin`]); `None`: single-turn runs.
-    pub fn in_thread(self, thread: Option<&'a super::thread::ThreadContext>) -> Self {
+    pub fn in_thread(self, thread: Option<&'a ThreadContext>) -> Self {
         Self { thread, ..self }
     }
 
@@ -141,7 +139,7 @@ impl<'a> Workflow<'a> {
             if let Err(e) = advance(graph, &mut cp, budget, self.clock, &mut persist).await {
                 return self.settle(run_id, e).await;
             }
-            super::thread::record_finished(self.store, self.clock, &cp).await;
+            record_finished(self.store, self.clock, &cp).await;
             Ok(self.respond(&cp))
         }
         .instrument(span)
@@ -218,7 +216,7 @@ impl<'a> Workflow<'a> {
         let mut cp = loaded.checkpoint;
         cp.workflow_version = Some(self.graph.workflow_version().clone());
         cp.state.continue_on_deadline = self.continue_on_deadline;
-        if cp.state.outcome == Some(super::Outcome::Suspended) {
+        if cp.state.outcome == Some(Outcome::Suspended) {
             cp.state.outcome = None;
         }
         let graph = &self.graph.pinned();
@@ -231,22 +229,22 @@ impl<'a> Workflow<'a> {
         if let Err(e) = advanced {
             return self.settle(run_id, e).await;
         }
-        super::thread::record_finished(self.store, self.clock, &cp).await;
+        record_finished(self.store, self.clock, &cp).await;
         Ok(self.respond(&cp))
     }
 
-    /// Cancels a run (of this workflow's caller, when it has one): see [`super::cancel`].
+    /// Cancels a run (of this workflow's caller, when it has one): see `cancel.rs`.
     pub async fn cancel(&self, run_id: &str) -> Result<Cancel, EngineError> {
         let hold = self
             .hold_finished
             .then(|| self.lease_until(self.clock.now_ms()).to_parked());
         let cancel =
-            super::cancel::cancel(self.store, self.caller, run_id, hold, |cp| self.respond(cp))
+            cancel::cancel(self.store, self.caller, run_id, hold, |cp| self.respond(cp))
                 .await?;
         if matches!(cancel, Cancel::Cancelled(_)) {
             // A thread's turn ends with its run: the thread is free for its next turn at once.
             if let Ok(Some(loaded)) = Session::load::<RagCheckpoint>(self.store, run_id).await {
-                super::thread::record_finished(self.store, self.clock, &loaded.checkpoint).await;
+                record_finished(self.store, self.clock, &loaded.checkpoint).await;
             }
         }
         Ok(cancel)
@@ -255,7 +253,7 @@ impl<'a> Workflow<'a> {
     /// The answer of an invocation whose write failed with `error`: the cancelled run's,
     /// when a cancel is why; otherwise `error`.
     async fn settle(&self, run_id: &str, error: EngineError) -> Result<RunResponse, EngineError> {
-        super::cancel::settle(self.store, run_id, error, |cp| self.respond(cp)).await
+        cancel::settle(self.store, run_id, error, |cp| self.respond(cp)).await
     }
 
     /// Ends a run this code cannot resume (written by an incompatible workflow version) as
@@ -400,59 +398,9 @@ impl<'a> Workflow<'a> {
     }
 }
 
-/// True when `cp` is suspended, waiting for a continuation: the invocation that stopped it
-/// parks its lease instead of releasing it ([`Persist::park`]), so a continuation takes the
-/// run at once, and if the continuation is never queued (the invocation died between its
-/// last write and the send) the lease lapses and the sweeper re-queues the run.
-fn parked(cp: &RagCheckpoint) -> bool {
-    cp.phase == Phase::Stopped && cp.state.outcome == Some(super::Outcome::Suspended)
-}
-
 fn encode(run_id: &str, cp: &RagCheckpoint) -> Result<Vec<u8>, EngineError> {
     serde_json::to_vec(cp).map_err(|e| EngineError::Corrupt {
         run_id: run_id.to_owned(),
         message: e.to_string(),
     })
-}
-
-/// Persists through `inner`, then tells the run's watchers about each newly saved step.
-struct Observed<'e, P> {
-    inner: P,
-    events: &'e Events,
-    reported: usize,
-    /// Park the lease of a finished run (see [`Workflow::with_completion_events`]).
-    hold_finished: bool,
-}
-
-impl<'e, P> Observed<'e, P> {
-    fn new(inner: P, events: &'e Events, cp: &RagCheckpoint, hold_finished: bool) -> Self {
-        Self {
-            inner,
-            events,
-            reported: cp.settled_records(),
-            hold_finished,
-        }
-    }
-}
-
-#[async_trait]
-impl<P: Persist<RagCheckpoint> + Send> Persist<RagCheckpoint> for Observed<'_, P> {
-    async fn save(&mut self, cp: &RagCheckpoint, release: bool) -> Result<(), EngineError> {
-        let held = self.hold_finished && super::response::status_of(cp).is_final();
-        if release && (parked(cp) || held) {
-            self.inner.park(cp).await?;
-        } else {
-            self.inner.save(cp, release).await?;
-        }
-        // Only settled records: a branch that finished before a sibling declared ahead of it
-        // is told once that sibling is recorded too, so each step keeps its number.
-        let settled = cp.settled_records();
-        for index in self.reported..settled {
-            if let Some(event) = RunEvent::step_at(cp, index) {
-                self.events.emit(event);
-            }
-        }
-        self.reported = self.reported.max(settled);
-        Ok(())
-    }
 }

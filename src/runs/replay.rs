@@ -5,7 +5,7 @@
 //! the `generate` steps that followed a failed groundedness check). Tokens are not replayed:
 //! they are live only.
 
-use super::{Counters, RagNode, RunEvent, RunResponse, Tokens};
+use crate::rag::{Counters, RagNode, RunEvent, RunResponse, Tokens};
 use crate::engine::Usage;
 
 /// The `step` events after step number `after`, each with its number (its event id).

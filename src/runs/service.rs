@@ -3,12 +3,13 @@
 //! [`Budget`]. The API, streaming and worker handlers and the CLI all take their budget from
 //! [`Runs::budget`], so a deadline is handled the same way everywhere.
 
-use super::events::{CompletionEvents, NotifyError};
+use super::thread::Threads;
+use super::workflow::Workflow;
 use crate::aws;
 use crate::config::{Budgets, Settings, ThreadSettings};
 use crate::engine::{Budget, Clock};
-use crate::rag::thread::Threads;
-use crate::rag::{RagGraph, Workflow};
+use crate::entry::events::{CompletionEvents, NotifyError};
+use crate::rag::RagGraph;
 use crate::store::CheckpointStore;
 use lambda_runtime::Context;
 use std::sync::Arc;

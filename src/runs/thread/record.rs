@@ -2,11 +2,11 @@
 //! then the head (the window of recent turns, the active turn cleared). A failure is only
 //! logged: the next turn's start finds the ended run still active and records it then.
 
-use super::service::{Threads, ATTEMPTS};
-use super::ThreadError;
-use super::{ActiveTurn, ThreadContext, TurnRecord};
-use crate::config::ThreadSettings;
+use super::error::ThreadError;
+use super::head::{ActiveTurn, TurnRecord};
+use super::heads::{encode, Heads, ATTEMPTS};
 use crate::engine::{Clock, Phase};
+use crate::rag::thread::ThreadContext;
 use crate::rag::{Outcome, RagCheckpoint, RunResponse};
 use crate::store::{CheckpointStore, StoreError, ThreadKey};
 
@@ -40,10 +40,10 @@ async fn record(
         owner: &owner,
         thread_id: &thread.thread_id,
     };
-    let threads = Threads::new(store, clock, ThreadSettings::default());
+    let heads = Heads::new(store);
     for _ in 0..ATTEMPTS {
         let now_ms = clock.now_ms();
-        let Some((version, mut head)) = threads.read(key).await? else {
+        let Some((version, mut head)) = heads.read(key).await? else {
             return Ok(()); // deleted meanwhile
         };
         let Some(active) = head.active.clone().filter(|a| a.run_id == cp.run_id) else {
@@ -51,12 +51,12 @@ async fn record(
         };
         let record = turn_record(cp, &active, now_ms);
         let expires = now_ms + thread.ttl_secs * 1_000;
-        threads
+        heads
             .threads()?
             .put_turn(key, record.turn, &encode(&record)?, expires)
             .await?;
         head.append(record, thread.keep_turns, now_ms);
-        match threads.write(key, version, &head, thread.ttl_secs).await {
+        match heads.write(key, version, &head, thread.ttl_secs).await {
             Ok(_) => return Ok(()),
             Err(StoreError::Conflict { .. }) => continue,
             Err(e) => return Err(e.into()),
@@ -89,8 +89,4 @@ pub(super) fn turn_record(cp: &RagCheckpoint, active: &ActiveTurn, now_ms: u64) 
         started_at_ms: active.started_at_ms,
         finished_at_ms: now_ms,
     }
-}
-
-pub(super) fn encode(record: &TurnRecord) -> Result<Vec<u8>, ThreadError> {
-    serde_json::to_vec(record).map_err(|e| StoreError::Permanent(e.to_string()).into())
 }

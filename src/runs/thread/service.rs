@@ -12,56 +12,22 @@
 //!
 //! Cost per turn: one turn write and two head writes, whatever the thread's length.
 
-use super::record::{encode, ended, turn_record};
-use super::{history, ActiveTurn, ThreadContext, ThreadHead, TurnRecord};
+use super::error::ThreadError;
+use super::head::{ActiveTurn, ThreadHead, TurnRecord};
+use super::heads::{corrupt, encode, Heads, ATTEMPTS};
+use super::record::{ended, turn_record};
+use super::window;
 use crate::config::ThreadSettings;
-use crate::engine::{Clock, EngineError, Session};
-use crate::rag::active::CREATE_GRACE;
+use crate::engine::{Clock, Session};
+use crate::rag::thread::ThreadContext;
 use crate::rag::{Caller, RagCheckpoint};
-use crate::store::{CheckpointStore, HeadWrite, StoreError, ThreadKey, ThreadStore};
+use crate::runs::active::CREATE_GRACE;
+use crate::store::{CheckpointStore, StoreError, ThreadKey};
 
-/// Head writes retried after losing a race to another request on the same thread.
-pub(super) const ATTEMPTS: usize = 8;
 /// Longest `Retry-After` suggested for a busy thread.
 const MAX_RETRY_AFTER_MS: u64 = 30_000;
 /// Shortest `Retry-After` suggested for a busy thread.
 const MIN_RETRY_AFTER_MS: u64 = 1_000;
-
-/// Why a thread operation did not happen.
-#[derive(Debug, thiserror::Error)]
-pub enum ThreadError {
-    /// The thread's previous turn is unfinished.
-    #[error("thread {thread_id} is busy with run {run_id}")]
-    Busy {
-        /// The thread.
-        thread_id: String,
-        /// The unfinished turn's run.
-        run_id: String,
-        /// When to try again (epoch ms).
-        retry_at_ms: u64,
-    },
-    /// No such thread of this caller (never created, expired or deleted).
-    #[error("thread {thread_id} not found")]
-    NotFound {
-        /// The thread.
-        thread_id: String,
-    },
-    /// This checkpoint store keeps no threads.
-    #[error("the checkpoint store ({store}) keeps no threads")]
-    Unsupported {
-        /// The store's name.
-        store: &'static str,
-    },
-    /// Reading or writing the store failed.
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-}
-
-impl From<StoreError> for ThreadError {
-    fn from(e: StoreError) -> Self {
-        ThreadError::Engine(EngineError::Store(e))
-    }
-}
 
 /// One page of a caller's threads.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,6 +42,7 @@ pub struct ThreadPage {
 #[derive(Clone, Copy)]
 pub struct Threads<'a> {
     store: &'a dyn CheckpointStore,
+    heads: Heads<'a>,
     clock: &'a dyn Clock,
     settings: ThreadSettings,
 }
@@ -99,48 +66,10 @@ impl<'a> Threads<'a> {
     ) -> Self {
         Self {
             store,
+            heads: Heads::new(store),
             clock,
             settings,
         }
-    }
-
-    pub(super) fn threads(&self) -> Result<&'a dyn ThreadStore, ThreadError> {
-        self.store.threads().ok_or(ThreadError::Unsupported {
-            store: self.store.name(),
-        })
-    }
-
-    pub(super) async fn read(
-        &self,
-        key: ThreadKey<'_>,
-    ) -> Result<Option<(u64, ThreadHead)>, ThreadError> {
-        let Some(stored) = self.threads()?.head(key).await? else {
-            return Ok(None);
-        };
-        let head = serde_json::from_slice(&stored.body).map_err(|e| corrupt(key, e))?;
-        Ok(Some((stored.version, head)))
-    }
-
-    pub(super) async fn write(
-        &self,
-        key: ThreadKey<'_>,
-        expected: u64,
-        head: &ThreadHead,
-        ttl_secs: u64,
-    ) -> Result<u64, StoreError> {
-        let body = serde_json::to_vec(head).map_err(|e| StoreError::Permanent(e.to_string()))?;
-        let write = HeadWrite {
-            expected,
-            body: &body,
-            updated_ms: head.updated_at_ms,
-            expires_at_ms: head
-                .updated_at_ms
-                .saturating_add(ttl_secs.saturating_mul(1_000)),
-        };
-        self.threads()
-            .map_err(|e| StoreError::Permanent(e.to_string()))?
-            .put_head(key, write)
-            .await
     }
 
     /// Starts turn `run_id` of `caller`'s thread `thread_id` (creating the thread), or answers
@@ -161,7 +90,7 @@ impl<'a> Threads<'a> {
         let ttl_secs = self.settings.ttl.as_secs();
         for _ in 0..ATTEMPTS {
             let now_ms = self.clock.now_ms();
-            let (version, mut head) = match self.read(key).await? {
+            let (version, mut head) = match self.heads.read(key).await? {
                 Some(found) => found,
                 None => (0, ThreadHead::new(thread_id, now_ms)),
             };
@@ -180,7 +109,7 @@ impl<'a> Threads<'a> {
                     }
                     Settled::Gone => head.active = None,
                     Settled::Ended(record) => {
-                        self.threads()?
+                        self.heads.threads()?
                             .put_turn(
                                 key,
                                 record.turn,
@@ -199,7 +128,7 @@ impl<'a> Threads<'a> {
                 started_at_ms: now_ms,
             });
             head.updated_at_ms = now_ms;
-            match self.write(key, version, &head, ttl_secs).await {
+            match self.heads.write(key, version, &head, ttl_secs).await {
                 Ok(_) => return Ok(self.context(&head, turn, question)),
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(e) => return Err(e.into()),
@@ -222,7 +151,7 @@ impl<'a> Threads<'a> {
             thread_id: head.thread_id.clone(),
             turn,
             question: question.to_owned(),
-            history: history::select(
+            history: window::select(
                 &earlier,
                 self.settings.history_turns,
                 self.settings.history_tokens,
@@ -263,14 +192,14 @@ impl<'a> Threads<'a> {
             thread_id,
         };
         let result: Result<(), ThreadError> = async {
-            let Some((version, mut head)) = self.read(key).await? else {
+            let Some((version, mut head)) = self.heads.read(key).await? else {
                 return Ok(());
             };
             if head.active_run() != Some(run_id) {
                 return Ok(());
             }
             head.active = None;
-            self.write(key, version, &head, self.settings.ttl.as_secs())
+            self.heads.write(key, version, &head, self.settings.ttl.as_secs())
                 .await?;
             Ok(())
         }
@@ -293,10 +222,10 @@ impl<'a> Threads<'a> {
             owner: &owner,
             thread_id,
         };
-        let (_, head) = self.read(key).await?.ok_or_else(|| ThreadError::NotFound {
+        let (_, head) = self.heads.read(key).await?.ok_or_else(|| ThreadError::NotFound {
             thread_id: thread_id.to_owned(),
         })?;
-        let bodies = self.threads()?.turns(key, after, head.turns, limit).await?;
+        let bodies = self.heads.threads()?.turns(key, after, head.turns, limit).await?;
         let turns = bodies
             .iter()
             .map(|b| serde_json::from_slice(b).map_err(|e| corrupt(key, e)))
@@ -312,7 +241,7 @@ impl<'a> Threads<'a> {
         cursor: Option<&str>,
     ) -> Result<ThreadPage, ThreadError> {
         let owner = caller.digest();
-        let listed = self.threads()?.list(&owner, limit, cursor).await?;
+        let listed = self.heads.threads()?.list(&owner, limit, cursor).await?;
         let next_cursor = (listed.len() == limit)
             .then(|| listed.last().map(|h| h.sort.clone()))
             .flatten();
@@ -339,7 +268,7 @@ impl<'a> Threads<'a> {
             thread_id,
         };
         let now_ms = self.clock.now_ms();
-        let (version, head) = self.read(key).await?.ok_or_else(|| ThreadError::NotFound {
+        let (version, head) = self.heads.read(key).await?.ok_or_else(|| ThreadError::NotFound {
             thread_id: thread_id.to_owned(),
         })?;
         let mut runs = Vec::new();
@@ -356,7 +285,7 @@ impl<'a> Threads<'a> {
                 Settled::Ended(_) | Settled::Gone => runs.push(active.run_id.clone()),
             }
         }
-        let store = self.threads()?;
+        let store = self.heads.threads()?;
         let mut after = 0;
         loop {
             let page = store.turns(key, after, head.turns, 100).await?;
@@ -378,11 +307,4 @@ impl<'a> Threads<'a> {
             other => Ok(other?),
         }
     }
-}
-
-pub(super) fn corrupt(key: ThreadKey<'_>, e: serde_json::Error) -> ThreadError {
-    ThreadError::Engine(EngineError::Corrupt {
-        run_id: format!("thread {}", key.thread_id),
-        message: e.to_string(),
-    })
 }

@@ -1,0 +1,20 @@
+//! A run's life cycle (placeholder doc, rewritten below).
+
+pub(crate) mod active;
+mod cancel;
+mod history;
+pub(crate) mod idempotency;
+mod listing;
+mod observed;
+mod replay;
+mod service;
+pub mod thread;
+mod workflow;
+
+pub use cancel::Cancel;
+pub use history::{StepEntry, StepPage, MAX_STEPS_PER_PAGE};
+pub(crate) use listing::runs_owner;
+pub use listing::{parse_status, RunIndexer, RunSummary};
+pub use replay::steps_after;
+pub use service::Runs;
+pub use workflow::{Workflow, QUEUED_LEASE};
