@@ -29,7 +29,6 @@ pub mod error;
 pub(crate) mod http;
 pub mod llm;
 pub mod otlp;
-pub mod queue;
 pub mod rag;
 pub mod runs;
 pub mod retrieval;

@@ -8,7 +8,7 @@ use bounded_rag::config::Settings;
 use bounded_rag::engine::{Budget, Clock, SystemClock};
 use bounded_rag::entry::{sqs, App};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
-use bounded_rag::queue::WorkMessage;
+use bounded_rag::runs::WorkMessage;
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunStatus};
 use bounded_rag::runs::Workflow;
 use bounded_rag::retrieval::KnowledgeBase;

@@ -2,7 +2,7 @@
 //! store (which also holds the response cache when `LLM_CACHE_TTL_SECONDS` is set), work queue.
 //! The CLI and the Lambda functions share this wiring; [`App`] is what `main` builds with it.
 
-use super::events::{CompletionEvents, EventBridgeSink};
+use super::adapters::{EventBridgeSink, SqsQueue};
 use super::http::limits::HttpLimits;
 use crate::runs::{RunIndexer, Runs, Workflow};
 use crate::aws;
@@ -11,7 +11,7 @@ use crate::engine::{Budget, Clock, SystemClock};
 use crate::llm::{
     BedrockConfig, BedrockModel, CachingModel, ChatModel, OfflineModel, OpenAiConfig, OpenAiModel,
 };
-use crate::queue::{SqsQueue, WorkQueue};
+use crate::runs::{CompletionEvents, WorkQueue};
 use crate::rag::{RagGraph, RagLimits};
 use crate::retrieval::s3::{self, BundleStore};
 use crate::retrieval::{

@@ -1,10 +1,10 @@
 //! Entry points: the CLI, the Lambda handlers and the sweeper. They parse input, call the
 //! [`crate::rag::Workflow`] service and shape its answer; they hold no workflow logic.
 
+pub mod adapters;
 mod app;
 pub mod caller;
 pub mod cli;
-pub mod events;
 pub mod http;
 pub mod logging;
 pub mod messages;

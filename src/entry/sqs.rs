@@ -14,7 +14,7 @@ use super::metrics;
 use crate::runs::Runs;
 use crate::engine::EngineError;
 use crate::error::{Classify, ErrorClass};
-use crate::queue::{WorkMessage, WorkQueue};
+use crate::runs::{WorkMessage, WorkQueue};
 use crate::rag::{RunResponse, RunStatus};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use lambda_runtime::Context;

@@ -14,7 +14,7 @@
 use super::http::{self, prepare, run_claimed, Api, Claimed};
 use super::{caller, App};
 use crate::engine::Budget;
-use crate::queue::WorkQueue;
+use crate::runs::WorkQueue;
 use crate::rag::{Events, RunEvent};
 use bytes::Bytes;
 use lambda_http::http::{HeaderValue, Method, StatusCode};

@@ -9,7 +9,7 @@
 use super::http::{read_run, Api, ApiError};
 use super::stream::{buffered, last_step_seen, send, sse, EventIds, RUN_ID_HEADER};
 use super::{caller, App};
-use crate::queue::WorkQueue;
+use crate::runs::WorkQueue;
 use crate::rag::{RunResponse, RunStatus};
 use crate::runs::steps_after;
 use lambda_http::http::{HeaderValue, StatusCode};

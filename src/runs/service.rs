@@ -8,7 +8,7 @@ use super::workflow::Workflow;
 use crate::aws;
 use crate::config::{Budgets, Settings, ThreadSettings};
 use crate::engine::{Budget, Clock};
-use crate::entry::events::{CompletionEvents, NotifyError};
+use super::finished::{CompletionEvents, NotifyError};
 use crate::rag::RagGraph;
 use crate::store::CheckpointStore;
 use lambda_runtime::Context;

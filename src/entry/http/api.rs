@@ -4,7 +4,7 @@
 use super::limits::HttpLimits;
 use crate::entry::app::App;
 use crate::runs::Runs;
-use crate::queue::WorkQueue;
+use crate::runs::WorkQueue;
 
 /// What the HTTP handlers use: the runs, what the API admits, and the work queue (continuations
 /// and asynchronous runs; `None` when `WORK_QUEUE_URL` is not set).

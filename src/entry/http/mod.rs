@@ -34,7 +34,7 @@ pub(crate) use status::ApiError;
 
 use super::app::App;
 use super::caller;
-use crate::queue::WorkQueue;
+use crate::runs::WorkQueue;
 use lambda_http::http::header::{HeaderValue, ALLOW};
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, RequestExt, Response};

@@ -11,7 +11,7 @@ use super::status::{
 use crate::engine::{Budget, EngineError};
 use crate::entry::metrics;
 use crate::error::{Classify, ErrorClass};
-use crate::queue::WorkMessage;
+use crate::runs::WorkMessage;
 use crate::rag::thread::ThreadContext;
 use crate::rag::{Caller, RunRequest, RunResponse, RunStatus, ValidationError};
 use crate::runs::Workflow;
