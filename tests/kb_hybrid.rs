@@ -7,11 +7,11 @@ mod support;
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest, RunResponse};
-use bounded_rag::runs::Workflow;
 use bounded_rag::retrieval::{
     check_compatible, ingest, DocKind, EmbeddingsClient, EmbeddingsConfig, IngestOptions,
     KnowledgeBase, RetrievalError, RetrievalMode, RetrievalOptions,
 };
+use bounded_rag::runs::Workflow;
 use bounded_rag::store::MemoryStore;
 use std::fs;
 use std::path::Path;

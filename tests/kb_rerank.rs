@@ -6,11 +6,11 @@ mod support;
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest, RunResponse};
-use bounded_rag::runs::Workflow;
 use bounded_rag::retrieval::{
     ingest, EmbeddingsClient, EmbeddingsConfig, IngestOptions, KnowledgeBase, RerankClient,
     RerankConfig, RetrievalMode, RetrievalOptions,
 };
+use bounded_rag::runs::Workflow;
 use bounded_rag::secrets::Secret;
 use bounded_rag::store::MemoryStore;
 use serde_json::Value;

@@ -7,11 +7,11 @@ use async_trait::async_trait;
 use bounded_rag::engine::{Budget, Clock, SystemClock};
 use bounded_rag::llm::{ChatModel, ChatRequest, Completion, LlmError, OfflineModel, Task};
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunResponse};
-use bounded_rag::runs::Workflow;
 use bounded_rag::retrieval::s3::{self, BundleStore, S3Location};
 use bounded_rag::retrieval::{
     ingest_dir, LiveKnowledge, LoadOptions, RefreshOutcome, RetrievalMode, Retriever,
 };
+use bounded_rag::runs::Workflow;
 use bounded_rag::store::MemoryStore;
 use std::fs;
 use std::path::{Path, PathBuf};

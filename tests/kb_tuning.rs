@@ -7,11 +7,11 @@ mod support;
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest};
-use bounded_rag::runs::Workflow;
 use bounded_rag::retrieval::{
     ingest, EmbeddingsClient, EmbeddingsConfig, IngestOptions, KnowledgeBase, Manifest,
     RetrievalError, RetrievalMode,
 };
+use bounded_rag::runs::Workflow;
 use bounded_rag::store::MemoryStore;
 use std::collections::HashSet;
 use std::fs;

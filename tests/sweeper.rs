@@ -7,12 +7,12 @@ mod support;
 
 use async_trait::async_trait;
 use bounded_rag::engine::{Clock, SystemClock};
+use bounded_rag::entry::adapters::SqsQueue;
 use bounded_rag::entry::sqs;
 use bounded_rag::entry::sweeper::Sweeper;
-use bounded_rag::runs::SweepReport;
-use bounded_rag::entry::adapters::SqsQueue;
-use bounded_rag::runs::{QueueError, WorkMessage, WorkQueue};
 use bounded_rag::rag::{RunRequest, RunStatus};
+use bounded_rag::runs::SweepReport;
+use bounded_rag::runs::{QueueError, WorkMessage, WorkQueue};
 use bounded_rag::store::{CheckpointStore, DynamoStore, Lease};
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -3,15 +3,12 @@
 //! The CLI and the Lambda functions share this wiring; [`App`] is what `main` builds with it.
 
 use super::adapters::{EventBridgeSink, SqsQueue};
-use super::http::limits::HttpLimits;
-use crate::runs::{RunIndexer, Runs, Workflow};
 use crate::aws;
 use crate::config::{EmbeddingsProvider, LlmProvider, Settings};
 use crate::engine::{Budget, Clock, SystemClock};
 use crate::llm::{
     BedrockConfig, BedrockModel, CachingModel, ChatModel, OfflineModel, OpenAiConfig, OpenAiModel,
 };
-use crate::runs::{CompletionEvents, WorkQueue};
 use crate::rag::{RagGraph, RagLimits};
 use crate::retrieval::s3::{self, BundleStore};
 use crate::retrieval::{
@@ -19,6 +16,8 @@ use crate::retrieval::{
     LoadOptions, RerankClient, RerankConfig, Reranker, Retriever, TavilyClient, TavilyConfig,
     WebSearch,
 };
+use crate::runs::{CompletionEvents, WorkQueue};
+use crate::runs::{RunIndexer, Runs, Workflow};
 use crate::secrets::{SecretBundle, SecretsProvider};
 use crate::store::{CacheStore, CheckpointStore, DynamoStore, FileStore};
 use std::sync::Arc;
@@ -61,12 +60,14 @@ pub enum StartupError {
     Secrets(#[from] crate::secrets::SecretsError),
 }
 
-/// The dependencies of every entry point, built once per process (in `main`): the runs (the
-/// workflow's clients and budget rules), what the HTTP API admits, and the work queue. Handlers
-/// get this by reference and read only the part they use.
+/// The dependencies of every entry point, built once per process (in `main`): the run life
+/// cycle ([`Runs`]: the workflow's clients, budget rules and admission limits), the largest
+/// HTTP body read, and the work queue. Handlers get this by reference and read only the part
+/// they use.
 pub struct App {
     runs: Runs,
-    http: HttpLimits,
+    /// `MAX_BODY_BYTES`.
+    max_body_bytes: usize,
     queue: Option<SqsQueue>,
 }
 
@@ -148,7 +149,7 @@ impl App {
         clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
-            http: HttpLimits::new(&settings),
+            max_body_bytes: settings.max_body_bytes,
             runs: Runs::new(&settings, graph, store, clock),
             queue: None,
         }
@@ -156,24 +157,24 @@ impl App {
 
     /// This app with another `MAX_ACTIVE_RUNS_PER_CALLER` (tests).
     pub fn with_max_active_runs_per_caller(mut self, limit: Option<u32>) -> Self {
-        self.http.max_active_runs_per_caller = limit;
+        self.runs = self.runs.with_max_active_runs_per_caller(limit);
         self
     }
 
     /// This app with another `MAX_REQUESTS_PER_CALLER_PER_MINUTE` (tests).
     pub fn with_max_requests_per_caller_per_minute(mut self, limit: Option<u32>) -> Self {
-        self.http.max_requests_per_caller_per_minute = limit;
+        self.runs = self.runs.with_max_requests_per_caller_per_minute(limit);
         self
     }
 
-    /// The workflow's clients and budget rules.
+    /// The run life cycle: every entry point's calls.
     pub fn runs(&self) -> &Runs {
         &self.runs
     }
 
-    /// What the HTTP API admits.
-    pub(crate) fn http_limits(&self) -> &HttpLimits {
-        &self.http
+    /// `MAX_BODY_BYTES`: the largest HTTP body read.
+    pub(crate) fn max_body_bytes(&self) -> usize {
+        self.max_body_bytes
     }
 
     /// The SQS work queue, when `WORK_QUEUE_URL` is set.
@@ -181,7 +182,7 @@ impl App {
         self.queue.as_ref().map(|q| q as &dyn WorkQueue)
     }
 
-    /// The workflow service over this app's clients ([`Runs::workflow`]).
+    /// The run driver over this app's clients ([`Runs::workflow`]).
     pub fn workflow(&self) -> Workflow<'_> {
         self.runs.workflow()
     }

@@ -10,6 +10,7 @@ pub mod logging;
 pub mod messages;
 pub(crate) mod metrics;
 pub mod sqs;
+mod sse;
 pub mod stream;
 mod stream_resume;
 pub mod sweeper;

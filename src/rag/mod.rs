@@ -38,6 +38,7 @@ pub mod thread;
 mod version;
 
 pub use caller::Caller;
+pub use checkpoint::RagCheckpoint;
 pub use error::RagError;
 pub use events::{Counters, Events, RunEvent};
 pub use graph::{RagGraph, RagLimits};
@@ -47,5 +48,4 @@ pub use request::{Mode, RunRequest, ValidationError};
 pub(crate) use response::{status_from, status_of};
 pub use response::{Metadata, RunError, RunResponse, RunStatus, Tokens};
 pub use speculation::SpeculationStats;
-pub use checkpoint::RagCheckpoint;
 pub use state::{BestEffortReason, Citation, Outcome, RagState};

@@ -19,8 +19,8 @@
 //! Cost: one read and one conditional write per new run while a limit is set; the reads of up
 //! to `limit` checkpoints only when the caller is at its limit. No scan, no index.
 
-use crate::rag::{Caller, Outcome, RagCheckpoint};
 use crate::engine::{EngineError, Phase, Session};
+use crate::rag::{Caller, Outcome, RagCheckpoint};
 use crate::store::{CheckpointStore, StoreError, StoreKey};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;

@@ -13,8 +13,8 @@
 //!   call starts after that write either; the calls of the step in flight end first (a step's
 //!   calls start together, or one after another only as retries of a failed call).
 
-use crate::rag::{status_of, Caller, Outcome, RagCheckpoint, RunResponse, RunStatus};
 use crate::engine::{run_key, EngineError, Phase, Session};
+use crate::rag::{status_of, Caller, Outcome, RagCheckpoint, RunResponse, RunStatus};
 use crate::store::{CheckpointStore, Lease, StoreError};
 
 /// Cancel writes retried after losing a race with the run's own checkpoint writes: each loss

@@ -6,8 +6,8 @@
 //! reach the other's run through it. A key reused with a different body is refused, as
 //! Powertools' payload validation does.
 
-use crate::rag::Caller;
 use crate::engine::EngineError;
+use crate::rag::Caller;
 use crate::store::{CheckpointStore, StoreError, StoreKey};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -25,7 +25,12 @@ pub(super) struct Observed<'e, P> {
 }
 
 impl<'e, P> Observed<'e, P> {
-    pub(super) fn new(inner: P, events: &'e Events, cp: &RagCheckpoint, hold_finished: bool) -> Self {
+    pub(super) fn new(
+        inner: P,
+        events: &'e Events,
+        cp: &RagCheckpoint,
+        hold_finished: bool,
+    ) -> Self {
         Self {
             inner,
             events,

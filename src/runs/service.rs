@@ -1,21 +1,38 @@
-//! What every entry point needs to advance a run: the graph with its clients, the checkpoint
-//! store, the clock, and the one rule that turns an invocation's Lambda deadline into the run's
-//! [`Budget`]. The API, streaming and worker handlers and the CLI all take their budget from
-//! [`Runs::budget`], so a deadline is handled the same way everywhere.
+//! [`Runs`]: the run life cycle of one process, built once: the graph with its clients, the
+//! checkpoint store, the clock, what a caller is admitted to (`MAX_REQUESTS_PER_CALLER_PER_MINUTE`,
+//! `MAX_ACTIVE_RUNS_PER_CALLER`), completion events, and the one rule that turns an
+//! invocation's Lambda deadline into the run's [`Budget`]. The API, streaming and worker
+//! handlers and the CLI all take their budget from [`Runs::budget`], so a deadline is handled
+//! the same way everywhere.
+//!
+//! The calls the entry points make are in the files of their concern (`start.rs`, `work.rs`,
+//! `control.rs`); this file holds the clients and how they are put together.
 
+use super::finished::{CompletionEvents, NotifyError};
 use super::thread::Threads;
 use super::workflow::Workflow;
 use crate::aws;
 use crate::config::{Budgets, Settings, ThreadSettings};
 use crate::engine::{Budget, Clock};
-use super::finished::{CompletionEvents, NotifyError};
-use crate::rag::RagGraph;
+use crate::rag::{Events, RagGraph};
 use crate::store::CheckpointStore;
 use lambda_runtime::Context;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The workflow's clients and the budget rules of one process.
+/// What a caller is admitted to: run requests per minute and unfinished runs (`None`:
+/// unlimited).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Admission {
+    /// `MAX_REQUESTS_PER_CALLER_PER_MINUTE`.
+    pub(crate) max_requests_per_minute: Option<u32>,
+    /// `MAX_ACTIVE_RUNS_PER_CALLER`.
+    pub(crate) max_active_runs: Option<u32>,
+}
+
+/// The run life cycle of one process: the workflow's clients, the budget rules and what a
+/// caller is admitted to.
 #[derive(Clone)]
 pub struct Runs {
     graph: RagGraph,
@@ -33,6 +50,8 @@ pub struct Runs {
     threads: ThreadSettings,
     /// `Run Finished` events (`EVENT_BUS_NAME`); `None` sends none.
     events: Option<Arc<CompletionEvents>>,
+    /// What a caller is admitted to.
+    admission: Admission,
 }
 
 impl Runs {
@@ -53,7 +72,28 @@ impl Runs {
             continue_on_deadline: settings.aws.work_queue_url.is_some(),
             threads: settings.threads,
             events: None,
+            admission: Admission {
+                max_requests_per_minute: settings.limits.max_requests_per_caller_per_minute,
+                max_active_runs: settings.limits.max_active_runs_per_caller,
+            },
         }
+    }
+
+    /// These runs with another `MAX_ACTIVE_RUNS_PER_CALLER` (`None`: unlimited).
+    pub(crate) fn with_max_active_runs_per_caller(mut self, limit: Option<u32>) -> Self {
+        self.admission.max_active_runs = limit;
+        self
+    }
+
+    /// These runs with another `MAX_REQUESTS_PER_CALLER_PER_MINUTE` (`None`: unlimited).
+    pub(crate) fn with_max_requests_per_caller_per_minute(mut self, limit: Option<u32>) -> Self {
+        self.admission.max_requests_per_minute = limit;
+        self
+    }
+
+    /// What a caller is admitted to.
+    pub(super) fn admission(&self) -> Admission {
+        self.admission
     }
 
     /// These runs sending a `Run Finished` event per finished run through `events`.
@@ -72,7 +112,8 @@ impl Runs {
         events.notify(self.store.as_ref(), run_id).await.map(|_| ())
     }
 
-    /// The workflow service over these clients.
+    /// The run driver over these clients: it starts, resumes, cancels and reads runs without
+    /// any admission (tests, `eval`, and the calls of this room).
     pub fn workflow(&self) -> Workflow<'_> {
         self.workflow_on(&self.graph)
     }
@@ -82,8 +123,8 @@ impl Runs {
         Threads::new(self.store.as_ref(), self.clock.as_ref(), self.threads)
     }
 
-    /// The workflow service over `graph` (this graph reporting events) and these clients.
-    pub(crate) fn workflow_on<'a>(&'a self, graph: &'a RagGraph) -> Workflow<'a> {
+    /// The run driver over `graph` (this graph reporting events) and these clients.
+    pub(super) fn workflow_on<'a>(&'a self, graph: &'a RagGraph) -> Workflow<'a> {
         Workflow::new(graph, self.store.as_ref(), self.clock.as_ref())
             .with_continuation(self.continue_on_deadline)
             .with_lease_grace(self.lease_grace())
@@ -120,6 +161,15 @@ impl Runs {
     /// The graph and its clients.
     pub(crate) fn graph(&self) -> &RagGraph {
         &self.graph
+    }
+
+    /// The graph, reporting a run's events to `events` when someone listens to them.
+    pub(super) fn graph_for(&self, events: Events) -> Cow<'_, RagGraph> {
+        if events.is_on() {
+            Cow::Owned(self.graph.with_events(events))
+        } else {
+            Cow::Borrowed(&self.graph)
+        }
     }
 
     /// The checkpoint store.

@@ -239,8 +239,7 @@ impl<'a> Workflow<'a> {
             .hold_finished
             .then(|| self.lease_until(self.clock.now_ms()).to_parked());
         let cancel =
-            cancel::cancel(self.store, self.caller, run_id, hold, |cp| self.respond(cp))
-                .await?;
+            cancel::cancel(self.store, self.caller, run_id, hold, |cp| self.respond(cp)).await?;
         if matches!(cancel, Cancel::Cancelled(_)) {
             // A thread's turn ends with its run: the thread is free for its next turn at once.
             if let Ok(Some(loaded)) = Session::load::<RagCheckpoint>(self.store, run_id).await {

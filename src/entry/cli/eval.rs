@@ -11,9 +11,9 @@
 
 use super::args::ModeArg;
 use super::output::fail;
-use crate::runs::Runs;
 use crate::entry::App;
 use crate::rag::{Mode, RagNode, RunRequest, RunResponse};
+use crate::runs::Runs;
 use crate::store::MemoryStore;
 use clap::Args;
 use serde::{Deserialize, Serialize};

@@ -1,8 +1,8 @@
 //! `bounded-rag ingest` and `bounded-rag kb publish | list | use`: building a bundle (with a
 //! progress bar on a terminal) and shipping it to S3.
 
-use crate::entry::app::{build_embedder, load_secrets};
 use crate::config::Settings;
+use crate::entry::app::{build_embedder, load_secrets};
 use crate::retrieval::s3::{self, BundleStore, Published, S3Location};
 use crate::retrieval::{ingest, Format, IngestOptions, Progress, RetrievalError};
 use clap::Subcommand;

@@ -19,18 +19,17 @@ mod output;
 mod stream;
 mod thread;
 
-pub use args::{AskArgs, ModeArg};
-use kb::{ingest_command, kb_command, KbCommand};
-use output::{exit_code, fail, fail_engine, print_response};
-use stream::Job;
-use thread::{thread_command, ThreadCommand};
-use eval::{eval_command, EvalArgs};
 use super::App;
-use crate::rag::Caller;
-use crate::runs::Cancel;
+use crate::rag::{Caller, Events, RunRequest};
+use crate::runs::{Answer, Cancel, Continuation, RunInput};
+pub use args::{AskArgs, ModeArg};
 use clap::{Parser, Subcommand};
+use eval::{eval_command, EvalArgs};
+use kb::{ingest_command, kb_command, KbCommand};
+use output::{exit_code, fail, fail_refusal, print_response};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use thread::{thread_command, ThreadCommand};
 
 /// Adaptive RAG that always terminates.
 #[derive(Debug, Parser)]
@@ -125,9 +124,9 @@ pub async fn run(cli: Cli) -> ExitCode {
                 Ok(app) => app,
                 Err(e) => return fail(2, &e.to_string()),
             };
-            match app.workflow().status(&run_id).await {
+            match app.runs().status(None, &run_id).await {
                 Ok(response) => print_response(&response, json),
-                Err(e) => fail_engine(&e),
+                Err(e) => fail_refusal(&e),
             }
         }
         Command::Cancel { run_id, json } => {
@@ -135,7 +134,7 @@ pub async fn run(cli: Cli) -> ExitCode {
                 Ok(app) => app,
                 Err(e) => return fail(2, &e.to_string()),
             };
-            match app.workflow().cancel(&run_id).await {
+            match app.runs().cancel(None, &run_id).await {
                 Ok(Cancel::Cancelled(response) | Cancel::AlreadyCancelled(response)) => {
                     print_response(&response, json)
                 }
@@ -147,7 +146,7 @@ pub async fn run(cli: Cli) -> ExitCode {
                         response.status.as_str()
                     ),
                 ),
-                Err(e) => fail_engine(&e),
+                Err(e) => fail_refusal(&e),
             }
         }
         Command::Ask(args) => ask(args).await,
@@ -166,47 +165,65 @@ async fn ask(args: AskArgs) -> ExitCode {
         Ok(app) => app,
         Err(e) => return fail(2, &e.to_string()),
     };
+    ask_with(&app, args, request).await
+}
+
+/// `ask` with `app`: a new run (of the anonymous caller, through the same admission and the same
+/// call as `POST /workflow/run`), or the continuation of a stored one (`--resume`).
+async fn ask_with(app: &App, args: AskArgs, request: Option<RunRequest>) -> ExitCode {
     let runs = app.runs();
     let budget = runs.budget(None);
-    let run_id = uuid::Uuid::new_v4().to_string();
-    // A thread's turn is started before its run (the CLI asks as the anonymous caller).
-    let thread = match request.as_ref().and_then(|r| r.thread_id.as_deref()) {
-        Some(thread_id) => {
-            let question = request.as_ref().map_or("", |r| r.question.as_str());
+    let queue = app.work_queue();
+    let result = match (request, args.resume) {
+        (Some(request), _) if args.stream => {
             match runs
-                .threads()
-                .begin(&Caller::Anonymous, thread_id, &run_id, question)
+                .admit(Caller::Anonymous, RunInput::request(request))
                 .await
             {
-                Ok(context) => Some(context),
-                Err(e) => return thread::fail_thread(&e),
+                Ok(admitted) => {
+                    let run = |events| runs.run(admitted, &budget, queue, events);
+                    stream::run(args.json, run).await
+                }
+                Err(refusal) => Err(refusal),
             }
         }
-        None => None,
-    };
-    if args.stream {
-        let job = match (request, args.resume) {
-            (Some(request), _) => Job::New(run_id, Box::new(request), thread),
-            (None, Some(run_id)) => Job::Resume(run_id),
-            (None, None) => return fail(2, NO_QUESTION),
-        };
-        return match stream::run(runs, job, &budget, args.json).await {
-            Ok(response) => exit_code(&response),
-            Err(e) => fail_engine(&e),
-        };
-    }
-    let workflow = runs.workflow();
-    let result = match (request, &args.resume) {
         (Some(request), _) => {
-            let workflow = workflow.in_thread(thread.as_ref());
-            workflow.run_new(&run_id, request, &budget).await
+            let input = RunInput::request(request);
+            runs.start(Caller::Anonymous, input, &budget, queue).await
         }
-        (None, Some(run_id)) => workflow.resume(run_id, &budget).await,
+        (None, Some(run_id)) if args.stream => {
+            let run = |events| async move {
+                let ran = runs.continue_run(&run_id, &budget, queue, events).await;
+                ran.map(|ran| Answer::Ran(Box::new(ran)))
+            };
+            stream::run(args.json, run).await
+        }
+        (None, Some(run_id)) => runs
+            .continue_run(&run_id, &budget, queue, Events::default())
+            .await
+            .map(|ran| Answer::Ran(Box::new(ran))),
         (None, None) => return fail(2, NO_QUESTION),
     };
-    match result {
-        Ok(response) => print_response(&response, args.json),
-        Err(e) => fail_engine(&e),
+    let ran = match result {
+        Ok(Answer::Ran(ran)) => ran,
+        Ok(Answer::Busy(run_id)) => {
+            let message = format!(
+                "run {run_id} is being advanced by another invocation; follow it with \
+                 `bounded-rag status {run_id}`"
+            );
+            return fail(1, &message);
+        }
+        Err(refusal) => return fail_refusal(&refusal),
+    };
+    if let Some(Continuation::Failed(e)) = &ran.continuation {
+        eprintln!(
+            "bounded-rag: the run is suspended and its continuation could not be queued: {e}"
+        );
+    }
+    if args.stream {
+        exit_code(&ran.response)
+    } else {
+        print_response(&ran.response, args.json)
     }
 }
 
@@ -216,7 +233,6 @@ const NO_QUESTION: &str =
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rag::RunRequest;
     use crate::retrieval::Filter;
 
     fn ask(args: &[&str]) -> Result<RunRequest, String> {

@@ -1,9 +1,10 @@
 //! What the CLI prints: a run's answer for a person (answer, sources, a one-line summary) or
 //! as JSON, the exit code of a run, and errors on stderr. Every sub-command prints through here.
 
-use crate::entry::messages::{self, Surface};
 use crate::engine::{Clock, EngineError, SystemClock};
+use crate::entry::messages::{self, Surface};
 use crate::rag::{RunResponse, RunStatus};
+use crate::runs::Refusal;
 use std::process::ExitCode;
 
 /// Prints `response` (as JSON with `json`); returns the run's exit code.
@@ -93,6 +94,51 @@ pub(crate) fn fail_engine(e: &EngineError) -> ExitCode {
         1,
         &messages::engine_error(e, SystemClock.now_ms(), Surface::Cli),
     )
+}
+
+/// Exit with a refusal of the run life cycle as a person should read it: 2 for input that
+/// cannot be read, 1 otherwise.
+pub(crate) fn fail_refusal(refusal: &Refusal) -> ExitCode {
+    let now_ms = SystemClock.now_ms();
+    match refusal {
+        Refusal::Run(e) => fail_engine(e),
+        Refusal::Invalid(e) => fail(2, &e.to_string()),
+        Refusal::ThreadBusy { run_id, .. } => fail(
+            1,
+            &format!(
+                "{refusal}: wait for it to finish (bounded-rag status {run_id}), then ask again"
+            ),
+        ),
+        Refusal::RateLimited { limit, retry_at_ms } => fail(
+            1,
+            &format!(
+                "the limit of {limit} run requests per caller and minute is reached \
+                 (MAX_REQUESTS_PER_CALLER_PER_MINUTE): retry in {} s",
+                messages::wait_secs(*retry_at_ms, now_ms)
+            ),
+        ),
+        Refusal::TooManyActive {
+            limit,
+            active,
+            retry_at_ms,
+            ..
+        } => fail(
+            1,
+            &format!(
+                "{} unfinished runs and the limit is {limit} per caller \
+                 (MAX_ACTIVE_RUNS_PER_CALLER): retry in {} s, or once one of them finishes \
+                 (bounded-rag status RUN_ID: {})",
+                active.len(),
+                messages::wait_secs(*retry_at_ms, now_ms),
+                active.join(", ")
+            ),
+        ),
+        Refusal::ThreadNotFound { .. }
+        | Refusal::NoThreads { .. }
+        | Refusal::KeyReused
+        | Refusal::NoQueue
+        | Refusal::Queue(_) => fail(1, &refusal.to_string()),
+    }
 }
 
 /// Exit `code` with `message` on stderr.

@@ -3,40 +3,21 @@
 //! as one JSON line (`{"event", "data"}`), the last one `final` with the full response.
 
 use super::output::render;
-use crate::runs::Runs;
-use crate::engine::{Budget, EngineError};
-use crate::rag::thread::ThreadContext;
-use crate::rag::{Events, RunEvent, RunRequest, RunResponse};
+use crate::rag::{Events, RunEvent, RunResponse};
+use crate::runs::{Answer, Refusal};
+use std::future::Future;
 use std::io::Write;
 
-/// What to run: a new run, or the continuation of a stored one.
-pub(crate) enum Job {
-    /// A new run with this id (a thread's turn when a context is given).
-    New(String, Box<RunRequest>, Option<ThreadContext>),
-    /// Continue this run.
-    Resume(String),
-}
-
-/// Runs `job` with events, printing them as they come; returns the final response.
-pub async fn run(
-    runs: &Runs,
-    job: Job,
-    budget: &Budget,
-    json: bool,
-) -> Result<RunResponse, EngineError> {
+/// Runs `run`, given where to send its events, printing them as they come, then the final
+/// response; returns what `run` returned.
+pub(crate) async fn run<F, Fut>(json: bool, run: F) -> Result<Answer, Refusal>
+where
+    F: FnOnce(Events) -> Fut,
+    Fut: Future<Output = Result<Answer, Refusal>>,
+{
     let (events, mut receiver) = Events::channel();
-    let graph = runs.graph().with_events(events);
-    let workflow = runs.workflow_on(&graph);
     let mut printer = Printer::new(json);
-    let run = async {
-        match job {
-            Job::New(run_id, request, thread) => {
-                let workflow = workflow.in_thread(thread.as_ref());
-                workflow.run_new(&run_id, *request, budget).await
-            }
-            Job::Resume(run_id) => workflow.resume(&run_id, budget).await,
-        }
-    };
+    let run = run(events);
     tokio::pin!(run);
     let result = loop {
         tokio::select! {
@@ -48,8 +29,8 @@ pub async fn run(
     while let Ok(event) = receiver.try_recv() {
         printer.event(&event);
     }
-    if let Ok(response) = &result {
-        printer.finish(response);
+    if let Ok(Answer::Ran(ran)) = &result {
+        printer.finish(&ran.response);
     }
     result
 }

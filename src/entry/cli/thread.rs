@@ -1,12 +1,12 @@
 //! `bounded-rag thread show ID | list | delete ID`: the local caller's conversation threads
-//! (the CLI asks as the anonymous caller, as its runs are), over the same [`Threads`] service
-//! as the HTTP routes.
+//! (the CLI asks as the anonymous caller, as its runs are), through the same calls of the run
+//! life cycle as the HTTP routes.
 
-use super::output::{fail, fail_engine};
-use crate::entry::App;
+use super::output::{fail, fail_refusal};
 use crate::engine::utc_seconds;
-use crate::runs::thread::{ThreadError, ThreadHead};
+use crate::entry::App;
 use crate::rag::Caller;
+use crate::runs::thread::ThreadHead;
 use clap::Subcommand;
 use std::process::ExitCode;
 
@@ -43,11 +43,11 @@ pub(crate) async fn thread_command(command: ThreadCommand) -> ExitCode {
         Ok(app) => app,
         Err(e) => return fail(2, &e.to_string()),
     };
-    let threads = app.runs().threads();
+    let runs = app.runs();
     let me = Caller::Anonymous;
     match command {
         ThreadCommand::Show { thread_id, json } => {
-            match threads.show(&me, &thread_id, 0, usize::MAX).await {
+            match runs.thread(&me, &thread_id, 0, usize::MAX).await {
                 Ok((head, turns)) if json => {
                     let body = serde_json::json!({ "thread_id": head.thread_id, "turns": turns });
                     println!("{body:#}");
@@ -67,11 +67,11 @@ pub(crate) async fn thread_command(command: ThreadCommand) -> ExitCode {
                     }
                     ExitCode::SUCCESS
                 }
-                Err(e) => fail_thread(&e),
+                Err(e) => fail_refusal(&e),
             }
         }
         ThreadCommand::List { limit, json } => {
-            match threads.list(&me, usize::from(limit), None).await {
+            match runs.thread_list(&me, usize::from(limit), None).await {
                 Ok(page) if json => {
                     let ids: Vec<serde_json::Value> = page
                         .threads
@@ -87,15 +87,15 @@ pub(crate) async fn thread_command(command: ThreadCommand) -> ExitCode {
                     }
                     ExitCode::SUCCESS
                 }
-                Err(e) => fail_thread(&e),
+                Err(e) => fail_refusal(&e),
             }
         }
-        ThreadCommand::Delete { thread_id } => match threads.delete(&me, &thread_id).await {
+        ThreadCommand::Delete { thread_id } => match runs.delete_thread(&me, &thread_id).await {
             Ok(()) => {
                 println!("deleted thread {thread_id}");
                 ExitCode::SUCCESS
             }
-            Err(e) => fail_thread(&e),
+            Err(e) => fail_refusal(&e),
         },
     }
 }
@@ -111,16 +111,4 @@ fn summary(head: &ThreadHead) -> String {
         head.turns,
         utc_seconds(head.updated_at_ms)
     )
-}
-
-/// Reports a thread error and its exit code (1: busy or not found; store errors as runs').
-pub(crate) fn fail_thread(e: &ThreadError) -> ExitCode {
-    match e {
-        ThreadError::Engine(e) => fail_engine(e),
-        ThreadError::Busy { run_id, .. } => fail(
-            1,
-            &format!("{e}: wait for it to finish (bounded-rag status {run_id}), then ask again"),
-        ),
-        ThreadError::NotFound { .. } | ThreadError::Unsupported { .. } => fail(1, &e.to_string()),
-    }
 }

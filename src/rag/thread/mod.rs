@@ -12,7 +12,7 @@ mod context;
 mod contextualize;
 mod history;
 
-pub use context::{PastTurn, ThreadContext};
 pub(crate) use context::validate_id;
+pub use context::{PastTurn, ThreadContext};
 pub(crate) use contextualize::contextualize_question;
 pub(crate) use history::{answer_history, estimate as estimate_history};

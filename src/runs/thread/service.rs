@@ -109,7 +109,8 @@ impl<'a> Threads<'a> {
                     }
                     Settled::Gone => head.active = None,
                     Settled::Ended(record) => {
-                        self.heads.threads()?
+                        self.heads
+                            .threads()?
                             .put_turn(
                                 key,
                                 record.turn,
@@ -199,7 +200,8 @@ impl<'a> Threads<'a> {
                 return Ok(());
             }
             head.active = None;
-            self.heads.write(key, version, &head, self.settings.ttl.as_secs())
+            self.heads
+                .write(key, version, &head, self.settings.ttl.as_secs())
                 .await?;
             Ok(())
         }
@@ -222,10 +224,18 @@ impl<'a> Threads<'a> {
             owner: &owner,
             thread_id,
         };
-        let (_, head) = self.heads.read(key).await?.ok_or_else(|| ThreadError::NotFound {
-            thread_id: thread_id.to_owned(),
-        })?;
-        let bodies = self.heads.threads()?.turns(key, after, head.turns, limit).await?;
+        let (_, head) = self
+            .heads
+            .read(key)
+            .await?
+            .ok_or_else(|| ThreadError::NotFound {
+                thread_id: thread_id.to_owned(),
+            })?;
+        let bodies = self
+            .heads
+            .threads()?
+            .turns(key, after, head.turns, limit)
+            .await?;
         let turns = bodies
             .iter()
             .map(|b| serde_json::from_slice(b).map_err(|e| corrupt(key, e)))
@@ -268,9 +278,13 @@ impl<'a> Threads<'a> {
             thread_id,
         };
         let now_ms = self.clock.now_ms();
-        let (version, head) = self.heads.read(key).await?.ok_or_else(|| ThreadError::NotFound {
-            thread_id: thread_id.to_owned(),
-        })?;
+        let (version, head) = self
+            .heads
+            .read(key)
+            .await?
+            .ok_or_else(|| ThreadError::NotFound {
+                thread_id: thread_id.to_owned(),
+            })?;
         let mut runs = Vec::new();
         if let Some(active) = &head.active {
             match self.settle(active, now_ms).await? {

@@ -2,12 +2,12 @@
 
 use super::head::{ThreadHead, TurnRecord};
 use super::{ThreadError, Threads};
-use crate::rag::thread::ThreadContext;
-use crate::rag::RunStatus;
 use crate::config::ThreadSettings;
 use crate::engine::{run_key, Checkpoint, FakeClock, Phase};
-use crate::runs::active::CREATE_GRACE;
+use crate::rag::thread::ThreadContext;
+use crate::rag::RunStatus;
 use crate::rag::{Caller, Outcome, RagCheckpoint, RagNode, RagState, RunRequest};
+use crate::runs::active::CREATE_GRACE;
 use crate::store::{CheckpointStore, MemoryStore};
 use std::sync::Arc;
 
