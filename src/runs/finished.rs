@@ -1,30 +1,33 @@
-//! Completion events: one EventBridge event per run that reaches a final status (`completed`,
-//! `best_effort`, `failed`, `cancelled`), source `bounded-rag`, detail-type `Run Finished`, on
-//! the bus named by `EVENT_BUS_NAME` (unset: none is sent). The detail holds the run id, the
-//! thread id (`null` for a run outside any thread), the status, `limits_hit`, tokens, model
-//! calls, steps, the duration and a hash of the caller, never the question or the answer.
+//! Completion events: one `Run Finished` event per run that reaches a final status
+//! (`completed`, `best_effort`, `failed`, `cancelled`), put into an [`EventSink`] (the
+//! EventBridge bus named by `EVENT_BUS_NAME`: `entry/adapters/event_bus.rs`; unset: none is
+//! sent). The detail holds the run id, the thread id (`null` for a run outside any thread), the
+//! status, `limits_hit`, tokens, model calls, steps, the duration and a hash of the caller,
+//! never the question or the answer.
 //!
-//! **Exactly once.** The send is claimed first by a conditional write of the item
-//! `finished#<run id>` (`sending`), and only the claimer sends; it then records `sent`, or
-//! `failed` when the put failed, so a later attempt claims it again. While its event is
-//! unsent, a finished run keeps its lease *parked* (`Workflow::with_completion_events`), so:
-//! - a duplicate message, or the redelivery of one whose put failed, reaches a finished run,
-//!   whose worker tries the send again (or finds it `sent` and does nothing);
-//! - an invocation that dies after the run's last checkpoint write and before the send leaves
-//!   the lease to lapse; the sweeper then re-queues the run, and that delivery sends it;
-//! - once sent, the lease is dropped, so the sweeper no longer sees the run.
+//! **At least once; consumers dedupe on `run_id`.** A finished run keeps its lease *parked*
+//! (`Workflow::with_completion_events`) until its event is *recorded* sent, so whatever dies
+//! when, the event is sent by someone:
+//! 1. the sender claims the send (a conditional write of `finished#<run id>`: `sending`, until
+//!    a time that outlives one put), so two live deliveries of one run never both put;
+//! 2. it puts the event;
+//! 3. it records `sent` (or `failed` when the put failed, so the next attempt claims it at
+//!    once), and only then drops the run's parked lease.
 //!
-//! Two attempts can never both send: the claim is a conditional write. The one window left is
-//! an invocation dying between its claim and the put: that event is never sent (at most once
-//! there, never twice).
+//! An invocation that dies anywhere before step 3 leaves the lease to lapse; the sweeper then
+//! re-queues the run, and that delivery finds the claim lapsed (or `failed`) and sends. A
+//! duplicate message or a later sweep finds `sent` and sends nothing. So a duplicate is put
+//! only when an invocation dies between its put and the record of it (or that record fails).
 
-use crate::engine::{EngineError, Session};
+use crate::engine::{Clock, EngineError, Session, SystemClock};
 use crate::error::{Classify, ErrorClass};
 use crate::rag::{RagCheckpoint, RunResponse};
 use crate::store::{CheckpointStore, StoreError, StoreKey};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// A failed put of an event, classified once.
 #[derive(Debug, thiserror::Error)]
@@ -69,39 +72,68 @@ pub enum NotifyError {
 pub enum Notified {
     /// This call sent the event.
     Sent,
-    /// It was sent (or claimed) before: nothing sent.
+    /// It was recorded sent before: nothing sent.
     AlreadySent,
+    /// Another invocation claimed the send a moment ago and is putting it: nothing sent. The
+    /// run's lease stays parked until the event is recorded sent, so if that invocation dies,
+    /// the run's next delivery (or the sweep) sends it once the claim lapses.
+    InFlight,
     /// The run has not ended (or does not exist): nothing to send yet.
     NotFinished,
 }
 
-/// The claim item's body.
+/// The record item's body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Claim {
-    /// Claimed: being sent (or its sender died).
-    Sending,
+enum Record {
+    /// Claimed until `until_ms` (epoch ms): being sent. Past it, the sender is presumed dead
+    /// and anyone may claim it again.
+    Sending {
+        /// When the claim lapses (epoch ms).
+        until_ms: u64,
+    },
     /// Sent.
     Sent,
     /// The put failed: anyone may claim it again.
     Failed,
 }
 
-/// Claims attempts lost to a concurrent claimer before giving up (that claimer sends).
+/// Claim attempts lost to a concurrent claimer before leaving it to that claimer.
 const ATTEMPTS: usize = 3;
 
-/// Sends each finished run's event once.
+/// How long a claim lasts when [`CompletionEvents::timed`] was not told: longer than a put.
+const CLAIM_TTL: Duration = Duration::from_secs(10);
+
+/// Sends each finished run's event, at least once.
 pub struct CompletionEvents {
     sink: Box<dyn EventSink>,
+    clock: Arc<dyn Clock>,
+    /// How long a claim to send lasts: longer than one put (a bounded AWS call).
+    claim_ttl: Duration,
 }
 
 impl CompletionEvents {
     /// Events put into `sink`.
     pub fn new(sink: Box<dyn EventSink>) -> Self {
-        Self { sink }
+        Self {
+            sink,
+            clock: Arc::new(SystemClock),
+            claim_ttl: CLAIM_TTL,
+        }
     }
 
-    /// Sends the event of `run_id` if it ended and nobody sent (or is sending) it yet.
+    /// The same events, whose claims are timed by `clock` and last `claim_ttl` (the runs set
+    /// their own clock, and the time of two bounded AWS calls).
+    pub(crate) fn timed(self, clock: Arc<dyn Clock>, claim_ttl: Duration) -> Self {
+        Self {
+            clock,
+            claim_ttl,
+            ..self
+        }
+    }
+
+    /// Sends the event of `run_id` if it ended and it is not recorded sent (nor being sent)
+    /// yet; once it is recorded sent, the run's parked lease is dropped.
     pub async fn notify(
         &self,
         store: &dyn CheckpointStore,
@@ -117,14 +149,25 @@ impl CompletionEvents {
         let key = StoreKey::Finished(run_id).to_string();
         let mut claimed = None;
         for _ in 0..ATTEMPTS {
+            let now_ms = self.clock.now_ms();
             let current = store.get(&key).await.map_err(EngineError::Store)?;
             let version = current.as_ref().map_or(0, |c| c.version);
-            let state = current.and_then(|c| serde_json::from_slice::<Claim>(&c.body).ok());
-            if matches!(state, Some(Claim::Sending | Claim::Sent)) {
-                release_hold(store, run_id, &run).await;
-                return Ok(Notified::AlreadySent);
+            // An unreadable record (an older format) is claimed again: at least once.
+            match current.and_then(|c| serde_json::from_slice::<Record>(&c.body).ok()) {
+                Some(Record::Sent) => {
+                    release_hold(store, run_id, &run).await;
+                    return Ok(Notified::AlreadySent);
+                }
+                Some(Record::Sending { until_ms }) if until_ms > now_ms => {
+                    return Ok(Notified::InFlight)
+                }
+                _ => {}
             }
-            match store.put(&key, version, &body(Claim::Sending), None).await {
+            let until_ms = now_ms.saturating_add(millis(self.claim_ttl));
+            match store
+                .put(&key, version, &body(Record::Sending { until_ms }), None)
+                .await
+            {
                 Ok(v) => {
                     claimed = Some(v);
                     break;
@@ -134,16 +177,17 @@ impl CompletionEvents {
             }
         }
         let Some(version) = claimed else {
-            return Ok(Notified::AlreadySent);
+            return Ok(Notified::InFlight);
         };
         let detail = detail(&run.checkpoint, &response);
         match self.sink.put(&detail).await {
             Ok(()) => {
-                if let Err(e) = store.put(&key, version, &body(Claim::Sent), None).await {
-                    // The claim alone keeps it from being sent again.
-                    tracing::warn!(run_id, error = %e, "event sent; could not record it");
+                match store.put(&key, version, &body(Record::Sent), None).await {
+                    Ok(_) => release_hold(store, run_id, &run).await,
+                    // The lease stays parked: once the claim lapses, the run's next delivery
+                    // or the sweep sends the event again (consumers dedupe on run_id).
+                    Err(e) => tracing::warn!(run_id, error = %e, "event sent; could not record it"),
                 }
-                release_hold(store, run_id, &run).await;
                 tracing::info!(
                     run_id,
                     status = response.status.as_str(),
@@ -152,7 +196,7 @@ impl CompletionEvents {
                 Ok(Notified::Sent)
             }
             Err(e) => {
-                if let Err(e) = store.put(&key, version, &body(Claim::Failed), None).await {
+                if let Err(e) = store.put(&key, version, &body(Record::Failed), None).await {
                     tracing::warn!(run_id, error = %e, "could not release the event claim");
                 }
                 tracing::warn!(run_id, error = %e, "completion event not sent; it will be retried");
@@ -162,10 +206,13 @@ impl CompletionEvents {
     }
 }
 
-fn body(claim: Claim) -> Vec<u8> {
-    serde_json::to_vec(&claim).unwrap_or_default()
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+fn body(record: Record) -> Vec<u8> {
+    serde_json::to_vec(&record).unwrap_or_default()
+}
 /// The event's detail: never the question nor the answer.
 fn detail(cp: &RagCheckpoint, response: &RunResponse) -> Value {
     let m = &response.metadata;

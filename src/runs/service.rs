@@ -98,6 +98,7 @@ impl Runs {
 
     /// These runs sending a `Run Finished` event per finished run through `events`.
     pub fn with_completion_events(mut self, events: CompletionEvents) -> Self {
+        let events = events.timed(self.clock.clone(), self.lease_grace());
         self.events = Some(Arc::new(events));
         self
     }

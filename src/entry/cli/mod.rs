@@ -263,4 +263,64 @@ mod tests {
         let err = ask(&["--filter", "durian"]).unwrap_err();
         assert!(err.contains("KEY=VALUE"), "{err}");
     }
+
+    /// A memory store that keeps threads but cannot write a run's checkpoint (a full disk, a
+    /// throttled table): every run fails after its thread turn started.
+    struct NoRunWrites(crate::store::MemoryStore);
+
+    #[async_trait::async_trait]
+    impl crate::store::CheckpointStore for NoRunWrites {
+        async fn get(
+            &self,
+            key: &str,
+        ) -> Result<Option<crate::store::Versioned>, crate::store::StoreError> {
+            self.0.get(key).await
+        }
+
+        async fn put(
+            &self,
+            key: &str,
+            expected: u64,
+            body: &[u8],
+            lease: Option<&crate::store::Lease>,
+        ) -> Result<u64, crate::store::StoreError> {
+            if key.starts_with("run#") {
+                return Err(crate::store::StoreError::Transient("injected".into()));
+            }
+            self.0.put(key, expected, body, lease).await
+        }
+
+        fn name(&self) -> &'static str {
+            "no-run-writes"
+        }
+
+        fn threads(&self) -> Option<&dyn crate::store::ThreadStore> {
+            self.0.threads()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_ask_gives_its_thread_turn_back_as_http_does() {
+        use crate::rag::{RagGraph, RagLimits};
+        use std::sync::Arc;
+        let kb = Arc::new(crate::retrieval::KnowledgeBase::embedded().unwrap());
+        let model = Arc::new(crate::llm::OfflineModel);
+        let graph = RagGraph::new(model, kb, None, RagLimits::default());
+        let store = Arc::new(NoRunWrites(crate::store::MemoryStore::new()));
+        let clock = Arc::new(crate::engine::SystemClock);
+        let app = App::from_parts(crate::config::Settings::default(), graph, store, clock);
+        let cli = Cli::try_parse_from(["bounded-rag", "ask", "q", "--thread", "chat"]).unwrap();
+        let Command::Ask(args) = cli.command else {
+            panic!("ask")
+        };
+        let request = args.request("q").unwrap();
+        assert_eq!(ask_with(&app, args, Some(request)).await, ExitCode::from(1));
+        // The thread is not left busy with a run that never started.
+        let threads = app.runs().threads();
+        let (head, turns) = threads
+            .show(&Caller::Anonymous, "chat", 0, 10)
+            .await
+            .unwrap();
+        assert_eq!((head.active_run(), turns.len()), (None, 0));
+    }
 }
