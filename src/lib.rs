@@ -5,17 +5,17 @@
 //! | module | owns |
 //! |---|---|
 //! | [`engine`] | generic bounded state-graph runner: step limit, deadline budget, retries, checkpoints, resume |
-//! | [`rag`] | the adaptive-RAG state, nodes, routers, prompts, counters and fallbacks |
+//! | [`rag`] | the adaptive-RAG workflow: state, nodes, routers, prompts, speculation, contextualize, request and response |
+//! | [`runs`] | a run's life cycle: admission, start, continue, cancel, history, listing, completion events, threads; one call per entry need, typed refusals |
 //! | [`llm`] | provider-neutral structured chat; OpenAI-compatible client; offline provider |
 //! | [`retrieval`] | embedded BM25 knowledge base, Tavily-compatible web search |
 //! | [`store`] | versioned checkpoint stores: memory, local file, DynamoDB |
 //! | [`config`] | settings from the environment, validated |
-//! | [`queue`] | SQS work queue for asynchronous runs and continuations |
 //! | [`aws`] | per-call timeouts of the AWS clients, from the deadline margin; AWS SDK errors classified |
 //! | `bedrock` | the Amazon Bedrock runtime client and its failures, shared by chat and embeddings |
 //! | `http` | HTTP plumbing of the remote clients: retryable statuses, `Retry-After`, transport errors, scrubbing |
 //! | `clock` | the one injected clock (re-exported by [`engine`]) |
-//! | [`entry`] | CLI, API Gateway and SQS handlers |
+//! | [`entry`] | CLI, API Gateway, stream, SQS and sweeper handlers: parse input, call [`runs`], map its answers; the AWS adapters (SQS queue, EventBridge) |
 //! | [`otlp`] | span export (OTLP/HTTP JSON) and trace context propagation |
 #![warn(missing_docs)]
 

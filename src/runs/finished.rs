@@ -58,7 +58,7 @@ pub trait EventSink: Send + Sync {
 
 /// Why a completion event could not be sent (it will be tried again).
 #[derive(Debug, thiserror::Error)]
-pub enum NotifyError {
+pub(crate) enum NotifyError {
     /// The claim or the run could not be read or written.
     #[error(transparent)]
     Engine(#[from] EngineError),
@@ -69,7 +69,7 @@ pub enum NotifyError {
 
 /// What [`CompletionEvents::notify`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Notified {
+pub(crate) enum Notified {
     /// This call sent the event.
     Sent,
     /// It was recorded sent before: nothing sent.
@@ -134,7 +134,7 @@ impl CompletionEvents {
 
     /// Sends the event of `run_id` if it ended and it is not recorded sent (nor being sent)
     /// yet; once it is recorded sent, the run's parked lease is dropped.
-    pub async fn notify(
+    pub(crate) async fn notify(
         &self,
         store: &dyn CheckpointStore,
         run_id: &str,

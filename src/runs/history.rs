@@ -8,11 +8,11 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 /// Most steps one page holds, and the default.
-pub const MAX_STEPS_PER_PAGE: u32 = 100;
+pub(crate) const MAX_STEPS_PER_PAGE: u32 = 100;
 
 /// One checkpointed step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StepEntry {
+pub(crate) struct StepEntry {
     /// Its number in the run, from 1 (the `after` of the next page is the last one's).
     pub index: u32,
     /// The node that ran.
@@ -33,7 +33,7 @@ pub struct StepEntry {
 
 /// A page of a run's steps.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StepPage {
+pub(crate) struct StepPage {
     /// Run id.
     pub run_id: String,
     /// The run's status now.
@@ -47,7 +47,7 @@ pub struct StepPage {
 
 impl StepPage {
     /// Up to `limit` steps of `run` after step number `after`.
-    pub fn of(run: &RunResponse, after: u32, limit: u32) -> Self {
+    pub(crate) fn of(run: &RunResponse, after: u32, limit: u32) -> Self {
         let start = after as usize;
         let end = start.saturating_add(limit as usize);
         let steps: Vec<StepEntry> = run

@@ -21,7 +21,7 @@ struct Record {
 
 /// The outcome of claiming a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Claim {
+pub(crate) enum Claim {
     /// First use: start `run_id`.
     New(String),
     /// Seen before with the same body: answer with this run.
@@ -46,7 +46,7 @@ fn item_key(caller: &Caller, key: &str) -> String {
 
 /// Claims `caller`'s `key` for a new run `run_id` carrying `body`, or finds the run it already
 /// names.
-pub async fn claim(
+pub(crate) async fn claim(
     store: &dyn CheckpointStore,
     caller: &Caller,
     key: &str,

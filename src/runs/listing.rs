@@ -54,7 +54,7 @@ impl Indexer for RunIndexer {
 
 /// One run of a caller's list.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunSummary {
+pub(crate) struct RunSummary {
     /// Run id.
     pub run_id: String,
     /// Its status when it was last written.
@@ -87,7 +87,7 @@ impl RunSummary {
 }
 
 /// A status the list can be filtered by, from its wire name.
-pub fn parse_status(text: &str) -> Option<RunStatus> {
+pub(crate) fn parse_status(text: &str) -> Option<RunStatus> {
     [
         RunStatus::Running,
         RunStatus::Completed,

@@ -56,13 +56,14 @@ mod workflow;
 
 pub(crate) use answer::{Answer, Continuation, Ran};
 pub use cancel::Cancel;
-pub use finished::{CompletionEvents, EventSink, Notified, NotifyError, SinkError};
-pub use history::{StepEntry, StepPage, MAX_STEPS_PER_PAGE};
+pub use finished::{CompletionEvents, EventSink, SinkError};
+pub(crate) use history::MAX_STEPS_PER_PAGE;
 pub(crate) use input::RunInput;
-pub use listing::{parse_status, RunIndexer, RunSummary};
+pub(crate) use listing::parse_status;
+pub use listing::RunIndexer;
 pub use queue::{MemoryQueue, QueueError, WorkMessage, WorkQueue};
 pub(crate) use refusal::{Invalid, Refusal};
-pub use replay::steps_after;
+pub(crate) use replay::steps_after;
 pub use service::Runs;
 pub(crate) use start::Submitted;
 pub use sweep::{sweep, SweepReport};

@@ -11,7 +11,7 @@ use crate::rag::ValidationError;
 /// Why a run request could not be read: found by the entry point's parser, refused by the run
 /// life cycle after the request was counted in its caller's rate window.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Invalid {
+pub(crate) enum Invalid {
     /// The body is larger than the entry point admits (`MAX_BODY_BYTES`).
     #[error("the body is {bytes} bytes; the limit is {limit}")]
     TooLarge {
@@ -27,7 +27,7 @@ pub enum Invalid {
 
 /// Why a call was refused.
 #[derive(Debug, thiserror::Error)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// `MAX_REQUESTS_PER_CALLER_PER_MINUTE`: the caller's one-minute window is full.
     #[error("the limit of {limit} run requests per caller and minute is reached")]
     RateLimited {

@@ -9,7 +9,7 @@ use crate::engine::Usage;
 use crate::rag::{Counters, RagNode, RunEvent, RunResponse, Tokens};
 
 /// The `step` events after step number `after`, each with its number (its event id).
-pub fn steps_after(run: &RunResponse, after: u32) -> Vec<(u32, RunEvent)> {
+pub(crate) fn steps_after(run: &RunResponse, after: u32) -> Vec<(u32, RunEvent)> {
     let mut usage = Usage::default();
     let mut rewrites = 0;
     let mut regenerations = 0;

@@ -1,5 +1,7 @@
-//! Running, resuming and reading runs: the one entry point the CLI and the Lambda handlers
-//! call. It owns no workflow logic: the graph decides, the engine bounds, the store persists.
+//! The run driver: the adaptive-RAG graph run against a store — a run created and advanced,
+//! resumed, stored for a worker, cancelled, failed, read. It owns no workflow logic (the graph
+//! decides, the engine bounds, the store persists) and no admission: entry points call
+//! [`super::Runs`], whose calls drive runs through here; tests and `eval` drive it directly.
 
 use super::cancel::{self, Cancel};
 use super::observed::Observed;
@@ -25,7 +27,7 @@ pub const QUEUED_LEASE: Duration = Duration::from_secs(15 * 60);
 /// app derives it from `DEADLINE_MARGIN_MS` instead ([`crate::aws::lease_grace`]).
 const LEASE_GRACE: Duration = Duration::from_secs(10);
 
-/// Runs the adaptive-RAG graph against a store: built once with [`Workflow::new`], adjusted
+/// The run driver: the adaptive-RAG graph against a store, built with [`Workflow::new`], adjusted
 /// with the `with_*` methods, then asked to start, continue or read runs.
 ///
 /// A workflow of no particular caller (the CLI, the SQS worker) starts anonymous runs and

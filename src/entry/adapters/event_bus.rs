@@ -8,19 +8,19 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 /// The events' `source`.
-pub const SOURCE: &str = "bounded-rag";
+pub(crate) const SOURCE: &str = "bounded-rag";
 /// The events' `detail-type`.
-pub const DETAIL_TYPE: &str = "Run Finished";
+pub(crate) const DETAIL_TYPE: &str = "Run Finished";
 
 /// An EventBridge bus.
-pub struct EventBridgeSink {
+pub(crate) struct EventBridgeSink {
     client: aws_sdk_eventbridge::Client,
     bus: String,
 }
 
 impl EventBridgeSink {
     /// The bus `bus` (a name or an ARN) through `client`.
-    pub fn new(client: aws_sdk_eventbridge::Client, bus: String) -> Self {
+    pub(crate) fn new(client: aws_sdk_eventbridge::Client, bus: String) -> Self {
         Self { client, bus }
     }
 }

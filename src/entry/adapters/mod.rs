@@ -5,5 +5,5 @@
 mod event_bus;
 mod sqs_queue;
 
-pub use event_bus::{EventBridgeSink, DETAIL_TYPE, SOURCE};
+pub(crate) use event_bus::EventBridgeSink;
 pub use sqs_queue::SqsQueue;

@@ -186,7 +186,7 @@ impl<'a> Threads<'a> {
 
     /// Forgets turn `run_id` of `caller`'s thread if it is still the active one (its run
     /// could not be started), so the thread is not busy for nothing.
-    pub async fn abandon(&self, caller: &Caller, thread_id: &str, run_id: &str) {
+    pub(crate) async fn abandon(&self, caller: &Caller, thread_id: &str, run_id: &str) {
         let owner = caller.digest();
         let key = ThreadKey {
             owner: &owner,
