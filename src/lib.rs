@@ -5,19 +5,19 @@
 //! | module | owns |
 //! |---|---|
 //! | [`engine`] | generic bounded state-graph runner: step limit, deadline budget, retries, checkpoints, resume |
-//! | [`rag`] | the adaptive-RAG state, nodes, routers, prompts, counters and fallbacks |
+//! | [`rag`] | the adaptive-RAG workflow: state, nodes, routers, prompts, speculation, contextualize, request and response |
+//! | [`runs`] | a run's life cycle: admission, start, continue, cancel, history, listing, completion events, threads; one call per entry need, typed refusals |
 //! | [`llm`] | provider-neutral structured chat; OpenAI-compatible client; offline provider |
 //! | [`search`] | the query side of knowledge: `Retriever`, the knowledge base opened from what ingest built (BM25, vectors, fusion, filters, graph hops), rerank, S3 bundles read and refreshed, the bundle format shared with ingest; `WebSearch` (Tavily-compatible) |
 //! | [`ingest`] | documents in: reading sources, chunking, embedding at ingest, building and publishing bundles, knowledge bases indexed in memory |
 //! | [`embed`] | embeddings clients (OpenAI-compatible, Bedrock), used at ingest and for query vectors |
 //! | [`store`] | versioned checkpoint stores: memory, local file, DynamoDB |
 //! | [`config`] | settings from the environment, validated |
-//! | [`queue`] | SQS work queue for asynchronous runs and continuations |
 //! | [`aws`] | per-call timeouts of the AWS clients, from the deadline margin; AWS SDK errors classified; `S3Location` |
 //! | `bedrock` | the Amazon Bedrock runtime client and its failures, shared by chat and embeddings |
 //! | `http` | HTTP plumbing of the remote clients: retryable statuses, `Retry-After`, transport errors, scrubbing, the shared JSON endpoint |
 //! | `clock` | the one injected clock (re-exported by [`engine`]) |
-//! | [`entry`] | CLI, API Gateway and SQS handlers |
+//! | [`entry`] | CLI, API Gateway, stream, SQS and sweeper handlers: parse input, call [`runs`], map its answers; the AWS adapters (SQS queue, EventBridge) |
 //! | [`otlp`] | span export (OTLP/HTTP JSON) and trace context propagation |
 #![warn(missing_docs)]
 
@@ -33,8 +33,8 @@ pub(crate) mod http;
 pub mod ingest;
 pub mod llm;
 pub mod otlp;
-pub mod queue;
 pub mod rag;
+pub mod runs;
 pub mod search;
 pub mod secrets;
 pub mod spans;

@@ -5,9 +5,10 @@ mod support;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use bounded_rag::engine::{Budget, Clock, EngineError, SystemClock};
+use bounded_rag::entry::adapters::SqsQueue;
 use bounded_rag::entry::{http, sqs};
-use bounded_rag::queue::{SqsQueue, WorkQueue};
 use bounded_rag::rag::{RunRequest, RunStatus};
+use bounded_rag::runs::WorkQueue;
 use bounded_rag::store::DynamoStore;
 use serde_json::{json, Value};
 use std::sync::Arc;

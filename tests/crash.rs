@@ -11,8 +11,9 @@
 
 mod support;
 
-use bounded_rag::queue::{SqsQueue, WorkMessage, WorkQueue};
+use bounded_rag::entry::adapters::SqsQueue;
 use bounded_rag::rag::{RagCheckpoint, RunRequest};
+use bounded_rag::runs::{WorkMessage, WorkQueue};
 use bounded_rag::store::{CheckpointStore, DynamoStore, Versioned};
 use serde_json::{json, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

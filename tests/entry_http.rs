@@ -3,8 +3,8 @@
 mod support;
 
 use bounded_rag::entry::{http, sqs};
-use bounded_rag::queue::{MemoryQueue, WorkQueue};
 use bounded_rag::rag::RunStatus;
+use bounded_rag::runs::{MemoryQueue, WorkQueue};
 use bounded_rag::store::MemoryStore;
 use lambda_http::Body;
 use serde_json::Value;

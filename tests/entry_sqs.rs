@@ -5,8 +5,8 @@ mod support;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use bounded_rag::entry::sqs;
-use bounded_rag::queue::MemoryQueue;
 use bounded_rag::rag::RunStatus;
+use bounded_rag::runs::MemoryQueue;
 use bounded_rag::store::MemoryStore;
 use serde_json::{json, Value};
 use std::sync::Arc;

@@ -25,8 +25,8 @@ use bounded_rag::config::Settings;
 use bounded_rag::engine::{Clock, EngineError, FakeClock, SystemClock};
 use bounded_rag::entry::sweeper::Sweeper;
 use bounded_rag::entry::{work_queue, App};
-use bounded_rag::queue::{WorkMessage, WorkQueue};
 use bounded_rag::rag::{RunRequest, RunStatus};
+use bounded_rag::runs::{WorkMessage, WorkQueue};
 use bounded_rag::store::{CheckpointStore, DynamoStore};
 use futures::StreamExt;
 use std::collections::BTreeMap;
@@ -408,7 +408,13 @@ async fn two_hundred_runs_under_twenty_percent_wire_faults_all_finish_none_advan
 
 /// The fault-free clients of the functions, behind a proxy answering every request with
 /// `fault`; each call may take 5 s, room for the SDK's three attempts and their backoff.
-async fn always(fault: Fault) -> (FaultProxy, DynamoStore, bounded_rag::queue::SqsQueue) {
+async fn always(
+    fault: Fault,
+) -> (
+    FaultProxy,
+    DynamoStore,
+    bounded_rag::entry::adapters::SqsQueue,
+) {
     let m = moto().await;
     let (table, url) = (m.create_table().await, m.create_queue().await);
     let proxy = FaultProxy::start(

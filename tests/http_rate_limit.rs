@@ -6,7 +6,7 @@ mod support;
 
 use bounded_rag::engine::Clock;
 use bounded_rag::entry::http;
-use bounded_rag::queue::MemoryQueue;
+use bounded_rag::runs::MemoryQueue;
 use bounded_rag::store::MemoryStore;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! `bounded-rag eval` on the bundled sample's labelled set, offline: the retrieval finds the
 //! expected sources and the answers cite them, with the document grader on and off.
 use bounded_rag::config::Settings;
-use bounded_rag::entry::eval::{evaluate, read_cases, source_matches, EvalReport};
+use bounded_rag::entry::cli::eval::{evaluate, read_cases, source_matches, EvalReport};
 use bounded_rag::entry::App;
 use std::path::Path;
 
@@ -67,7 +67,7 @@ fn sources_match_by_path_fragment_or_url_and_bad_lines_are_named() {
 #[tokio::test]
 async fn the_compare_table_has_one_row_per_retrieval() {
     let report = run(true).await;
-    let table = bounded_rag::entry::eval::render_compare(&[report.clone(), report]);
+    let table = bounded_rag::entry::cli::eval::render_compare(&[report.clone(), report]);
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(lines.len(), 4, "{table}");
     assert!(lines[0].starts_with("retrieval"), "{table}");

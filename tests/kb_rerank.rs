@@ -7,7 +7,8 @@ use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
 use bounded_rag::ingest::{ingest, IngestOptions};
 use bounded_rag::llm::OfflineModel;
-use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest, RunResponse, Workflow};
+use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest, RunResponse};
+use bounded_rag::runs::Workflow;
 use bounded_rag::search::{
     KnowledgeBase, RerankClient, RerankConfig, RetrievalMode, RetrievalOptions,
 };

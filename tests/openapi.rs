@@ -10,8 +10,8 @@ mod support;
 
 use async_trait::async_trait;
 use bounded_rag::entry::{http, stream, App};
-use bounded_rag::queue::{MemoryQueue, QueueError, WorkMessage, WorkQueue};
-use bounded_rag::rag::RunIndexer;
+use bounded_rag::runs::RunIndexer;
+use bounded_rag::runs::{MemoryQueue, QueueError, WorkMessage, WorkQueue};
 use bounded_rag::store::{
     CheckpointStore, Lease, ListPage, ListedStatus, MemoryStore, StoreError, Versioned,
 };

@@ -10,7 +10,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use bounded_rag::entry::{http, sqs};
 use bounded_rag::otlp::{Exporter, SpanContext};
-use bounded_rag::queue::MemoryQueue;
+use bounded_rag::runs::MemoryQueue;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -7,10 +7,12 @@ mod support;
 
 use async_trait::async_trait;
 use bounded_rag::engine::{Clock, SystemClock};
+use bounded_rag::entry::adapters::SqsQueue;
 use bounded_rag::entry::sqs;
-use bounded_rag::entry::sweeper::{SweepReport, Sweeper};
-use bounded_rag::queue::{QueueError, SqsQueue, WorkMessage, WorkQueue};
+use bounded_rag::entry::sweeper::Sweeper;
 use bounded_rag::rag::{RunRequest, RunStatus};
+use bounded_rag::runs::SweepReport;
+use bounded_rag::runs::{QueueError, WorkMessage, WorkQueue};
 use bounded_rag::store::{CheckpointStore, DynamoStore, Lease};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -274,7 +276,7 @@ async fn an_async_run_whose_message_was_never_sent_is_queued_once_its_queued_lea
     // A message may sit in a busy queue for minutes: no duplicate for that.
     clock.advance(Duration::from_secs(10 * 60));
     assert_eq!(sweeper.handle(&schedule()).await.unwrap().lapsed, 0);
-    clock.advance(bounded_rag::rag::QUEUED_LEASE);
+    clock.advance(bounded_rag::runs::QUEUED_LEASE);
     let report = sweeper.handle(&schedule()).await.unwrap();
     assert_eq!((report.lapsed, report.requeued), (1, 1), "{report:?}");
 

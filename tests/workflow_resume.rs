@@ -5,7 +5,8 @@ mod support;
 
 use bounded_rag::engine::{Budget, Clock, EngineError, FakeClock, RetryPolicy, SystemClock};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
-use bounded_rag::rag::{LimitHit, RagGraph, RagLimits, RunRequest, RunStatus, Workflow};
+use bounded_rag::rag::{LimitHit, RagGraph, RagLimits, RunRequest, RunStatus};
+use bounded_rag::runs::Workflow;
 use bounded_rag::search::KnowledgeBase;
 use bounded_rag::store::{MemoryStore, StoreError};
 use std::collections::BTreeMap;

@@ -7,7 +7,8 @@ mod support;
 
 use bounded_rag::engine::{run_key, Budget, Clock, FakeClock, Shape, WorkflowVersion};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
-use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunStatus, Workflow};
+use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunStatus};
+use bounded_rag::runs::Workflow;
 use bounded_rag::search::KnowledgeBase;
 use bounded_rag::store::{CheckpointStore, MemoryStore};
 use std::sync::Arc;

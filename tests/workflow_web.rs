@@ -5,7 +5,8 @@ mod support;
 
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
-use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunResponse, RunStatus, Workflow};
+use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunResponse, RunStatus};
+use bounded_rag::runs::Workflow;
 use bounded_rag::search::{KnowledgeBase, TavilyClient, TavilyConfig};
 use bounded_rag::store::MemoryStore;
 use std::sync::Arc;

@@ -2,9 +2,7 @@
 //! store (which also holds the response cache when `LLM_CACHE_TTL_SECONDS` is set), work queue.
 //! The CLI and the Lambda functions share this wiring; [`App`] is what `main` builds with it.
 
-use super::events::{CompletionEvents, EventBridgeSink};
-use super::http::limits::HttpLimits;
-use super::runs::Runs;
+use super::adapters::{EventBridgeSink, SqsQueue};
 use crate::aws;
 use crate::config::{EmbeddingsProvider, LlmProvider, Settings};
 use crate::embed::{BedrockEmbeddings, Embedder, EmbeddingsClient, EmbeddingsConfig};
@@ -12,8 +10,9 @@ use crate::engine::{Budget, Clock, SystemClock};
 use crate::llm::{
     BedrockConfig, BedrockModel, CachingModel, ChatModel, OfflineModel, OpenAiConfig, OpenAiModel,
 };
-use crate::queue::{SqsQueue, WorkQueue};
-use crate::rag::{RagGraph, RagLimits, Workflow};
+use crate::rag::{RagGraph, RagLimits};
+use crate::runs::{CompletionEvents, WorkQueue};
+use crate::runs::{RunIndexer, Runs, Workflow};
 use crate::search::s3::{self, BundleStore};
 use crate::search::{
     KnowledgeBase, LiveKnowledge, LoadOptions, RerankClient, RerankConfig, Reranker, Retriever,
@@ -61,12 +60,14 @@ pub enum StartupError {
     Secrets(#[from] crate::secrets::SecretsError),
 }
 
-/// The dependencies of every entry point, built once per process (in `main`): the runs (the
-/// workflow's clients and budget rules), what the HTTP API admits, and the work queue. Handlers
-/// get this by reference and read only the part they use.
+/// The dependencies of every entry point, built once per process (in `main`): the run life
+/// cycle ([`Runs`]: the workflow's clients, budget rules and admission limits), the largest
+/// HTTP body read, and the work queue. Handlers get this by reference and read only the part
+/// they use.
 pub struct App {
     runs: Runs,
-    http: HttpLimits,
+    /// `MAX_BODY_BYTES`.
+    max_body_bytes: usize,
     queue: Option<SqsQueue>,
 }
 
@@ -110,7 +111,7 @@ impl App {
                     let store = FileStore::open(&settings.state_dir)?;
                     let store = store
                         .with_ttl(settings.aws.run_ttl)
-                        .with_indexer(Arc::new(crate::rag::RunIndexer));
+                        .with_indexer(Arc::new(RunIndexer));
                     let store = Arc::new(store);
                     (store.clone(), store)
                 }
@@ -149,7 +150,7 @@ impl App {
         clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
-            http: HttpLimits::new(&settings),
+            max_body_bytes: settings.max_body_bytes,
             runs: Runs::new(&settings, graph, store, clock),
             queue: None,
         }
@@ -157,24 +158,24 @@ impl App {
 
     /// This app with another `MAX_ACTIVE_RUNS_PER_CALLER` (tests).
     pub fn with_max_active_runs_per_caller(mut self, limit: Option<u32>) -> Self {
-        self.http.max_active_runs_per_caller = limit;
+        self.runs = self.runs.with_max_active_runs_per_caller(limit);
         self
     }
 
     /// This app with another `MAX_REQUESTS_PER_CALLER_PER_MINUTE` (tests).
     pub fn with_max_requests_per_caller_per_minute(mut self, limit: Option<u32>) -> Self {
-        self.http.max_requests_per_caller_per_minute = limit;
+        self.runs = self.runs.with_max_requests_per_caller_per_minute(limit);
         self
     }
 
-    /// The workflow's clients and budget rules.
+    /// The run life cycle: every entry point's calls.
     pub fn runs(&self) -> &Runs {
         &self.runs
     }
 
-    /// What the HTTP API admits.
-    pub(crate) fn http_limits(&self) -> &HttpLimits {
-        &self.http
+    /// `MAX_BODY_BYTES`: the largest HTTP body read.
+    pub(crate) fn max_body_bytes(&self) -> usize {
+        self.max_body_bytes
     }
 
     /// The SQS work queue, when `WORK_QUEUE_URL` is set.
@@ -182,7 +183,7 @@ impl App {
         self.queue.as_ref().map(|q| q as &dyn WorkQueue)
     }
 
-    /// The workflow service over this app's clients ([`Runs::workflow`]).
+    /// The run driver over this app's clients ([`Runs::workflow`]).
     pub fn workflow(&self) -> Workflow<'_> {
         self.runs.workflow()
     }
@@ -210,7 +211,7 @@ pub(crate) fn dynamo_store(
     let config = DynamoStore::client_config(sdk, timeout);
     let client = aws_sdk_dynamodb::Client::from_conf(config);
     DynamoStore::new(client, table.to_owned(), settings.aws.run_ttl)
-        .with_indexer(Arc::new(crate::rag::RunIndexer))
+        .with_indexer(Arc::new(RunIndexer))
 }
 
 /// True when the chat model or the embeddings are Bedrock's (so the AWS configuration is read).

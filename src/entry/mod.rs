@@ -1,25 +1,32 @@
-//! Entry points: the CLI, the Lambda handlers and the sweeper. They parse input, call the
-//! [`crate::rag::Workflow`] service and shape its answer; they hold no workflow logic.
+//! Entry points: the CLI, the Lambda handlers (HTTP API, stream function, SQS worker, sweeper)
+//! and the AWS adapters they are given. They parse input (HTTP requests, SSE, SQS records, CLI
+//! arguments), make one call per need to the run life cycle ([`crate::runs::Runs`]) and map its
+//! typed answers and refusals to status codes, server-sent events, batch item failures and exit
+//! codes; they hold no workflow or run logic.
+//!
+//! | module | owns |
+//! |---|---|
+//! | `app.rs` | [`App`]: every client built once from the settings |
+//! | `http/` | the HTTP API handler (routing, input, the one refusal-to-status mapping) |
+//! | `stream.rs`, `stream_resume.rs`, `sse.rs` | the stream function: a run as server-sent events, a resumed stream, SSE framing |
+//! | `sqs.rs` | the SQS worker: records to runs, outcomes to batch item failures |
+//! | `sweeper.rs` | the sweeper function: its clients and its scheduled event |
+//! | `cli/` | the `bounded-rag` command line |
+//! | `adapters/` | the AWS adapters: SQS work queue, EventBridge completion events |
+//! | `caller.rs`, `messages.rs`, `metrics.rs`, `logging.rs` | who asks, caller-facing texts, EMF lines, log set-up |
 
+pub mod adapters;
 mod app;
 pub mod caller;
 pub mod cli;
-mod cli_args;
-mod cli_kb;
-mod cli_output;
-mod cli_stream;
-mod cli_thread;
-pub mod eval;
-pub mod events;
 pub mod http;
 pub mod logging;
 pub mod messages;
 pub(crate) mod metrics;
-mod runs;
 pub mod sqs;
+mod sse;
 pub mod stream;
 mod stream_resume;
 pub mod sweeper;
 
 pub use app::{work_queue, App, StartupError};
-pub use runs::Runs;

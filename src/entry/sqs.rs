@@ -11,11 +11,10 @@
 //! | poison (unreadable body, invalid request, unknown run) | yes, until the redrive policy moves it to the DLQ; the run is marked `failed` with the reason |
 
 use super::metrics;
-use super::runs::Runs;
 use crate::engine::EngineError;
 use crate::error::{Classify, ErrorClass};
-use crate::queue::{WorkMessage, WorkQueue};
-use crate::rag::{RunResponse, RunStatus};
+use crate::rag::RunStatus;
+use crate::runs::{Continuation, Ran, Refusal, Runs, WorkMessage, WorkQueue};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use lambda_runtime::Context;
 use tracing::Instrument;
@@ -86,89 +85,68 @@ pub async fn handle_record(
         Err(e) => {
             let reason = format!("unreadable message body: {e}");
             if let Some(run_id) = run_id_of(body) {
-                mark_failed(runs, &run_id, &reason, None).await;
+                runs.poison(&run_id, &reason, None).await;
             }
             return RecordOutcome::Poison(reason);
         }
     };
-    let span = tracing::info_span!("run", run_id = %message.run_id);
-    process(runs, queue, message, invocation)
-        .instrument(span)
-        .await
+    let run_id = message.run_id.clone();
+    let span = tracing::info_span!("run", run_id = %run_id);
+    let budget = runs.budget(invocation);
+    async {
+        match runs.work(message, &budget, queue).await {
+            Ok(ran) => outcome(ran, runs.clock().now_ms()),
+            Err(refusal) => refused(&run_id, refusal),
+        }
+    }
+    .instrument(span)
+    .await
 }
 
-async fn process(
-    runs: &Runs,
-    queue: Option<&dyn WorkQueue>,
-    message: WorkMessage,
-    invocation: Option<&Context>,
-) -> RecordOutcome {
-    let workflow = runs.workflow();
-    let budget = runs.budget(invocation);
-    let run_id = message.run_id.as_str();
-    let result = match message.request {
-        Some(request) => {
-            if let Err(e) = request.validate() {
-                let reason = format!("invalid request: {e}");
-                mark_failed(runs, run_id, &reason, Some(request)).await;
-                return RecordOutcome::Poison(reason);
-            }
-            match workflow.run_new(run_id, request, &budget).await {
-                // Created by the API (or an earlier delivery): continue it instead.
-                Err(EngineError::Exists { .. }) => workflow.resume(run_id, &budget).await,
-                other => other,
-            }
-        }
-        None => workflow.resume(run_id, &budget).await,
-    };
-    match result {
-        Ok(response) => after_run(runs, queue, response).await,
-        Err(EngineError::NotFound { .. }) => RecordOutcome::Poison(format!(
+/// What a refused message gets: a redelivery when it may succeed later, the dead-letter queue
+/// when it never will.
+fn refused(run_id: &str, refusal: Refusal) -> RecordOutcome {
+    match refusal {
+        Refusal::Run(EngineError::NotFound { .. }) => RecordOutcome::Poison(format!(
             "run {run_id} does not exist (expired or never created)"
         )),
-        Err(EngineError::Lost { .. }) => {
+        Refusal::Run(EngineError::Lost { .. }) => {
             tracing::info!("another invocation advanced this run; nothing to do");
             RecordOutcome::Done
         }
-        Err(e) if e.class() == ErrorClass::Transient => RecordOutcome::Retry(e.to_string()),
-        Err(e) => {
-            let reason = e.to_string();
-            RecordOutcome::Poison(reason)
+        Refusal::Run(e) if e.class() == ErrorClass::Transient => {
+            RecordOutcome::Retry(e.to_string())
         }
+        Refusal::Invalid(e) => RecordOutcome::Poison(format!("invalid request: {e}")),
+        other => RecordOutcome::Poison(other.to_string()),
     }
 }
 
-async fn after_run(
-    runs: &Runs,
-    queue: Option<&dyn WorkQueue>,
-    response: RunResponse,
-) -> RecordOutcome {
-    metrics::emit_run(&response, runs.clock().now_ms());
-    if response.status.is_final() {
-        // A put that failed comes back with this record's next delivery (or the sweep).
-        if let Err(e) = runs.notify(&response.run_id).await {
-            return RecordOutcome::Retry(format!("completion event not sent: {e}"));
-        }
+/// What a run this record advanced gets.
+fn outcome(ran: Ran, now_ms: u64) -> RecordOutcome {
+    let Ran {
+        response,
+        continuation,
+        event_unsent,
+    } = ran;
+    metrics::emit_run(&response, now_ms);
+    // A put that failed comes back with this record's next delivery (or the sweep).
+    if let Some(e) = event_unsent {
+        return RecordOutcome::Retry(format!("completion event not sent: {e}"));
     }
     match response.status {
         RunStatus::Completed | RunStatus::BestEffort | RunStatus::Cancelled => RecordOutcome::Done,
         RunStatus::Running => RecordOutcome::Retry("run is still running".into()),
-        RunStatus::Suspended => {
-            let Some(queue) = queue else {
-                return RecordOutcome::Retry("run suspended but no queue to continue it".into());
-            };
-            match queue
-                .send(&WorkMessage::continuation(&response.run_id))
-                .await
-            {
-                Ok(()) => {
-                    tracing::info!("budget used up: continuation queued");
-                    RecordOutcome::Done
-                }
-                // The run is checkpointed: redelivering this record resumes it.
-                Err(e) => RecordOutcome::Retry(format!("could not queue continuation: {e}")),
+        RunStatus::Suspended => match continuation {
+            Some(Continuation::Queued) => RecordOutcome::Done,
+            // The run is checkpointed: redelivering this record resumes it.
+            Some(Continuation::Failed(e)) => {
+                RecordOutcome::Retry(format!("could not queue continuation: {e}"))
             }
-        }
+            Some(Continuation::NoQueue) | None => {
+                RecordOutcome::Retry("run suspended but no queue to continue it".into())
+            }
+        },
         RunStatus::Failed => match response.error.map(|e| (e.class, e.message)) {
             Some((ErrorClass::Transient, message)) => RecordOutcome::Retry(message),
             Some((ErrorClass::Permanent, message)) => {
@@ -184,15 +162,4 @@ async fn after_run(
 fn run_id_of(body: &str) -> Option<String> {
     let value: serde_json::Value = serde_json::from_str(body).ok()?;
     value.get("run_id")?.as_str().map(str::to_owned)
-}
-
-async fn mark_failed(
-    runs: &Runs,
-    run_id: &str,
-    reason: &str,
-    request: Option<crate::rag::RunRequest>,
-) {
-    if let Err(e) = runs.workflow().mark_failed(run_id, reason, request).await {
-        tracing::warn!(run_id, error = %e, "could not mark the run failed");
-    }
 }

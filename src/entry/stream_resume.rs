@@ -6,12 +6,12 @@
 //! id it got), and ends with `final`, `suspended` or `cancelled`. Tokens are live only: a
 //! resumed stream carries no `token` or `discarded` events.
 
-use super::http::{read_run, Api, ApiError};
-use super::stream::{buffered, last_step_seen, send, sse, EventIds, RUN_ID_HEADER};
+use super::http::{self, check_run_id, error_field, ApiError};
+use super::sse::{buffered, event_stream, last_step_seen, send, sse, EventIds};
 use super::{caller, App};
-use crate::queue::WorkQueue;
-use crate::rag::{steps_after, RunResponse, RunStatus};
-use lambda_http::http::{HeaderValue, StatusCode};
+use crate::rag::{Caller, RunResponse, RunStatus};
+use crate::runs::steps_after;
+use lambda_http::http::StatusCode;
 use lambda_http::{Request, RequestExt, Response};
 use lambda_runtime::streaming::{channel, Body};
 use serde_json::json;
@@ -21,27 +21,21 @@ use std::time::Duration;
 pub(crate) const POLL: Duration = Duration::from_millis(250);
 
 /// Streams the events of `run_id` after the request's `Last-Event-ID`.
-pub(crate) async fn events(
-    app: &'static App,
-    queue: Option<&'static dyn WorkQueue>,
-    request: Request,
-    run_id: String,
-) -> Response<Body> {
-    let api = Api::new(app, queue);
+pub(crate) async fn events(app: &'static App, request: Request, run_id: String) -> Response<Body> {
     let caller = caller::of(&request);
     let after = match last_event_id(&request) {
         Ok(after) => after,
         Err(e) => return buffered(e.into()),
     };
     // A bad id, or a run this caller cannot read, answers before the stream starts.
-    let run = match read_run(api, &caller, &run_id).await {
+    let run = match read_run(app, &caller, &run_id).await {
         Ok(run) => run,
-        Err(e) => return buffered(e.into()),
+        Err(answer) => return buffered(answer),
     };
-    let deadline_ms = api.runs.budget(request.lambda_context_ref()).deadline_ms;
+    let deadline_ms = app.runs().budget(request.lambda_context_ref()).deadline_ms;
     let (mut sender, body) = channel();
     tokio::spawn(async move {
-        let clock = api.runs.clock();
+        let clock = app.runs().clock();
         let mut seen = after;
         let mut run = run;
         loop {
@@ -65,26 +59,30 @@ pub(crate) async fn events(
                 return;
             }
             tokio::time::sleep(POLL).await;
-            run = match read_run(api, &caller, &run.run_id).await {
+            run = match read_run(app, &caller, &run.run_id).await {
                 Ok(run) => run,
-                Err(e) => {
-                    tracing::warn!(run_id = run.run_id, error = ?e, "could not follow the run");
+                Err(answer) => {
+                    let status = answer.status();
+                    tracing::warn!(run_id = run.run_id, %status, "could not follow the run");
                     return;
                 }
             };
         }
     });
-    let mut response = Response::new(body);
-    let headers = response.headers_mut();
-    headers.insert(
-        "content-type",
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert("cache-control", HeaderValue::from_static("no-cache"));
-    if let Ok(value) = HeaderValue::from_str(&run_id) {
-        headers.insert(RUN_ID_HEADER, value);
-    }
-    response
+    event_stream(body, &run_id)
+}
+
+/// The caller's run `run_id`, or the answer that refuses it (400 for a bad id, 404 for none).
+async fn read_run(
+    app: &App,
+    caller: &Caller,
+    run_id: &str,
+) -> Result<RunResponse, Response<lambda_http::Body>> {
+    check_run_id(run_id).map_err(Response::from)?;
+    let runs = app.runs();
+    runs.status(Some(caller), run_id)
+        .await
+        .map_err(|refusal| http::refused(refusal, runs.clock().now_ms()).into())
 }
 
 /// The last event for a run that will not change in this stream (none while it runs): the
@@ -117,7 +115,7 @@ fn last_event_id(request: &Request) -> Result<u32, ApiError> {
         return Ok(0);
     };
     value.to_str().ok().and_then(last_step_seen).ok_or_else(|| {
-        super::http::bad_header(
+        error_field(
             StatusCode::BAD_REQUEST,
             "Last-Event-ID",
             "is not an event id this API sent (`3`, `3.17` or `3.end`): send the id of \

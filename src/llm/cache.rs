@@ -132,9 +132,9 @@ impl ChatModel for CachingModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{BinaryScore, Role};
     use crate::engine::{FakeClock, Meter};
     use crate::llm::{ask_metered, Message, ScriptedModel, TaskInputs};
+    use crate::llm::{BinaryScore, Role};
     use crate::store::{MemoryStore, StoreError};
     use serde_json::json;
     use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,5 +1,7 @@
 //! The adaptive-RAG workflow on top of the engine: state with typed counters, nodes, routers,
-//! prompts, fallbacks, and the [`Workflow`] service that runs, resumes and reads runs.
+//! prompts, fallbacks, speculation, the request it answers and the response it gives. Running
+//! it against a store (starting, resuming, cancelling, reading runs) is the run life cycle's
+//! ([`crate::runs`]); nothing here manages runs or talks to AWS.
 //!
 //! ```text
 //! route_question -> kg_retrieval -> grade_documents -> decide_to_generate
@@ -16,28 +18,22 @@
 //! the fork `speculate` runs `route_question`, `grade_documents` and `generate` at once; its
 //! join uses the answer or discards it and goes on as above ([`speculation`](self) module).
 
-pub mod active;
 mod answer;
 mod caller;
-mod cancel;
+mod checkpoint;
 mod error;
 mod events;
 mod graph;
-mod history;
-pub mod idempotency;
 mod integral;
 mod limit_hit;
-mod listing;
 mod model_call;
 mod node;
 mod nodes;
 mod prompt_fit;
 mod prompts;
-mod replay;
 mod request;
 mod rerank;
 mod response;
-mod service;
 mod speculation;
 mod state;
 mod tenant;
@@ -45,18 +41,14 @@ pub mod thread;
 mod version;
 
 pub use caller::Caller;
-pub use cancel::Cancel;
+pub use checkpoint::RagCheckpoint;
 pub use error::RagError;
 pub use events::{Counters, Events, RunEvent};
 pub use graph::{RagGraph, RagLimits};
-pub use history::{StepEntry, StepPage, MAX_STEPS_PER_PAGE};
 pub use limit_hit::LimitHit;
-pub(crate) use listing::runs_owner;
-pub use listing::{parse_status, RunIndexer, RunSummary};
 pub use node::RagNode;
-pub use replay::steps_after;
 pub use request::{Mode, RunRequest, ValidationError};
+pub(crate) use response::{status_from, status_of};
 pub use response::{Metadata, RunError, RunResponse, RunStatus, Tokens};
-pub use service::{RagCheckpoint, Workflow, QUEUED_LEASE};
 pub use speculation::SpeculationStats;
 pub use state::{BestEffortReason, Citation, Outcome, RagState};

@@ -100,7 +100,7 @@ pub struct ValidationError {
 }
 
 impl ValidationError {
-    fn new(field: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(field: &str, message: impl Into<String>) -> Self {
         Self {
             field: field.to_owned(),
             message: message.into(),

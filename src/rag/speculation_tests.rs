@@ -5,7 +5,8 @@
 use crate::config::Speculation;
 use crate::engine::{Budget, Clock, SystemClock};
 use crate::llm::{ChatModel, ChatRequest, Completion, LlmError, ScriptedModel, Task};
-use crate::rag::{Events, RagGraph, RagLimits, RunEvent, RunRequest, RunResponse, Workflow};
+use crate::rag::{Events, RagGraph, RagLimits, RunEvent, RunRequest, RunResponse};
+use crate::runs::Workflow;
 use crate::search::KnowledgeBase;
 use crate::store::MemoryStore;
 use async_trait::async_trait;

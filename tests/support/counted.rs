@@ -3,7 +3,7 @@
 //! [`CountedQueue`].
 
 use async_trait::async_trait;
-use bounded_rag::queue::{QueueError, WorkMessage, WorkQueue};
+use bounded_rag::runs::{QueueError, WorkMessage, WorkQueue};
 use bounded_rag::store::{
     CheckpointStore, Lapsed, LapsedLease, Lease, LeaseIndex, StoreError, Versioned,
 };

@@ -7,7 +7,7 @@ use super::moto::sqs_event;
 use aws_sdk_sqs::types::Message;
 use bounded_rag::entry::sqs::{handle_record, RecordOutcome};
 use bounded_rag::entry::App;
-use bounded_rag::queue::WorkQueue;
+use bounded_rag::runs::WorkQueue;
 use std::collections::HashMap;
 
 /// The event source, with a direct (fault-free) moto client.

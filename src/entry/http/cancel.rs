@@ -1,5 +1,5 @@
 //! `POST /workflow/runs/{run_id}/cancel`: stops a queued, suspended or running run of the
-//! caller (see `rag::cancel` for how a running invocation learns of it).
+//! caller (see `runs/cancel.rs` for how a running invocation learns of it).
 //!
 //! | the run | answer |
 //! |---|---|
@@ -8,26 +8,20 @@
 //! | already ended (`completed`, `best_effort`, `failed`) | `409 run_finished`, with its status |
 //! | another caller's, or none | `404` |
 
-use super::api::Api;
-use super::routes::{check_run_id, notify};
-use super::status::{engine_error, json_response, ApiError, Reply};
-use crate::rag::{Caller, Cancel};
+use super::refusal::Reply;
+use super::routes::check_run_id;
+use super::status::{json_response, ApiError};
+use crate::entry::App;
+use crate::rag::Caller;
+use crate::runs::Cancel;
 use lambda_http::http::StatusCode;
 use serde_json::json;
 
 /// Cancels the caller's run `run_id`.
-pub(super) async fn cancel(api: Api<'_>, caller: &Caller, run_id: &str) -> Reply {
+pub(super) async fn cancel(app: &App, caller: &Caller, run_id: &str) -> Reply {
     check_run_id(run_id)?;
-    let outcome = api
-        .runs
-        .workflow()
-        .for_caller(caller)
-        .cancel(run_id)
-        .await
-        .map_err(|e| engine_error(api.runs.clock(), e))?;
-    match outcome {
+    match app.runs().cancel(Some(caller), run_id).await? {
         Cancel::Cancelled(response) | Cancel::AlreadyCancelled(response) => {
-            notify(api, &response).await;
             Ok(json_response(StatusCode::OK, &response))
         }
         Cancel::Finished(response) => Err(ApiError::with_body(
@@ -41,6 +35,7 @@ pub(super) async fn cancel(api: Api<'_>, caller: &Caller, run_id: &str) -> Reply
                     response.status.as_str()
                 ),
             }),
-        )),
+        )
+        .into()),
     }
 }

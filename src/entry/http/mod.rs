@@ -1,43 +1,41 @@
-//! The API Gateway HTTP API (payload v2) / function URL handler. No workflow logic here; the
-//! contract is `openapi.yaml`. One concept per file:
+//! The API Gateway HTTP API (payload v2) / function URL handler. No workflow or run logic here:
+//! each handler reads its input, makes one call to the run life cycle ([`crate::runs::Runs`])
+//! and shapes what it gets. The contract is `openapi.yaml`. One concept per file:
 //!
 //! | file | owns |
 //! |---|---|
 //! | `mod.rs` | the routing table |
-//! | `api.rs` | what the route handlers are given (`Api`) |
-//! | `limits.rs` | what the API admits (`HttpLimits`) |
-//! | `routes.rs` | one handler per route, and the shaping of a run's answer |
-//! | `idempotency.rs` | `Idempotency-Key`: a repeated request gets the same run |
-//! | `admission.rs` | the per-caller active-run limit (429) |
+//! | `input.rs` | reading a run request: body, JSON, `Idempotency-Key` |
+//! | `routes.rs` | `POST /workflow/run`, `POST /workflow/runs`, `GET /workflow/runs/{run_id}` |
 //! | `cancel.rs` | cancelling a run |
 //! | `history.rs` | a run's steps, and the caller's runs |
-//! | `rate_limit.rs` | the per-caller request rate (429) |
-//! | `status.rs` | error answers, and the mapping of engine and queue errors to status codes |
-//! | `threads.rs` | conversation threads: a turn's start (409 when busy) and `/threads` |
+//! | `threads.rs` | `/threads` |
+//! | `answer.rs` | the answer to a run (200, 202, 502/503), and its metrics line |
+//! | `refusal.rs` | the one mapping of refusals to status codes |
+//! | `status.rs` | how answers are shaped: JSON bodies, error bodies, 202 |
 
-mod admission;
-mod api;
+mod answer;
 mod cancel;
 mod history;
-mod idempotency;
-pub(crate) mod limits;
-mod rate_limit;
+pub(crate) mod input;
+mod refusal;
 mod routes;
 mod status;
 mod threads;
 
-pub(crate) use api::Api;
-pub(crate) use history::{bad_header, read_run};
-pub(crate) use routes::{prepare, run_claimed, Claimed};
+pub(crate) use answer::respond;
+pub(crate) use refusal::answer as refused;
+pub(crate) use routes::check_run_id;
 pub use status::body_json;
-pub(crate) use status::ApiError;
+pub(crate) use status::{error_field, ApiError};
 
 use super::app::App;
 use super::caller;
-use crate::queue::WorkQueue;
+use crate::runs::WorkQueue;
 use lambda_http::http::header::{HeaderValue, ALLOW};
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, RequestExt, Response};
+use refusal::Rejection;
 use tracing::Instrument;
 
 /// The routes, for the answer to a request that matches none.
@@ -73,21 +71,24 @@ fn request_span(request: &Request) -> tracing::Span {
 }
 
 async fn route(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Response<Body> {
-    let api = Api::new(app, queue);
     let caller = caller::of(&request);
     let method = request.method().clone();
     let path = request.uri().path().trim_end_matches('/').to_owned();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let result = match (&method, segments.as_slice()) {
-        (&Method::POST, ["workflow", "run"]) => routes::run_sync(api, caller, &request).await,
-        (&Method::POST, ["workflow", "runs"]) => routes::run_async(api, caller, &request).await,
-        (&Method::GET, ["workflow", "runs"]) => history::list(api, &caller, &request).await,
-        (&Method::GET, ["workflow", "runs", run_id]) => routes::get_run(api, &caller, run_id).await,
+        (&Method::POST, ["workflow", "run"]) => {
+            routes::run_sync(app, queue, caller, &request).await
+        }
+        (&Method::POST, ["workflow", "runs"]) => {
+            routes::run_async(app, queue, caller, &request).await
+        }
+        (&Method::GET, ["workflow", "runs"]) => history::list(app, &caller, &request).await,
+        (&Method::GET, ["workflow", "runs", run_id]) => routes::get_run(app, &caller, run_id).await,
         (&Method::POST, ["workflow", "runs", run_id, "cancel"]) => {
-            cancel::cancel(api, &caller, run_id).await
+            cancel::cancel(app, &caller, run_id).await
         }
         (&Method::GET, ["workflow", "runs", run_id, "steps"]) => {
-            history::steps(api, &caller, run_id, &request).await
+            history::steps(app, &caller, run_id, &request).await
         }
         (_, ["workflow", "run"]) => Err(method_not_allowed(&method, &path, "POST")),
         (_, ["workflow", "runs"]) => Err(method_not_allowed(&method, &path, "GET, POST")),
@@ -95,25 +96,27 @@ async fn route(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Re
             Err(method_not_allowed(&method, &path, "GET"))
         }
         (_, ["workflow", "runs", _, "cancel"]) => Err(method_not_allowed(&method, &path, "POST")),
-        (&Method::GET, ["threads"]) => threads::list(api, &caller, &request).await,
-        (&Method::GET, ["threads", id]) => threads::show(api, &caller, id, &request).await,
-        (&Method::DELETE, ["threads", id]) => threads::delete(api, &caller, id).await,
+        (&Method::GET, ["threads"]) => threads::list(app, &caller, &request).await,
+        (&Method::GET, ["threads", id]) => threads::show(app, &caller, id, &request).await,
+        (&Method::DELETE, ["threads", id]) => threads::delete(app, &caller, id).await,
         (_, ["threads"]) => Err(method_not_allowed(&method, &path, "GET")),
         (_, ["threads", _]) => Err(method_not_allowed(&method, &path, "GET, DELETE")),
         _ => Err(status::error(
             StatusCode::NOT_FOUND,
             "not_found",
             &format!("no route for {path}; the routes are {ROUTES}"),
-        )),
+        )
+        .into()),
     };
-    result.unwrap_or_else(Response::from)
+    result.unwrap_or_else(|rejection| rejection.into_response(app.runs().clock().now_ms()))
 }
 
-fn method_not_allowed(method: &Method, path: &str, allowed: &'static str) -> ApiError {
+fn method_not_allowed(method: &Method, path: &str, allowed: &'static str) -> Rejection {
     status::error(
         StatusCode::METHOD_NOT_ALLOWED,
         "method_not_allowed",
         &format!("{method} is not accepted on {path}: use {allowed} (the routes are {ROUTES})"),
     )
     .with_header(ALLOW, HeaderValue::from_static(allowed))
+    .into()
 }

@@ -1,12 +1,10 @@
 //! How every HTTP answer is shaped: JSON bodies, error answers with their status codes and
-//! `Retry-After`, and the mapping of engine and queue errors (classified once, where they
-//! happen) to status codes. Store details go to the log, never to the caller.
+//! extra headers, the 202 of a run that goes on elsewhere. Which status a refusal gets is
+//! `refusal.rs`'s; which a run's answer gets, `answer.rs`'s.
 
-use crate::engine::{Clock, EngineError};
-use crate::entry::messages::{self, Surface};
-use crate::error::{Classify, ErrorClass};
+use crate::error::ErrorClass;
 use crate::rag::RunStatus;
-use lambda_http::http::header::{HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use lambda_http::http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Response};
 use serde_json::{json, Value};
@@ -45,66 +43,12 @@ impl From<ApiError> for Response<Body> {
     }
 }
 
-/// A handler's answer: a response, or an error answer.
-pub(crate) type Reply = Result<Response<Body>, ApiError>;
-
 /// 202 with the run's id, status and where to read it.
 pub(super) fn accepted(run_id: &str, status: RunStatus) -> Response<Body> {
     json_response(
         StatusCode::ACCEPTED,
         &json!({ "run_id": run_id, "status": status, "status_url": format!("/workflow/runs/{run_id}") }),
     )
-}
-
-/// The answer to an engine error: status by kind, a message saying what to do next, and
-/// `Retry-After` where waiting helps. Store details go to the log, not to the caller.
-pub(super) fn engine_error(clock: &dyn Clock, e: EngineError) -> ApiError {
-    let now_ms = clock.now_ms();
-    let message = messages::engine_error(&e, now_ms, Surface::Http);
-    let (code, kind) = match &e {
-        EngineError::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found"),
-        EngineError::Busy { .. } | EngineError::Lost { .. } | EngineError::Exists { .. } => {
-            (StatusCode::CONFLICT, "conflict")
-        }
-        EngineError::Corrupt { .. } => (StatusCode::INTERNAL_SERVER_ERROR, "corrupt_checkpoint"),
-        EngineError::Store(s) => {
-            tracing::error!(error = %s, "checkpoint store failed");
-            (status_for(s.class()), "store_error")
-        }
-    };
-    let answer = error(code, kind, &message);
-    match &e {
-        EngineError::Busy { until_ms, .. } => answer.with_header(
-            RETRY_AFTER,
-            HeaderValue::from(messages::wait_secs(*until_ms, now_ms)),
-        ),
-        EngineError::Store(s) if s.class() == ErrorClass::Transient => {
-            answer.with_header(RETRY_AFTER, HeaderValue::from_static("2"))
-        }
-        _ => answer,
-    }
-}
-
-/// The queue refused a message (the cause is logged by the caller of this).
-pub(super) fn queue_error(class: ErrorClass) -> ApiError {
-    let answer = error(
-        status_for(class),
-        "queue_error",
-        match class {
-            ErrorClass::Transient => {
-                "the work queue is unavailable right now; retry in a few seconds (with the same \
-                 Idempotency-Key, if you sent one)"
-            }
-            ErrorClass::Permanent => {
-                "the work queue refused the run, and retrying will not help: report this to the \
-                 operator (the function's log has the details)"
-            }
-        },
-    );
-    match class {
-        ErrorClass::Transient => answer.with_header(RETRY_AFTER, HeaderValue::from_static("2")),
-        ErrorClass::Permanent => answer,
-    }
 }
 
 /// The status of a failed run: 503 when retrying may help, 502 when it will not.
@@ -115,21 +59,13 @@ pub(super) fn failed_run_status(class: ErrorClass) -> StatusCode {
     }
 }
 
-/// The status of a failed store or queue call.
-fn status_for(class: ErrorClass) -> StatusCode {
-    match class {
-        ErrorClass::Transient => StatusCode::SERVICE_UNAVAILABLE,
-        ErrorClass::Permanent => StatusCode::INTERNAL_SERVER_ERROR,
-    }
-}
-
 /// `{"error": kind, "message": message}`.
 pub(super) fn error(code: StatusCode, kind: &str, message: &str) -> ApiError {
     ApiError::with_body(code, json!({ "error": kind, "message": message }))
 }
 
 /// An invalid request, naming the field at fault.
-pub(super) fn error_field(code: StatusCode, field: &str, message: &str) -> ApiError {
+pub(crate) fn error_field(code: StatusCode, field: &str, message: &str) -> ApiError {
     ApiError::with_body(
         code,
         json!({ "error": "invalid_request", "field": field, "message": message }),

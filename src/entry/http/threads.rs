@@ -1,18 +1,18 @@
-//! Conversation threads over HTTP: starting a run's turn (409 `thread_busy` with
-//! `Retry-After` while the previous turn is unfinished) and the `/threads` routes:
+//! Conversation threads over HTTP, the `/threads` routes:
 //! `GET /threads` (the caller's threads, newest first, `limit` + `cursor`),
 //! `GET /threads/{thread_id}` (its turns, `after` + `limit`) and `DELETE /threads/{thread_id}`
-//! (204; the thread, its turns and its runs' checkpoints). Another caller's thread is 404.
+//! (204; the thread, its turns and its runs' checkpoints). Another caller's thread is 404; a
+//! run request naming a busy thread is refused by the run life cycle (409 `thread_busy`).
 
-use super::api::Api;
-use super::status::{engine_error, error, error_field, json_response, ApiError, Reply};
+use super::refusal::Reply;
+use super::status::{error_field, json_response, ApiError};
 use crate::engine::utc_seconds;
-use crate::entry::messages;
-use crate::rag::thread::{validate_id, ThreadContext, ThreadError, ThreadHead, TurnRecord};
-use crate::rag::{Caller, RunRequest};
+use crate::entry::App;
+use crate::rag::thread::validate_id;
+use crate::rag::Caller;
+use crate::runs::thread::{ThreadHead, TurnRecord};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as CURSOR;
 use base64::Engine as _;
-use lambda_http::http::header::{HeaderValue, RETRY_AFTER};
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde::Serialize;
@@ -21,24 +21,6 @@ use serde_json::json;
 /// Default and largest page of threads or turns.
 const DEFAULT_LIMIT: usize = 20;
 const MAX_LIMIT: usize = 100;
-
-/// Starts the thread turn of a new run, when the request names a thread.
-pub(super) async fn begin(
-    api: Api<'_>,
-    caller: &Caller,
-    request: &RunRequest,
-    run_id: &str,
-) -> Result<Option<ThreadContext>, ApiError> {
-    let Some(thread_id) = &request.thread_id else {
-        return Ok(None);
-    };
-    let threads = api.runs.threads();
-    let context = threads
-        .begin(caller, thread_id, run_id, &request.question)
-        .await
-        .map_err(|e| thread_error(api, e))?;
-    Ok(Some(context))
-}
 
 /// A thread as listed.
 #[derive(Serialize)]
@@ -63,7 +45,7 @@ impl<'a> Summary<'a> {
 }
 
 /// `GET /threads?limit=&cursor=`.
-pub(super) async fn list(api: Api<'_>, caller: &Caller, request: &Request) -> Reply {
+pub(super) async fn list(app: &App, caller: &Caller, request: &Request) -> Reply {
     let limit = limit(request)?;
     let cursor = match query(request, "cursor") {
         None => None,
@@ -83,12 +65,10 @@ pub(super) async fn list(api: Api<'_>, caller: &Caller, request: &Request) -> Re
                 })?,
         ),
     };
-    let page = api
-        .runs
-        .threads()
-        .list(caller, limit, cursor.as_deref())
-        .await
-        .map_err(|e| thread_error(api, e))?;
+    let page = app
+        .runs()
+        .thread_list(caller, limit, cursor.as_deref())
+        .await?;
     let threads: Vec<Summary> = page.threads.iter().map(Summary::of).collect();
     let next_cursor = page.next_cursor.map(|c| CURSOR.encode(c.as_bytes()));
     Ok(json_response(
@@ -98,7 +78,7 @@ pub(super) async fn list(api: Api<'_>, caller: &Caller, request: &Request) -> Re
 }
 
 /// `GET /threads/{thread_id}?after=&limit=`.
-pub(super) async fn show(api: Api<'_>, caller: &Caller, id: &str, request: &Request) -> Reply {
+pub(super) async fn show(app: &App, caller: &Caller, id: &str, request: &Request) -> Reply {
     check_id(id)?;
     let limit = limit(request)?;
     let after = match query(request, "after") {
@@ -111,12 +91,7 @@ pub(super) async fn show(api: Api<'_>, caller: &Caller, id: &str, request: &Requ
             )
         })?,
     };
-    let (head, turns) = api
-        .runs
-        .threads()
-        .show(caller, id, after, limit)
-        .await
-        .map_err(|e| thread_error(api, e))?;
+    let (head, turns) = app.runs().thread(caller, id, after, limit).await?;
     let next_after = turns
         .last()
         .filter(|t| turns.len() == limit && t.turn < head.turns)
@@ -138,14 +113,9 @@ pub(super) async fn show(api: Api<'_>, caller: &Caller, id: &str, request: &Requ
 }
 
 /// `DELETE /threads/{thread_id}`: 204, then nothing of the thread can be read.
-pub(super) async fn delete(api: Api<'_>, caller: &Caller, id: &str) -> Reply {
+pub(super) async fn delete(app: &App, caller: &Caller, id: &str) -> Reply {
     check_id(id)?;
-    api.runs
-        .threads()
-        .delete(caller, id)
-        .await
-        .map_err(|e| thread_error(api, e))?;
-    tracing::info!(caller = caller.kind(), "thread deleted");
+    app.runs().delete_thread(caller, id).await?;
     let mut response = Response::new(Body::Empty);
     *response.status_mut() = StatusCode::NO_CONTENT;
     Ok(response)
@@ -183,45 +153,4 @@ fn limit(request: &Request) -> Result<usize, ApiError> {
                 &format!("must be between 1 and {MAX_LIMIT}"),
             )
         })
-}
-
-/// The answer to a thread error.
-fn thread_error(api: Api<'_>, e: ThreadError) -> ApiError {
-    let clock = api.runs.clock();
-    match e {
-        ThreadError::Busy {
-            thread_id,
-            run_id,
-            retry_at_ms,
-        } => {
-            let now_ms = clock.now_ms();
-            let retry_after = messages::wait_secs(retry_at_ms, now_ms);
-            let body = json!({
-                "error": "thread_busy",
-                "run_id": run_id,
-                "thread_id": thread_id,
-                "message": format!(
-                    "the previous turn of this thread (run {run_id}) is unfinished: retry in \
-                     {retry_after} s, or once GET /workflow/runs/{run_id} shows it finished"
-                ),
-                "retry_after_seconds": retry_after,
-            });
-            ApiError::with_body(StatusCode::CONFLICT, body)
-                .with_header(RETRY_AFTER, HeaderValue::from(retry_after))
-        }
-        ThreadError::NotFound { thread_id } => error(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            &format!(
-                "thread {thread_id} not found: it never had a turn of yours, expired \
-                 (THREAD_TTL_SECONDS) or was deleted"
-            ),
-        ),
-        ThreadError::Unsupported { store } => error(
-            StatusCode::NOT_IMPLEMENTED,
-            "threads_unavailable",
-            &format!("this deployment's checkpoint store ({store}) keeps no threads"),
-        ),
-        ThreadError::Engine(e) => engine_error(clock, e),
-    }
 }

@@ -1,34 +1,13 @@
-//! Which earlier turns a prompt sees, and how: at most `THREAD_HISTORY_TURNS` of the most
-//! recent turns, newest kept first, while their estimated tokens stay within
-//! `THREAD_HISTORY_TOKENS`. The contextualize call gets them as typed inputs (one context
+//! How the earlier turns a run carries (chosen when its turn started: `runs::thread`'s window)
+//! are shown to the prompts. The contextualize call gets them as typed inputs (one context
 //! document per turn: its standalone question as the title, its answer as the content), the
 //! answer prompt as a "Conversation so far" block before the question.
 
-use super::{PastTurn, TurnRecord};
+use super::context::PastTurn;
 use crate::engine::estimate_tokens;
 use crate::rag::RagState;
 use crate::search::{DocKind, Document};
 use std::fmt::Write;
-
-/// The turns of `recent` (oldest first) a prompt sees, oldest first.
-pub(super) fn select(recent: &[TurnRecord], max_turns: u32, max_tokens: u32) -> Vec<PastTurn> {
-    let mut picked = Vec::new();
-    let mut tokens = 0u64;
-    for turn in recent.iter().rev().take(max_turns as usize) {
-        let cost = estimate_tokens(&turn.question) + estimate_tokens(&turn.answer);
-        if tokens + cost > u64::from(max_tokens) {
-            break;
-        }
-        tokens += cost;
-        picked.push(PastTurn {
-            question: turn.question.clone(),
-            standalone_question: turn.standalone_question.clone(),
-            answer: turn.answer.clone(),
-        });
-    }
-    picked.reverse();
-    picked
-}
 
 /// The earlier turns as context documents of the contextualize call, oldest first.
 pub(super) fn as_documents(history: &[PastTurn]) -> Vec<Document> {
@@ -73,48 +52,4 @@ pub(crate) fn estimate(state: &RagState) -> u64 {
             .map(|h| estimate_tokens(&h.question) + estimate_tokens(&h.answer))
             .sum()
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::rag::RunStatus;
-
-    fn turn(n: u32, answer_words: usize) -> TurnRecord {
-        TurnRecord {
-            turn: n,
-            run_id: format!("r{n}"),
-            status: RunStatus::Completed,
-            question: format!("question {n}"),
-            standalone_question: format!("question {n}"),
-            answer: "word ".repeat(answer_words),
-            citations: Vec::new(),
-            started_at_ms: 0,
-            finished_at_ms: 0,
-        }
-    }
-
-    #[test]
-    fn newest_turns_first_within_turns_and_tokens() {
-        let recent: Vec<TurnRecord> = (1..=6).map(|n| turn(n, 10)).collect();
-        let all = select(&recent, 6, 2_000);
-        assert_eq!(all.len(), 6);
-        assert_eq!(all[0].question, "question 1");
-        let two = select(&recent, 2, 2_000);
-        assert_eq!(
-            two.iter().map(|t| t.question.as_str()).collect::<Vec<_>>(),
-            ["question 5", "question 6"]
-        );
-        // A huge earlier answer stops the window at the turns after it.
-        let mut recent = recent;
-        recent[3] = turn(4, 5_000);
-        let budgeted = select(&recent, 6, 2_000);
-        assert_eq!(
-            budgeted
-                .iter()
-                .map(|t| t.question.as_str())
-                .collect::<Vec<_>>(),
-            ["question 5", "question 6"]
-        );
-    }
 }

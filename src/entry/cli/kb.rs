@@ -1,0 +1,192 @@
+//! `bounded-rag ingest` and `bounded-rag kb publish | list | use`: building a bundle (with a
+//! progress bar on a terminal) and shipping it to S3.
+
+use crate::aws::S3Location;
+use crate::config::Settings;
+use crate::entry::app::{build_embedder, load_secrets};
+use crate::ingest::{ingest, IngestOptions, Progress};
+use crate::search::format::{Format, Published};
+use crate::search::s3::{self, BundleStore};
+use crate::search::RetrievalError;
+use clap::Subcommand;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// `kb` sub-commands.
+#[derive(Debug, Subcommand)]
+pub enum KbCommand {
+    /// Upload a bundle under its content hash, then point readers at it.
+    Publish {
+        /// The bundle folder (written by `ingest`).
+        bundle: PathBuf,
+        /// Where: s3://BUCKET/PREFIX.
+        uri: S3Location,
+    },
+    /// List the published bundles, the current one marked.
+    List {
+        /// Where: s3://BUCKET/PREFIX.
+        uri: S3Location,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Point readers at an already published version (a rollback).
+    Use {
+        /// Where: s3://BUCKET/PREFIX.
+        uri: S3Location,
+        /// The version (content hash) to serve.
+        version: String,
+    },
+}
+
+/// A progress bar on stderr, drawn only on a terminal.
+struct Bar(Mutex<Option<ProgressBar>>);
+
+impl Progress for Bar {
+    fn stage(&self, name: &'static str, total: u64) {
+        let bar = ProgressBar::new(total);
+        if let Ok(style) =
+            ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} ({per_sec}, {eta} left)")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(name);
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(bar);
+        }
+    }
+
+    fn advance(&self, n: u64) {
+        if let Ok(slot) = self.0.lock() {
+            if let Some(bar) = slot.as_ref() {
+                bar.inc(n);
+            }
+        }
+    }
+
+    fn resumed(&self, n: u64) {
+        if let Ok(slot) = self.0.lock() {
+            if let Some(bar) = slot.as_ref() {
+                bar.inc(n);
+                // The rate and ETA count this run's work only.
+                bar.reset_eta();
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Ok(mut slot) = self.0.lock() {
+            if let Some(bar) = slot.take() {
+                bar.finish_and_clear();
+            }
+        }
+    }
+}
+
+/// `ingest SOURCE --out PATH`: embeds passages when `EMBEDDINGS_BASE_URL` (or
+/// `EMBEDDINGS_PROVIDER=bedrock`) is set, in batches
+/// of `--batch-size` (else `EMBEDDINGS_BATCH_SIZE`), with the `EMBEDDINGS_*` tuning.
+pub(crate) async fn ingest_command(
+    source: &Path,
+    out: &Path,
+    batch_size: Option<usize>,
+    strict: bool,
+) -> Result<String, String> {
+    let settings = Settings::from_env().map_err(|e| e.to_string())?;
+    let secrets = load_secrets(&settings).await.map_err(|e| e.to_string())?;
+    let embedder = build_embedder(&settings, &secrets, None)
+        .await
+        .map_err(|e| e.to_string())?;
+    let tuning = &settings.embeddings_tuning;
+    let bar = Bar(Mutex::new(None));
+    let options = IngestOptions {
+        embedder: embedder.as_deref(),
+        batch_size: batch_size.unwrap_or(tuning.batch_size),
+        call_timeout: tuning.timeout,
+        concurrency: tuning.concurrency,
+        passage_prefix: tuning.passage_prefix.clone(),
+        query_prefix: tuning.query_prefix.clone(),
+        progress: &bar,
+        strict,
+        ..IngestOptions::default()
+    };
+    let result = ingest(source, out, &options).await;
+    bar.finish();
+    let summary = result.map_err(|e| match e {
+        // The sources are fine: the message says which setting to change and how to resume.
+        RetrievalError::Interrupted { .. } => format!("ingest stopped: {e}"),
+        RetrievalError::Skipped { .. } => format!("ingest failed: {e}"),
+        e => format!(
+            "ingest failed: {e}; SOURCE must be a folder of documents ({}; and optional \
+             nodes/edges/communities .jsonl), and --out a folder you can write",
+            Format::all_extensions()
+        ),
+    })?;
+    Ok(format!(
+        "{summary}\nuse it with: KB_PATH={} (or publish it: bounded-rag kb publish {} s3://BUCKET/PREFIX)",
+        out.display(),
+        out.display()
+    ))
+}
+
+/// Runs a `kb` sub-command; returns what to print.
+pub(crate) async fn kb_command(command: KbCommand) -> Result<String, String> {
+    let sdk = crate::tls::aws_sdk_config().await;
+    let store = |uri: &S3Location| BundleStore::new(s3::client(&sdk), uri.clone());
+    match command {
+        KbCommand::Publish { bundle, uri } => {
+            let published = store(&uri)
+                .publish(&bundle)
+                .await
+                .map_err(|e| format!("publish failed: {e}"))?;
+            Ok(format!(
+                "published {} to {uri}: {}\nreaders now load version {}",
+                bundle.display(),
+                published.manifest.counts,
+                published.version
+            ))
+        }
+        KbCommand::Use { uri, version } => {
+            store(&uri)
+                .point(&version)
+                .await
+                .map_err(|e| format!("kb use failed: {e}"))?;
+            Ok(format!("{uri} now serves version {version}"))
+        }
+        KbCommand::List { uri, json } => {
+            let list = store(&uri)
+                .list()
+                .await
+                .map_err(|e| format!("kb list failed: {e}"))?;
+            if json {
+                return serde_json::to_string_pretty(&list).map_err(|e| e.to_string());
+            }
+            Ok(render_list(&uri, &list))
+        }
+    }
+}
+
+fn render_list(uri: &S3Location, list: &[Published]) -> String {
+    if list.is_empty() {
+        return format!("no bundles published at {uri}");
+    }
+    let mut out = format!("bundles at {uri} (newest first; * = current):\n");
+    for p in list {
+        let m = &p.manifest;
+        let vectors = match &m.embedding {
+            Some(e) => format!("{} x{}", e.model, e.dimensions),
+            None => "bm25 only".into(),
+        };
+        out.push_str(&format!(
+            "{} {}  {}  {}  {} MB  {}\n",
+            if p.current { "*" } else { " " },
+            p.version,
+            m.created_at,
+            m.counts,
+            m.total_bytes().div_ceil(1_000_000),
+            vectors
+        ));
+    }
+    out.trim_end().to_owned()
+}

@@ -1,0 +1,53 @@
+//! Reading a run request off an HTTP request: its body (at most `MAX_BODY_BYTES`), the run
+//! request the body holds, and the `Idempotency-Key` header. Only reading happens here; what an
+//! unreadable request or a repeated key gets is the run life cycle's to decide (a request is
+//! counted in its caller's rate window even when it turns out unreadable).
+
+use crate::entry::App;
+use crate::rag::{RunRequest, ValidationError};
+use crate::runs::{Invalid, RunInput};
+use lambda_http::Request;
+
+/// Longest accepted `Idempotency-Key`.
+const MAX_IDEMPOTENCY_KEY: usize = 255;
+
+/// The run request `request` carries, as read.
+pub(crate) fn read<'r>(app: &App, request: &'r Request) -> RunInput<'r> {
+    let body = request.body().as_ref();
+    RunInput {
+        request: run_request(body, app.max_body_bytes()),
+        key: idempotency_key(request),
+        body,
+    }
+}
+
+/// The run request of `body` (refused past `max` bytes, or naming the field at fault).
+fn run_request(body: &[u8], max: usize) -> Result<RunRequest, Invalid> {
+    if body.len() > max {
+        return Err(Invalid::TooLarge {
+            bytes: body.len(),
+            limit: max,
+        });
+    }
+    Ok(RunRequest::from_json(body)?)
+}
+
+/// The trimmed `Idempotency-Key` header, if any.
+fn idempotency_key(request: &Request) -> Result<Option<&str>, Invalid> {
+    let Some(header) = request.headers().get("idempotency-key") else {
+        return Ok(None);
+    };
+    header
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|k| !k.is_empty() && k.len() <= MAX_IDEMPOTENCY_KEY)
+        .map(Some)
+        .ok_or_else(|| {
+            Invalid::Field(ValidationError::new(
+                "Idempotency-Key",
+                "must be 1..=255 visible ASCII characters, e.g. a UUID; send one key per \
+                 logical request",
+            ))
+        })
+}

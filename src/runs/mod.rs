@@ -1,0 +1,70 @@
+//! A run's life cycle: admitting and starting runs, running, continuing and cancelling them,
+//! their history and listing, their completion events, and the threads they are turns of. The
+//! workflow itself (what a run does) is [`crate::rag`]'s; reading HTTP, SQS or CLI input and
+//! shaping answers is [`crate::entry`]'s.
+//!
+//! [`Runs`] is the one service the entry points call, one call per need, each returning a
+//! typed result or a typed [`Refusal`]:
+//!
+//! | call | need |
+//! |---|---|
+//! | `admit`, `run`, `start` (both) | a run request: rate window, request, `Idempotency-Key`, active-run slot, thread turn; then the run within a budget, with or without events |
+//! | `submit` | an asynchronous run: admitted, stored and queued |
+//! | `work`, `continue_run` | a work queue message (new asynchronous run or continuation); `ask --resume` |
+//! | `poison` | a message that can never succeed: its run is marked `failed` |
+//! | `status`, `steps`, `list`, `cancel` | reading and stopping runs |
+//! | `thread`, `thread_list`, `delete_thread` | reading and deleting threads |
+//! | `budget` | an invocation's budget from its Lambda deadline |
+//!
+//! | file | owns |
+//! |---|---|
+//! | `service.rs` | [`Runs`]: the clients, admission limits and the budget rule |
+//! | `start.rs` | admission, starting a run, asynchronous runs |
+//! | `work.rs` | queue messages, continuing a run, poison messages |
+//! | `answer.rs` | what a run answers, and `finish`: completion event, continuation |
+//! | `control.rs` | status, steps, list, cancel; thread reads and delete |
+//! | `input.rs`, `refusal.rs` | a run request as read by an entry point; why a call is refused |
+//! | `rate.rs`, `active.rs`, `idempotency.rs` | the request rate window, active-run slots, `Idempotency-Key` |
+//! | `workflow.rs`, `observed.rs` | [`Workflow`]: the run driver (create, resume, cancel, fail, read a run's checkpoint) and what its writes also do |
+//! | `cancel.rs` | cancelling a run, and an invocation that finds its run cancelled |
+//! | `history.rs`, `replay.rs`, `listing.rs` | a run's steps a page at a time, its `step` events rebuilt, the owner index of runs |
+//! | `finished.rs` | completion events: at least once per finished run |
+//! | `queue.rs` | [`WorkQueue`] and [`WorkMessage`] (the SQS client is at the edge: `entry/adapters`) |
+//! | `sweep.rs` | re-queueing the runs whose lease lapsed |
+//! | `thread/` | conversation threads: turns started, recorded, read, deleted |
+
+mod active;
+mod answer;
+mod cancel;
+mod control;
+mod finished;
+mod history;
+mod idempotency;
+mod input;
+mod listing;
+mod observed;
+mod queue;
+mod rate;
+mod refusal;
+mod replay;
+mod service;
+mod start;
+mod sweep;
+pub mod thread;
+mod work;
+mod workflow;
+
+pub(crate) use answer::{Answer, Continuation, Ran};
+pub use cancel::Cancel;
+pub use finished::{CompletionEvents, EventSink, SinkError};
+pub(crate) use history::MAX_STEPS_PER_PAGE;
+pub(crate) use input::RunInput;
+pub(crate) use listing::parse_status;
+pub use listing::RunIndexer;
+pub use queue::{MemoryQueue, QueueError, WorkMessage, WorkQueue};
+pub(crate) use refusal::{Invalid, Refusal};
+pub(crate) use replay::steps_after;
+pub use service::Runs;
+pub(crate) use start::Submitted;
+pub use sweep::{sweep, SweepReport};
+pub use workflow::{Workflow, QUEUED_LEASE};
