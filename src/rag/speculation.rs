@@ -18,75 +18,11 @@
 
 use super::model_call::call;
 use super::nodes;
+use super::speculating::{Grades, RagMerge, SpeculativeAnswer};
 use super::{RagError, RagGraph, RagNode, RagState, RunEvent};
 use crate::engine::{BranchOutput, StepCtx, Transition};
 use crate::llm::{BinaryScore, DataSource, RouteDecision, Task};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-
-/// The run's speculation counters (metadata `speculation`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SpeculationStats {
-    /// Speculative answers started.
-    pub started: u32,
-    /// Speculative answers that became the answer.
-    pub used: u32,
-    /// Speculative answers discarded.
-    pub discarded: u32,
-    /// Tokens of speculative calls whose result went unused.
-    pub wasted_tokens: u64,
-}
-
-/// The verdicts of the speculative grading, one per passage, in order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Grades {
-    keep: Vec<bool>,
-    tokens: u64,
-}
-
-/// The speculative answer, waiting for the join.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SpeculativeAnswer {
-    pub(crate) answer: String,
-    /// The answer was cut at its output cap (`answer_length`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    cut: bool,
-    /// The model could not answer: the answer is quoted from the documents
-    /// (`model_unavailable`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    quoted: bool,
-    attempt: u32,
-    tokens: u64,
-}
-
-/// What the branches of a fork found, until it joins, and the run's counters.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Speculating {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    grades: Option<Grades>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) answer: Option<SpeculativeAnswer>,
-    #[serde(default)]
-    pub(crate) stats: SpeculationStats,
-}
-
-impl Speculating {
-    /// True when nothing speculative happened (kept out of the checkpoint).
-    pub(crate) fn is_empty(&self) -> bool {
-        *self == Speculating::default()
-    }
-}
-
-/// A finished branch's result.
-#[derive(Debug)]
-pub enum RagMerge {
-    /// The route chosen.
-    Route(DataSource),
-    /// The grading.
-    Grades(Grades),
-    /// The speculative answer.
-    Answer(SpeculativeAnswer),
-}
 
 /// The branches of the fork over the passages found: routing always; grading (when the
 /// request grades) and an answer only when there are passages to grade and answer from.

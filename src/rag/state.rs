@@ -1,6 +1,6 @@
 //! The workflow state checkpointed after every step: typed counters, never string keys.
 
-use super::speculation::Speculating;
+use super::speculating::Speculating;
 use super::{Caller, RunRequest};
 use crate::engine::Limit;
 use crate::llm::DataSource;

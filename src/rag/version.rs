@@ -6,7 +6,7 @@
 //! the wrong node. When a change keeps old checkpoints meaningful, declare it with
 //! [`RagGraph::resuming_from`] instead.
 
-use super::{RagGraph, RagNode};
+use super::RagNode;
 use crate::engine::{NodeId, Shape, Versioning, WorkflowVersion};
 
 /// The stored form of [`super::RagState`]: bump it when a field changes meaning (a new
@@ -98,20 +98,6 @@ pub(crate) fn versioning() -> Versioning {
         .resumes_from
         .push(WorkflowVersion::new(UNVERSIONED));
     versioning
-}
-
-impl RagGraph {
-    /// The workflow version recorded in this graph's checkpoints.
-    pub fn workflow_version(&self) -> &WorkflowVersion {
-        &self.versioning.current
-    }
-
-    /// The same graph resuming runs of `older` too: for a graph change reviewed as keeping
-    /// every checkpoint of `older` meaningful.
-    pub fn resuming_from(mut self, older: WorkflowVersion) -> Self {
-        self.versioning.resumes_from.push(older);
-        self
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,69 @@
+//! What speculation keeps in the run's state: the fork's findings until it joins (`Speculating`)
+//! and the run's speculation counters; the rule that uses them is in `speculation.rs`.
+
+use crate::llm::DataSource;
+use serde::{Deserialize, Serialize};
+
+/// The run's speculation counters (metadata `speculation`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpeculationStats {
+    /// Speculative answers started.
+    pub started: u32,
+    /// Speculative answers that became the answer.
+    pub used: u32,
+    /// Speculative answers discarded.
+    pub discarded: u32,
+    /// Tokens of speculative calls whose result went unused.
+    pub wasted_tokens: u64,
+}
+
+/// The verdicts of the speculative grading, one per passage, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grades {
+    pub(super) keep: Vec<bool>,
+    pub(super) tokens: u64,
+}
+
+/// The speculative answer, waiting for the join.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpeculativeAnswer {
+    pub(crate) answer: String,
+    /// The answer was cut at its output cap (`answer_length`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) cut: bool,
+    /// The model could not answer: the answer is quoted from the documents
+    /// (`model_unavailable`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) quoted: bool,
+    pub(super) attempt: u32,
+    pub(super) tokens: u64,
+}
+
+/// What the branches of a fork found, until it joins, and the run's counters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Speculating {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) grades: Option<Grades>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) answer: Option<SpeculativeAnswer>,
+    #[serde(default)]
+    pub(crate) stats: SpeculationStats,
+}
+
+impl Speculating {
+    /// True when nothing speculative happened (kept out of the checkpoint).
+    pub(crate) fn is_empty(&self) -> bool {
+        *self == Speculating::default()
+    }
+}
+
+/// A finished branch's result.
+#[derive(Debug)]
+pub enum RagMerge {
+    /// The route chosen.
+    Route(DataSource),
+    /// The grading.
+    Grades(Grades),
+    /// The speculative answer.
+    Answer(SpeculativeAnswer),
+}
