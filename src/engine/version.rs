@@ -80,7 +80,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     "this run was started by workflow version {stored} and the deployed code runs workflow \
      version {current}, which cannot resume it (its graph or state format changed)"
 )]
-pub struct Incompatible {
+pub(crate) struct Incompatible {
     /// The version that wrote the checkpoint.
     pub stored: WorkflowVersion,
     /// The running code's version.
@@ -89,7 +89,7 @@ pub struct Incompatible {
 
 /// The running code's version and what else it can resume.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Versioning {
+pub(crate) struct Versioning {
     /// The version of the running code, recorded in every checkpoint it writes.
     pub current: WorkflowVersion,
     /// Older versions this code resumes too: a graph change that keeps every stored

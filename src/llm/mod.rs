@@ -13,6 +13,7 @@ mod error;
 mod lexical;
 mod offline;
 mod openai;
+#[cfg(test)]
 mod scripted;
 mod structured;
 mod task;
@@ -23,9 +24,12 @@ pub(crate) use cache::CachingModel;
 pub use error::LlmError;
 pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER};
 pub use openai::{OpenAiConfig, OpenAiModel};
-pub use scripted::{Reply, ScriptedModel};
-pub use structured::{ask, ask_metered};
-pub use task::{Answer, BinaryScore, Contextualized, DataSource, Refined, RouteDecision, Task};
+#[cfg(test)]
+pub(crate) use scripted::ScriptedModel;
+pub use structured::ask;
+pub(crate) use structured::ask_metered;
+pub(crate) use task::Contextualized;
+pub use task::{Answer, BinaryScore, DataSource, Refined, RouteDecision, Task};
 
 use crate::search::Document;
 use async_trait::async_trait;

@@ -24,7 +24,7 @@ struct Script {
 
 /// A model that answers from per-task queues; when a queue runs dry its last reply repeats.
 #[derive(Debug, Default)]
-pub struct ScriptedModel {
+pub(crate) struct ScriptedModel {
     script: Mutex<Script>,
 }
 
@@ -65,7 +65,7 @@ impl ScriptedModel {
     }
 
     /// All calls, in order.
-    pub fn call_log(&self) -> Vec<Task> {
+    pub(crate) fn call_log(&self) -> Vec<Task> {
         self.script
             .lock()
             .map(|s| s.calls.clone())

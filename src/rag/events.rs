@@ -73,7 +73,7 @@ impl RunEvent {
 
     /// The `step` event of the checkpoint's record `index` (0-based), numbered `index + 1`:
     /// its place among the run's records, as a replay numbers it.
-    pub fn step_at(cp: &RagCheckpoint, index: usize) -> Option<Self> {
+    pub(crate) fn step_at(cp: &RagCheckpoint, index: usize) -> Option<Self> {
         let record = cp.records.get(index)?;
         Some(RunEvent::Step {
             name: record.name,

@@ -40,7 +40,7 @@ impl RunStatus {
 
     /// True once the run can never change again: `completed`, `best_effort`, `failed` or
     /// `cancelled` (a `failed` run is only continued by its caller repeating it).
-    pub fn is_final(self) -> bool {
+    pub(crate) fn is_final(self) -> bool {
         match self {
             RunStatus::Completed
             | RunStatus::BestEffort

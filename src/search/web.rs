@@ -39,7 +39,8 @@ pub struct TavilyConfig {
 
 impl TavilyConfig {
     /// Tavily's public endpoint.
-    pub const DEFAULT_BASE_URL: &'static str = "https://api.tavily.com";
+    #[cfg(test)]
+    pub(crate) const DEFAULT_BASE_URL: &'static str = "https://api.tavily.com";
 }
 
 /// Tavily-compatible client. Build once; clones share the connection pool.

@@ -22,9 +22,8 @@ pub use file::FileStore;
 pub(crate) use key::{OwnerKey, SortKey, StoreKey};
 pub use leases::{Lapsed, LapsedLease, LeaseIndex};
 pub use memory::MemoryStore;
-pub use owner::{
-    decode_cursor, Indexer, ListPage, Listed, ListedStatus, Listing, OWNER, OWNER_INDEX, OWNER_SORT,
-};
+pub(crate) use owner::decode_cursor;
+pub use owner::{Indexer, ListPage, Listed, ListedStatus, Listing, OWNER, OWNER_INDEX, OWNER_SORT};
 pub use rate::Window;
 pub use thread::{HeadWrite, ListedHead, StoredHead, ThreadKey, ThreadStore};
 

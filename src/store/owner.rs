@@ -124,7 +124,7 @@ pub(crate) fn cursor_after(sort: &str, key: &str) -> String {
 }
 
 /// The (sort, key) a cursor resumes after; `None` for one this store never wrote.
-pub fn decode_cursor(cursor: &str) -> Option<(String, String)> {
+pub(crate) fn decode_cursor(cursor: &str) -> Option<(String, String)> {
     let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
     let text = String::from_utf8(bytes).ok()?;
     let (sort, key) = text.split_once('\n')?;

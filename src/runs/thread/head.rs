@@ -77,7 +77,7 @@ impl ThreadHead {
     }
 
     /// The run id of the unfinished turn, if any.
-    pub fn active_run(&self) -> Option<&str> {
+    pub(crate) fn active_run(&self) -> Option<&str> {
         self.active.as_ref().map(|a| a.run_id.as_str())
     }
 }
