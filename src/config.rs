@@ -66,7 +66,7 @@ pub enum LlmProvider {
 
 impl LlmProvider {
     /// The value as written in `LLM_PROVIDER`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             LlmProvider::OpenAi => "openai",
             LlmProvider::Offline => "offline",
@@ -228,7 +228,7 @@ const fn millis(duration: Duration) -> u64 {
 
 impl Settings {
     /// Reads the process environment.
-    pub fn from_env() -> Result<Self, ConfigError> {
+    pub(crate) fn from_env() -> Result<Self, ConfigError> {
         let not_unicode = std::cell::Cell::new(None);
         let settings = Self::from_lookup(|name| match std::env::var(name) {
             Ok(value) => Some(value),

@@ -314,7 +314,7 @@ pub(crate) fn install(exporter: Exporter) {
 }
 
 /// Sends the spans of this invocation, if export is on; a no-op otherwise.
-pub async fn flush() {
+pub(crate) async fn flush() {
     if let Some(exporter) = GLOBAL.get() {
         exporter.flush().await;
     }

@@ -37,7 +37,7 @@ const VERSION: &str = "workflow_version";
 
 impl<N: NodeId> FailedAt<N> {
     /// The name shown to callers: the node's, or `queue`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             FailedAt::Node(node) => node.name(),
             FailedAt::Queue => QUEUE,

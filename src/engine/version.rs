@@ -18,7 +18,7 @@ pub struct WorkflowVersion(String);
 
 impl WorkflowVersion {
     /// A version as written in a checkpoint.
-    pub fn new(version: impl Into<String>) -> Self {
+    pub(crate) fn new(version: impl Into<String>) -> Self {
         Self(version.into())
     }
 
@@ -103,7 +103,7 @@ pub(crate) struct Versioning {
 impl Versioning {
     /// Code of `current` resuming only its own checkpoints, and taking unrecorded ones to be
     /// of `unversioned`.
-    pub fn new(current: WorkflowVersion, unversioned: WorkflowVersion) -> Self {
+    pub(crate) fn new(current: WorkflowVersion, unversioned: WorkflowVersion) -> Self {
         Self {
             current,
             resumes_from: Vec::new(),
@@ -113,7 +113,7 @@ impl Versioning {
 
     /// `Ok` when a checkpoint written by `stored` (`None`: no version recorded) may be
     /// resumed by this code.
-    pub fn check(&self, stored: Option<&WorkflowVersion>) -> Result<(), Incompatible> {
+    pub(crate) fn check(&self, stored: Option<&WorkflowVersion>) -> Result<(), Incompatible> {
         let stored = stored.unwrap_or(&self.unversioned);
         if *stored == self.current || self.resumes_from.contains(stored) {
             return Ok(());

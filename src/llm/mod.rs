@@ -128,7 +128,7 @@ pub struct Completion {
 
 impl Completion {
     /// A reply without reported token counts.
-    pub fn new(content: impl Into<String>) -> Self {
+    pub(crate) fn new(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
             finish: Finish::Stop,

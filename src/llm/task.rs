@@ -115,7 +115,7 @@ pub enum DataSource {
 
 impl DataSource {
     /// Wire name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             DataSource::KgRetrieval => "kg_retrieval",
             DataSource::WebSearch => "web_search",

@@ -150,7 +150,7 @@ impl RagGraph {
     }
 
     /// The version of the knowledge base searched, if it has one.
-    pub fn kb_version(&self) -> Option<String> {
+    pub(crate) fn kb_version(&self) -> Option<String> {
         self.kb.version()
     }
 
@@ -161,7 +161,7 @@ impl RagGraph {
     }
 
     /// The model's provider name.
-    pub fn provider(&self) -> &'static str {
+    pub(crate) fn provider(&self) -> &'static str {
         self.model.name()
     }
 }

@@ -39,13 +39,13 @@ mod speculating;
 mod speculation;
 mod state;
 mod tenant;
-pub mod thread;
+pub(crate) mod thread;
 mod version;
 
 pub use caller::Caller;
 pub use checkpoint::RagCheckpoint;
 pub use error::RagError;
-pub use events::{Counters, Events, RunEvent};
+pub(crate) use events::{Counters, Events, RunEvent};
 pub use graph::{RagGraph, RagLimits};
 pub use limit_hit::LimitHit;
 pub use node::RagNode;

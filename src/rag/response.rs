@@ -27,7 +27,7 @@ pub enum RunStatus {
 
 impl RunStatus {
     /// Wire name (`best_effort`, `cancelled`, ...).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RunStatus::Running => "running",
             RunStatus::Completed => "completed",

@@ -37,7 +37,7 @@ pub enum BestEffortReason {
 
 impl BestEffortReason {
     /// The disclaimer appended to the answer.
-    pub fn disclaimer(self) -> &'static str {
+    pub(crate) fn disclaimer(self) -> &'static str {
         match self {
             BestEffortReason::MaxRegenerations => {
                 "Note: this answer could not be verified against the sources after the maximum number of regenerations; treat it with caution."
@@ -148,7 +148,7 @@ pub struct RagState {
 
 impl RagState {
     /// The initial state of a run.
-    pub fn new(request: RunRequest) -> Self {
+    pub(crate) fn new(request: RunRequest) -> Self {
         Self {
             query: request.question.clone(),
             request,
@@ -183,7 +183,7 @@ impl RagState {
     }
 
     /// The citations of the current context, deduplicated by URL, in order.
-    pub fn citations(&self) -> Vec<Citation> {
+    pub(crate) fn citations(&self) -> Vec<Citation> {
         let mut seen = std::collections::HashSet::new();
         self.documents
             .iter()
@@ -196,7 +196,7 @@ impl RagState {
     }
 
     /// Ends the workflow with `outcome`, fixing the caller-facing answer.
-    pub fn finish(&mut self, outcome: Outcome, answer: String) {
+    pub(crate) fn finish(&mut self, outcome: Outcome, answer: String) {
         let answer = match outcome {
             Outcome::BestEffort(reason) => format!("{answer}\n\n{}", reason.disclaimer()),
             Outcome::Completed | Outcome::Suspended | Outcome::Cancelled => answer,

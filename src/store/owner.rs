@@ -53,7 +53,7 @@ impl ListedStatus {
     ];
 
     /// The stored value (`listed_status`), the run status's wire name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ListedStatus::Running => "running",
             ListedStatus::Completed => "completed",

@@ -18,7 +18,7 @@ pub enum ModeArg {
 
 impl ModeArg {
     /// The request mode.
-    pub fn mode(self) -> Mode {
+    pub(crate) fn mode(self) -> Mode {
         match self {
             ModeArg::Speed => Mode::Speed,
             ModeArg::Balanced => Mode::Balanced,
@@ -87,7 +87,7 @@ pub struct AskArgs {
 
 impl AskArgs {
     /// The request these flags describe, validated.
-    pub fn request(&self, question: &str) -> Result<RunRequest, String> {
+    pub(crate) fn request(&self, question: &str) -> Result<RunRequest, String> {
         let mut r = RunRequest::new(question);
         if let Some(v) = self.n_retrieved_documents {
             r.n_retrieved_documents = v;
