@@ -52,5 +52,5 @@ pub use node::RagNode;
 pub use request::{Mode, RunRequest, ValidationError};
 pub(crate) use response::{status_from, status_of};
 pub use response::{Metadata, RunError, RunResponse, RunStatus, Tokens};
-pub use speculating::SpeculationStats;
+pub(crate) use speculating::SpeculationStats;
 pub use state::{BestEffortReason, Citation, Outcome, RagState};

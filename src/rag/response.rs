@@ -102,7 +102,7 @@ pub struct Metadata {
     pub retrieval: Option<RetrievalMode>,
     /// Speculative answers started, used and discarded, and the tokens speculation wasted.
     #[serde(default)]
-    pub speculation: SpeculationStats,
+    pub(crate) speculation: SpeculationStats,
     /// The thread the run is a turn of (request field `thread_id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,

@@ -23,7 +23,8 @@ pub(crate) use key::{OwnerKey, SortKey, StoreKey};
 pub use leases::{Lapsed, LapsedLease, LeaseIndex};
 pub use memory::MemoryStore;
 pub(crate) use owner::decode_cursor;
-pub use owner::{Indexer, ListPage, Listed, ListedStatus, Listing, OWNER, OWNER_INDEX, OWNER_SORT};
+pub(crate) use owner::Listed;
+pub use owner::{Indexer, ListPage, ListedStatus, Listing, OWNER, OWNER_INDEX, OWNER_SORT};
 pub use rate::Window;
 pub use thread::{HeadWrite, ListedHead, StoredHead, ThreadKey, ThreadStore};
 

@@ -95,7 +95,7 @@ pub trait Indexer: Send + Sync + std::fmt::Debug {
 
 /// One listed item.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listed {
+pub(crate) struct Listed {
     /// The item's store key.
     pub key: String,
     /// Its sort value.
@@ -108,7 +108,7 @@ pub struct Listed {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListPage {
     /// The items.
-    pub items: Vec<Listed>,
+    pub(crate) items: Vec<Listed>,
     /// Where the next page starts, when there may be one ([`encode_cursor`]).
     pub cursor: Option<String>,
 }
