@@ -84,7 +84,7 @@ impl<'de, N: Deserialize<'de>> Deserialize<'de> for FailedAt<N> {
 
 /// Why a run failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeFailure<N> {
+pub(crate) struct NodeFailure<N> {
     /// Where it failed.
     pub node: FailedAt<N>,
     /// Transient or permanent.
@@ -118,7 +118,7 @@ pub struct Checkpoint<S, N> {
     #[serde(default)]
     pub usage: Usage,
     /// Set when a node failed.
-    pub failure: Option<NodeFailure<N>>,
+    pub(crate) failure: Option<NodeFailure<N>>,
     /// The fork at `next` while its branches run: which ones are recorded already.
     // A default function, not `default`: serde would require `N: Default` for that.
     #[serde(default = "Option::default", skip_serializing_if = "Option::is_none")]

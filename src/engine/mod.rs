@@ -25,8 +25,9 @@ mod version;
 
 pub use crate::clock::{Clock, FakeClock, SystemClock};
 pub use budget::Budget;
+pub(crate) use checkpoint::NodeFailure;
 pub(crate) use checkpoint::Phase;
-pub use checkpoint::{Checkpoint, FailedAt, NodeFailure};
+pub use checkpoint::{Checkpoint, FailedAt};
 pub use ctx::StepCtx;
 pub use error::EngineError;
 pub(crate) use fork::Fork;

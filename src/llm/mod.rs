@@ -103,7 +103,7 @@ pub struct TokenCount {
 
 /// Why the model stopped writing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Finish {
+pub(crate) enum Finish {
     /// It ended the reply itself (or the provider did not say).
     #[default]
     Stop,
@@ -118,7 +118,7 @@ pub struct Completion {
     /// The raw text of the reply's message content (JSON for structured calls).
     pub content: String,
     /// Why the model stopped: a [`Finish::Length`] reply was cut at the output cap.
-    pub finish: Finish,
+    pub(crate) finish: Finish,
     /// Tokens as the provider reported them (`usage`); `None` when it reported none, in which
     /// case the caller estimates them and marks the estimate.
     pub tokens: Option<TokenCount>,
