@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 /// Checking preset.
 #[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ModeArg {
+pub(crate) enum ModeArg {
     /// No grading.
     Speed,
     /// Grade documents and check grounding.
@@ -29,7 +29,7 @@ impl ModeArg {
 
 /// `ask` arguments; the flags mirror the request fields of the HTTP API.
 #[derive(Debug, Args)]
-pub struct AskArgs {
+pub(crate) struct AskArgs {
     /// The question (1..=2000 characters).
     #[arg(required_unless_present = "resume")]
     pub question: Option<String>,

@@ -23,7 +23,7 @@ use std::process::ExitCode;
 
 /// `eval` arguments.
 #[derive(Debug, Args)]
-pub struct EvalArgs {
+pub(crate) struct EvalArgs {
     /// JSONL file of questions.
     pub file: PathBuf,
     /// Print the full report as JSON.
