@@ -53,4 +53,5 @@ pub use request::{Mode, RunRequest, ValidationError};
 pub(crate) use response::{status_from, status_of};
 pub use response::{Metadata, RunError, RunResponse, RunStatus, Tokens};
 pub(crate) use speculating::SpeculationStats;
-pub use state::{BestEffortReason, Citation, Outcome, RagState};
+pub(crate) use state::{BestEffortReason, Outcome};
+pub use state::{Citation, RagState};

@@ -19,7 +19,7 @@ pub struct Citation {
 /// Why an answer is best-effort rather than complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum BestEffortReason {
+pub(crate) enum BestEffortReason {
     /// The answer was still not grounded after `MAX_REGENERATIONS` regenerations.
     MaxRegenerations,
     /// The answer was still not useful after `MAX_RETRIES` query rewrites.
@@ -70,7 +70,7 @@ impl BestEffortReason {
 /// How the workflow ended, as far as the workflow is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "reason")]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Grounded and useful (or unchecked by request).
     Completed,
     /// The best answer available, with a disclaimer.
@@ -121,7 +121,7 @@ pub struct RagState {
     /// Whether a deadline stop is continued by another invocation (a queue is configured).
     pub(crate) continue_on_deadline: bool,
     /// How it ended.
-    pub outcome: Option<Outcome>,
+    pub(crate) outcome: Option<Outcome>,
     /// The answer shown to the caller (disclaimer included).
     pub answer: Option<String>,
     /// Who started the run: only this caller may read it. Checkpoints written before callers
