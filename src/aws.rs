@@ -56,7 +56,7 @@ pub(crate) fn lease_grace(deadline_margin: Duration) -> Duration {
 }
 
 /// `sdk_config`'s timeouts with `operation` bounding each call, its retries included.
-pub fn timeouts(sdk_config: &SdkConfig, operation: Duration) -> TimeoutConfig {
+pub(crate) fn timeouts(sdk_config: &SdkConfig, operation: Duration) -> TimeoutConfig {
     sdk_config
         .timeout_config()
         .map(|t| t.to_builder())

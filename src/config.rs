@@ -24,7 +24,7 @@ pub(crate) use knowledge::{
     DEFAULT_INGEST_RETRY, DEFAULT_KB_CACHE_DIR, DEFAULT_KB_MEMORY_LIMIT, DEFAULT_KB_REFRESH,
     DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
 };
-pub use model_window::ModelWindow;
+pub(crate) use model_window::ModelWindow;
 pub use speculation::Speculation;
 mod threads;
 pub use threads::ThreadSettings;
@@ -66,7 +66,7 @@ pub enum LlmProvider {
 
 impl LlmProvider {
     /// The value as written in `LLM_PROVIDER`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             LlmProvider::OpenAi => "openai",
             LlmProvider::Offline => "offline",
@@ -142,7 +142,7 @@ pub struct LlmSettings {
     /// (0..=2592000 s); `None` when 0, the default: no response cache.
     pub cache_ttl: Option<Duration>,
     /// `LLM_CONTEXT_TOKENS` and `LLM_MAX_ANSWER_TOKENS`.
-    pub window: ModelWindow,
+    pub(crate) window: ModelWindow,
 }
 
 /// Tavily-compatible web search settings.
@@ -228,7 +228,7 @@ const fn millis(duration: Duration) -> u64 {
 
 impl Settings {
     /// Reads the process environment.
-    pub fn from_env() -> Result<Self, ConfigError> {
+    pub(crate) fn from_env() -> Result<Self, ConfigError> {
         let not_unicode = std::cell::Cell::new(None);
         let settings = Self::from_lookup(|name| match std::env::var(name) {
             Ok(value) => Some(value),

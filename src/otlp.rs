@@ -39,7 +39,7 @@ pub struct SpanContext {
 
 impl SpanContext {
     /// Reads a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`).
-    pub fn from_traceparent(value: &str) -> Option<Self> {
+    pub(crate) fn from_traceparent(value: &str) -> Option<Self> {
         let mut parts = value.trim().split('-');
         let (_version, trace, span) = (parts.next()?, parts.next()?, parts.next()?);
         let trace_id = u128::from_str_radix(trace, 16).ok().filter(|t| *t != 0)?;
@@ -49,7 +49,7 @@ impl SpanContext {
 
     /// Reads an X-Ray trace header (`Root=1-<8 hex>-<24 hex>;Parent=<16 hex>;Sampled=1`), as
     /// Lambda gives it for an invocation with active tracing.
-    pub fn from_xray(value: &str) -> Option<Self> {
+    pub(crate) fn from_xray(value: &str) -> Option<Self> {
         let field = |name: &str| {
             value
                 .split(';')
@@ -303,7 +303,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
 }
 
 /// Name of the SQS message attribute (and HTTP header) carrying a W3C trace context.
-pub const TRACEPARENT: &str = "traceparent";
+pub(crate) const TRACEPARENT: &str = "traceparent";
 
 /// The process's exporter, set once by [`crate::entry::logging::init_lambda`].
 static GLOBAL: OnceLock<Exporter> = OnceLock::new();
@@ -314,21 +314,23 @@ pub(crate) fn install(exporter: Exporter) {
 }
 
 /// Sends the spans of this invocation, if export is on; a no-op otherwise.
-pub async fn flush() {
+pub(crate) async fn flush() {
     if let Some(exporter) = GLOBAL.get() {
         exporter.flush().await;
     }
 }
 
 /// The W3C form of a Lambda invocation's X-Ray trace context (active tracing), if any.
-pub fn invocation_traceparent(invocation: Option<&lambda_runtime::Context>) -> Option<String> {
+pub(crate) fn invocation_traceparent(
+    invocation: Option<&lambda_runtime::Context>,
+) -> Option<String> {
     let header = invocation?.xray_trace_id.as_deref()?;
     SpanContext::from_xray(header).map(SpanContext::traceparent)
 }
 
 /// The W3C `traceparent` of the current span, to hand a trace on (an SQS message attribute);
 /// `None` when no span is exported.
-pub fn current_traceparent() -> Option<String> {
+pub(crate) fn current_traceparent() -> Option<String> {
     tracing::Span::current().with_subscriber(|(id, dispatch)| {
         let registry = dispatch.downcast_ref::<tracing_subscriber::Registry>()?;
         let span = registry.span(id)?;

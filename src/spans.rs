@@ -8,7 +8,7 @@
 
 /// Target of export-only spans. `#[tracing::instrument]` takes a literal, so
 /// `store/dynamodb.rs` spells it out; a unit test keeps the two equal.
-pub const TARGET: &str = "bounded_rag::spans";
+pub(crate) const TARGET: &str = "bounded_rag::spans";
 
 /// The span of one workflow step: the node, its run, the how-many-th run of this node in the
 /// run (`attempt`); `tokens` and `outcome` are recorded when the step ends.

@@ -30,7 +30,7 @@ pub fn aws_http_client() -> SharedHttpClient {
 
 /// The AWS configuration of this process, as the SDK reads it from the environment, with the
 /// client of [`aws_http_client`].
-pub async fn aws_sdk_config() -> aws_config::SdkConfig {
+pub(crate) async fn aws_sdk_config() -> aws_config::SdkConfig {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
         .http_client(aws_http_client())
         .load()

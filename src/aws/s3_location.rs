@@ -14,7 +14,7 @@ pub struct S3Location {
 
 impl S3Location {
     /// The key of `rel` under the prefix.
-    pub fn key(&self, rel: &str) -> String {
+    pub(crate) fn key(&self, rel: &str) -> String {
         if self.prefix.is_empty() {
             rel.to_owned()
         } else {
@@ -23,7 +23,7 @@ impl S3Location {
     }
 
     /// `s3://bucket/key`.
-    pub fn url(&self, key: &str) -> String {
+    pub(crate) fn url(&self, key: &str) -> String {
         format!("s3://{}/{key}", self.bucket)
     }
 }

@@ -151,15 +151,7 @@ pub enum EmbeddingsProvider {
     },
 }
 
-impl EmbeddingsProvider {
-    /// The value as written in `EMBEDDINGS_PROVIDER`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            EmbeddingsProvider::OpenAi { .. } => "openai",
-            EmbeddingsProvider::Bedrock { .. } => "bedrock",
-        }
-    }
-}
+impl EmbeddingsProvider {}
 
 /// Embeddings settings.
 #[derive(Debug, Clone, PartialEq)]

@@ -11,7 +11,7 @@ const MAX_ANSWER_TOKENS: Num = Num::new(16, 100_000, 1_024, "tokens");
 
 /// The context window and the answer's share of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ModelWindow {
+pub(crate) struct ModelWindow {
     /// `LLM_CONTEXT_TOKENS`: the model's context window, prompt and reply together
     /// (1024..=10000000, default 32768).
     pub context_tokens: u32,

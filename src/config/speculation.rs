@@ -18,7 +18,7 @@ pub enum Speculation {
 
 impl Speculation {
     /// True when on.
-    pub fn is_on(self) -> bool {
+    pub(crate) fn is_on(self) -> bool {
         self == Speculation::On
     }
 }

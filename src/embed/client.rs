@@ -4,13 +4,11 @@
 //! input order and checked (one vector per input, one length for all, finite numbers).
 use super::embedder::{Embedder, Embeddings};
 use super::error::EmbedError;
-use crate::clock::Clock;
 use crate::engine::{estimate_tokens, Usage};
 use crate::http::json_endpoint::JsonEndpoint;
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Settings of the embeddings client.
@@ -65,12 +63,6 @@ impl EmbeddingsClient {
             endpoint,
             model: config.model,
         })
-    }
-
-    /// The same client reading "now" from `clock` (for an HTTP-date `Retry-After`).
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.endpoint = self.endpoint.with_clock(clock);
-        self
     }
 
     /// The URL embeddings are posted to.

@@ -58,7 +58,7 @@ impl Budget {
     }
 
     /// Time left at `now_ms` (zero once the deadline has passed).
-    pub fn remaining(&self, now_ms: u64) -> Duration {
+    pub(crate) fn remaining(&self, now_ms: u64) -> Duration {
         Duration::from_millis(self.deadline_ms.saturating_sub(now_ms))
     }
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// Where a run stands, as far as the engine knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Created or resumable: `next` is the node to run.
     Running,
     /// The graph reached its end.
@@ -37,7 +37,7 @@ const VERSION: &str = "workflow_version";
 
 impl<N: NodeId> FailedAt<N> {
     /// The name shown to callers: the node's, or `queue`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             FailedAt::Node(node) => node.name(),
             FailedAt::Queue => QUEUE,
@@ -84,7 +84,7 @@ impl<'de, N: Deserialize<'de>> Deserialize<'de> for FailedAt<N> {
 
 /// Why a run failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeFailure<N> {
+pub(crate) struct NodeFailure<N> {
     /// Where it failed.
     pub node: FailedAt<N>,
     /// Transient or permanent.
@@ -118,7 +118,7 @@ pub struct Checkpoint<S, N> {
     #[serde(default)]
     pub usage: Usage,
     /// Set when a node failed.
-    pub failure: Option<NodeFailure<N>>,
+    pub(crate) failure: Option<NodeFailure<N>>,
     /// The fork at `next` while its branches run: which ones are recorded already.
     // A default function, not `default`: serde would require `N: Default` for that.
     #[serde(default = "Option::default", skip_serializing_if = "Option::is_none")]
@@ -153,7 +153,8 @@ impl<S, N> Checkpoint<S, N> {
 
     /// The record the latest step added: the last one, unless a branch recorded in its
     /// declared place before a sibling that finished earlier.
-    pub fn latest_record(&self) -> Option<&StepRecord<N>> {
+    #[cfg(test)]
+    pub(crate) fn latest_record(&self) -> Option<&StepRecord<N>> {
         self.latest
             .and_then(|i| self.records.get(i))
             .or(self.records.last())
@@ -193,7 +194,7 @@ impl<S, N: NodeId> Checkpoint<S, N> {
     /// recorded in its declared place, before siblings that finished earlier, so only the
     /// records before it are settled. Every record is settled outside a fork. Step events are
     /// numbered by these places, so a live stream and a replay number each step alike.
-    pub fn settled_records(&self) -> usize {
+    pub(crate) fn settled_records(&self) -> usize {
         self.fork.as_ref().map_or(self.records.len(), |fork| {
             fork.settled().min(self.records.len())
         })

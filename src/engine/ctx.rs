@@ -41,7 +41,7 @@ impl<'a> StepCtx<'a> {
     }
 
     /// Time left before the deadline; pass it as the timeout of remote calls.
-    pub fn remaining(&self) -> Duration {
+    pub(crate) fn remaining(&self) -> Duration {
         self.budget.remaining(self.clock.now_ms())
     }
 
@@ -51,17 +51,17 @@ impl<'a> StepCtx<'a> {
     }
 
     /// Retries made by this step so far.
-    pub fn retries(&self) -> u32 {
+    pub(crate) fn retries(&self) -> u32 {
         self.retries.load(Ordering::Relaxed)
     }
 
     /// Where this step's model calls record their tokens.
-    pub fn meter(&self) -> &Meter {
+    pub(crate) fn meter(&self) -> &Meter {
         &self.meter
     }
 
     /// Tokens and calls this step used so far.
-    pub fn usage(&self) -> Usage {
+    pub(crate) fn usage(&self) -> Usage {
         self.meter.usage()
     }
 
@@ -72,7 +72,7 @@ impl<'a> StepCtx<'a> {
 
     /// Runs `op`, retrying transient errors per the node's policy: full-jitter backoff,
     /// `Retry-After` honoured, never past the deadline. Permanent errors return at once.
-    pub async fn retry<T, E, F, Fut>(&self, what: &str, mut op: F) -> Result<T, E>
+    pub(crate) async fn retry<T, E, F, Fut>(&self, what: &str, mut op: F) -> Result<T, E>
     where
         E: Classify + Display,
         F: FnMut() -> Fut,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// A fork in progress, kept in the checkpoint until it joins.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Fork<N> {
+pub(crate) struct Fork<N> {
     /// The branches, in record order.
     pub(super) branches: Vec<N>,
     /// The branches recorded so far, in the order they finished.

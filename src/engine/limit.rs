@@ -16,7 +16,7 @@ pub enum Limit {
 
 impl Limit {
     /// Wire name (`limits_hit[]`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Limit::StepLimit => "step_limit",
             Limit::Deadline => "deadline",

@@ -82,7 +82,7 @@ pub(crate) fn rfc3339(micros: u64) -> String {
 }
 
 /// RFC 3339 text for a time in milliseconds since the epoch.
-pub fn rfc3339_ms(ms: u64) -> String {
+pub(crate) fn rfc3339_ms(ms: u64) -> String {
     rfc3339(ms.saturating_mul(1_000))
 }
 

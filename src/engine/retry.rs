@@ -34,14 +34,19 @@ impl RetryPolicy {
     };
 
     /// The backoff window before retry number `retry` (1-based): `min(max, base * 2^(retry-1))`.
-    pub fn window(&self, retry: u32) -> Duration {
+    pub(crate) fn window(&self, retry: u32) -> Duration {
         let factor = 2u32.saturating_pow(retry.saturating_sub(1));
         self.base_delay.saturating_mul(factor).min(self.max_delay)
     }
 
     /// Full jitter: a uniform delay in `[0, window]`, but never less than a server's
     /// `Retry-After`.
-    pub fn delay(&self, retry: u32, retry_after: Option<Duration>, rng: &mut impl Rng) -> Duration {
+    pub(crate) fn delay(
+        &self,
+        retry: u32,
+        retry_after: Option<Duration>,
+        rng: &mut impl Rng,
+    ) -> Duration {
         let window = self.window(retry).as_millis() as u64;
         let jittered = Duration::from_millis(rng.random_range(0..=window));
         match retry_after {

@@ -160,11 +160,6 @@ impl<'a> Session<'a> {
             lease,
         }
     }
-
-    /// The version this session last wrote.
-    pub fn version(&self) -> u64 {
-        self.version
-    }
 }
 
 fn encode<C: Serialize>(run_id: &str, checkpoint: &C) -> Result<Vec<u8>, EngineError> {

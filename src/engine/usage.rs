@@ -26,17 +26,17 @@ pub struct Usage {
 
 impl Usage {
     /// Prompt plus completion tokens.
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.prompt_tokens + self.completion_tokens
     }
 
     /// True when nothing was used (no call, no cache hit).
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.model_calls == 0 && self.cache_hits == 0 && self.total() == 0
     }
 
     /// Adds `other` to this usage.
-    pub fn add(&mut self, other: &Usage) {
+    pub(crate) fn add(&mut self, other: &Usage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.estimated |= other.estimated;

@@ -18,7 +18,7 @@ pub struct WorkflowVersion(String);
 
 impl WorkflowVersion {
     /// A version as written in a checkpoint.
-    pub fn new(version: impl Into<String>) -> Self {
+    pub(crate) fn new(version: impl Into<String>) -> Self {
         Self(version.into())
     }
 
@@ -80,7 +80,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     "this run was started by workflow version {stored} and the deployed code runs workflow \
      version {current}, which cannot resume it (its graph or state format changed)"
 )]
-pub struct Incompatible {
+pub(crate) struct Incompatible {
     /// The version that wrote the checkpoint.
     pub stored: WorkflowVersion,
     /// The running code's version.
@@ -89,7 +89,7 @@ pub struct Incompatible {
 
 /// The running code's version and what else it can resume.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Versioning {
+pub(crate) struct Versioning {
     /// The version of the running code, recorded in every checkpoint it writes.
     pub current: WorkflowVersion,
     /// Older versions this code resumes too: a graph change that keeps every stored
@@ -103,7 +103,7 @@ pub struct Versioning {
 impl Versioning {
     /// Code of `current` resuming only its own checkpoints, and taking unrecorded ones to be
     /// of `unversioned`.
-    pub fn new(current: WorkflowVersion, unversioned: WorkflowVersion) -> Self {
+    pub(crate) fn new(current: WorkflowVersion, unversioned: WorkflowVersion) -> Self {
         Self {
             current,
             resumes_from: Vec::new(),
@@ -113,7 +113,7 @@ impl Versioning {
 
     /// `Ok` when a checkpoint written by `stored` (`None`: no version recorded) may be
     /// resumed by this code.
-    pub fn check(&self, stored: Option<&WorkflowVersion>) -> Result<(), Incompatible> {
+    pub(crate) fn check(&self, stored: Option<&WorkflowVersion>) -> Result<(), Incompatible> {
         let stored = stored.unwrap_or(&self.unversioned);
         if *stored == self.current || self.resumes_from.contains(stored) {
             return Ok(());

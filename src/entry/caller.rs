@@ -13,7 +13,7 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 
 /// The caller of `request`.
-pub fn of(request: &Request) -> Caller {
+pub(crate) fn of(request: &Request) -> Caller {
     match request.request_context_ref() {
         Some(RequestContext::ApiGatewayV2(context)) => {
             let Some(authorizer) = &context.authorizer else {

@@ -7,7 +7,7 @@ use crate::error::{Classify, ErrorClass};
 
 /// Where the message is shown, which decides how a run is looked at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Surface {
+pub(crate) enum Surface {
     /// The HTTP API: `GET /workflow/runs/{run_id}`.
     Http,
     /// The command line: `bounded-rag status RUN_ID`.
@@ -29,7 +29,7 @@ pub(crate) fn wait_secs(until_ms: u64, now_ms: u64) -> u64 {
 }
 
 /// "until 2026-11-24T06:40:12Z (in 37 s)".
-pub fn until(until_ms: u64, now_ms: u64) -> String {
+pub(crate) fn until(until_ms: u64, now_ms: u64) -> String {
     format!(
         "{} (in {} s)",
         utc_seconds(until_ms),
@@ -38,7 +38,7 @@ pub fn until(until_ms: u64, now_ms: u64) -> String {
 }
 
 /// Another invocation holds the run's lease.
-pub fn busy(run_id: &str, until_ms: u64, now_ms: u64, surface: Surface) -> String {
+pub(crate) fn busy(run_id: &str, until_ms: u64, now_ms: u64, surface: Surface) -> String {
     format!(
         "run {run_id} is being advanced by another invocation until {}; retry after that, or \
          follow its progress with {}",

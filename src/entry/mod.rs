@@ -17,11 +17,11 @@
 
 pub mod adapters;
 mod app;
-pub mod caller;
+pub(crate) mod caller;
 pub mod cli;
 pub mod http;
 pub mod logging;
-pub mod messages;
+pub(crate) mod messages;
 pub(crate) mod metrics;
 pub mod sqs;
 mod sse;

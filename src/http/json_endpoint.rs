@@ -73,12 +73,6 @@ impl JsonEndpoint {
         })
     }
 
-    /// The same endpoint reading "now" from `clock` (for an HTTP-date `Retry-After`).
-    pub(crate) fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
-    }
-
     /// The URL requests are posted to.
     pub(crate) fn url(&self) -> &str {
         self.url.as_str()

@@ -10,7 +10,10 @@ use super::bundle::index::build_in_ram;
 use super::sources::{self, Corpus, SourceFile};
 use crate::search::format::metadata::MetaTable;
 use crate::search::format::{KbStats, MANIFEST};
-use crate::search::{DocKind, Document, KnowledgeBase, RetrievalError};
+#[cfg(test)]
+use crate::search::DocKind;
+use crate::search::{Document, KnowledgeBase, RetrievalError};
+#[cfg(test)]
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -75,7 +78,8 @@ impl KnowledgeBase {
 
     /// Indexes the given documents in memory (their `score` is ignored; `Web` documents are
     /// stored but never returned). Handy for tests and callers with their own sources.
-    pub fn from_documents(docs: &[Document]) -> Result<Self, RetrievalError> {
+    #[cfg(test)]
+    pub(crate) fn from_documents(docs: &[Document]) -> Result<Self, RetrievalError> {
         let mut stats = KbStats::default();
         let mut sources = BTreeSet::new();
         for doc in docs {

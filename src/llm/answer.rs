@@ -18,7 +18,7 @@ pub struct Written {
     /// The answer text, as the model wrote it.
     pub text: String,
     /// [`Finish::Length`] when the model reached the answer's cap (`LLM_MAX_ANSWER_TOKENS`).
-    pub finish: Finish,
+    pub(crate) finish: Finish,
 }
 
 /// The user turn that asks again after an empty answer.

@@ -37,7 +37,11 @@ pub(crate) struct CachingModel {
 
 impl CachingModel {
     /// Caches `inner`'s replies in `store`, each for `ttl` after it was stored.
-    pub fn new(inner: Arc<dyn ChatModel>, store: Arc<dyn CacheStore>, ttl: Duration) -> Self {
+    pub(crate) fn new(
+        inner: Arc<dyn ChatModel>,
+        store: Arc<dyn CacheStore>,
+        ttl: Duration,
+    ) -> Self {
         Self { inner, store, ttl }
     }
 

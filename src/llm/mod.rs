@@ -13,6 +13,7 @@ mod error;
 mod lexical;
 mod offline;
 mod openai;
+#[cfg(test)]
 mod scripted;
 mod structured;
 mod task;
@@ -23,9 +24,12 @@ pub(crate) use cache::CachingModel;
 pub use error::LlmError;
 pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER};
 pub use openai::{OpenAiConfig, OpenAiModel};
-pub use scripted::{Reply, ScriptedModel};
-pub use structured::{ask, ask_metered};
-pub use task::{Answer, BinaryScore, Contextualized, DataSource, Refined, RouteDecision, Task};
+#[cfg(test)]
+pub(crate) use scripted::ScriptedModel;
+pub use structured::ask;
+pub(crate) use structured::ask_metered;
+pub(crate) use task::Contextualized;
+pub use task::{Answer, BinaryScore, DataSource, Refined, RouteDecision, Task};
 
 use crate::search::Document;
 use async_trait::async_trait;
@@ -99,7 +103,7 @@ pub struct TokenCount {
 
 /// Why the model stopped writing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Finish {
+pub(crate) enum Finish {
     /// It ended the reply itself (or the provider did not say).
     #[default]
     Stop,
@@ -114,7 +118,7 @@ pub struct Completion {
     /// The raw text of the reply's message content (JSON for structured calls).
     pub content: String,
     /// Why the model stopped: a [`Finish::Length`] reply was cut at the output cap.
-    pub finish: Finish,
+    pub(crate) finish: Finish,
     /// Tokens as the provider reported them (`usage`); `None` when it reported none, in which
     /// case the caller estimates them and marks the estimate.
     pub tokens: Option<TokenCount>,
@@ -124,7 +128,7 @@ pub struct Completion {
 
 impl Completion {
     /// A reply without reported token counts.
-    pub fn new(content: impl Into<String>) -> Self {
+    pub(crate) fn new(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
             finish: Finish::Stop,

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 /// One scripted reply.
 #[derive(Debug, Clone)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// The message content (usually JSON).
     Content(String),
     /// A failure.
@@ -24,28 +24,28 @@ struct Script {
 
 /// A model that answers from per-task queues; when a queue runs dry its last reply repeats.
 #[derive(Debug, Default)]
-pub struct ScriptedModel {
+pub(crate) struct ScriptedModel {
     script: Mutex<Script>,
 }
 
 impl ScriptedModel {
     /// An empty script (every call fails until replies are added).
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Queues a JSON reply for `task`.
-    pub fn reply(self, task: Task, json: serde_json::Value) -> Self {
+    pub(crate) fn reply(self, task: Task, json: serde_json::Value) -> Self {
         self.push(task, Reply::Content(json.to_string()))
     }
 
     /// Queues a raw content reply (for malformed output).
-    pub fn raw(self, task: Task, content: &str) -> Self {
+    pub(crate) fn raw(self, task: Task, content: &str) -> Self {
         self.push(task, Reply::Content(content.to_owned()))
     }
 
     /// Queues an error for `task`.
-    pub fn fail(self, task: Task, error: LlmError) -> Self {
+    pub(crate) fn fail(self, task: Task, error: LlmError) -> Self {
         self.push(task, Reply::Error(error))
     }
 
@@ -57,7 +57,7 @@ impl ScriptedModel {
     }
 
     /// Calls made for `task`.
-    pub fn calls(&self, task: Task) -> usize {
+    pub(crate) fn calls(&self, task: Task) -> usize {
         self.script
             .lock()
             .map(|s| s.calls.iter().filter(|t| **t == task).count())
@@ -65,7 +65,7 @@ impl ScriptedModel {
     }
 
     /// All calls, in order.
-    pub fn call_log(&self) -> Vec<Task> {
+    pub(crate) fn call_log(&self) -> Vec<Task> {
         self.script
             .lock()
             .map(|s| s.calls.clone())

@@ -42,7 +42,7 @@ pub async fn ask<T: DeserializeOwned>(
 ///
 /// [`LlmError::Malformed`] (permanent) when the last reply still does not parse; any error of
 /// [`ChatModel::complete`] unchanged; [`LlmError::Timeout`] when no time is left for a re-ask.
-pub async fn ask_metered<T: DeserializeOwned>(
+pub(crate) async fn ask_metered<T: DeserializeOwned>(
     model: &dyn ChatModel,
     request: &ChatRequest<'_>,
     meter: &Meter,

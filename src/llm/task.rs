@@ -51,7 +51,7 @@ impl Task {
     /// The output cap of a decision's reply: small, since a decision is a short JSON object (a
     /// route, a grade) or one rewritten question. `None` for the answer, whose cap is
     /// `LLM_MAX_ANSWER_TOKENS`.
-    pub fn decision_cap(self) -> Option<u32> {
+    pub(crate) fn decision_cap(self) -> Option<u32> {
         match self {
             Task::RouteQuery => Some(64),
             Task::GradeDocuments | Task::GradeHallucinations | Task::GradeAnswer => Some(32),
@@ -115,7 +115,7 @@ pub enum DataSource {
 
 impl DataSource {
     /// Wire name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             DataSource::KgRetrieval => "kg_retrieval",
             DataSource::WebSearch => "web_search",
@@ -164,7 +164,7 @@ pub struct Refined {
 
 /// `contextualize_question` reply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Contextualized {
+pub(crate) struct Contextualized {
     /// The follow-up, rewritten to be understood without the conversation.
     pub standalone_question: String,
 }

@@ -29,7 +29,7 @@ impl Caller {
 
     /// A stable string naming the caller, unambiguous across kinds (`jwt:SUB`, `iam:ARN`,
     /// `anonymous`). Never shown to other callers; hashed wherever it is part of a store key.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         match self {
             Caller::Anonymous => "anonymous".to_owned(),
             Caller::Jwt(sub) => format!("jwt:{sub}"),
@@ -48,7 +48,7 @@ impl Caller {
 
     /// The caller's kind, for logs (`anonymous`, `jwt`, `iam`); the identity itself is not
     /// logged.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Caller::Anonymous => "anonymous",
             Caller::Jwt(_) => "jwt",

@@ -9,7 +9,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 /// Counters after a step, as in the response metadata.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// Steps so far, across every invocation.
     pub steps: u32,
     /// Query rewrites.
@@ -27,7 +27,7 @@ pub struct Counters {
 /// One event of a running run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", content = "data", rename_all = "snake_case")]
-pub enum RunEvent {
+pub(crate) enum RunEvent {
     /// A step finished and was checkpointed.
     Step {
         /// The node that ran (serialised as its name).
@@ -54,7 +54,7 @@ pub enum RunEvent {
 
 impl RunEvent {
     /// The event name (`step`, `token`, `discarded`).
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             RunEvent::Step { .. } => "step",
             RunEvent::Token { .. } => "token",
@@ -63,7 +63,7 @@ impl RunEvent {
     }
 
     /// The event's data, without the name.
-    pub fn data(&self) -> serde_json::Value {
+    pub(crate) fn data(&self) -> serde_json::Value {
         let mut tagged = serde_json::to_value(self).unwrap_or_default();
         tagged
             .get_mut("data")
@@ -73,7 +73,7 @@ impl RunEvent {
 
     /// The `step` event of the checkpoint's record `index` (0-based), numbered `index + 1`:
     /// its place among the run's records, as a replay numbers it.
-    pub fn step_at(cp: &RagCheckpoint, index: usize) -> Option<Self> {
+    pub(crate) fn step_at(cp: &RagCheckpoint, index: usize) -> Option<Self> {
         let record = cp.records.get(index)?;
         Some(RunEvent::Step {
             name: record.name,
@@ -92,11 +92,11 @@ impl RunEvent {
 
 /// Where a run's events go: nowhere (the default), or a channel a caller reads.
 #[derive(Debug, Clone, Default)]
-pub struct Events(Option<UnboundedSender<RunEvent>>);
+pub(crate) struct Events(Option<UnboundedSender<RunEvent>>);
 
 impl Events {
     /// A sender and the receiver the caller reads events from.
-    pub fn channel() -> (Self, UnboundedReceiver<RunEvent>) {
+    pub(crate) fn channel() -> (Self, UnboundedReceiver<RunEvent>) {
         let (tx, rx) = unbounded_channel();
         (Self(Some(tx)), rx)
     }

@@ -74,14 +74,14 @@ impl RagGraph {
 
     /// Speculates on knowledge-base questions when `on` (`SPECULATION`; a graph built with
     /// [`RagGraph::new`] does not until told), unless a request turns it off.
-    pub fn with_speculation(mut self, speculation: Speculation) -> Self {
+    pub(crate) fn with_speculation(mut self, speculation: Speculation) -> Self {
         self.speculation = speculation;
         self
     }
 
     /// Budgets prompts for `window` and caps answers at its `max_answer_tokens` (a graph
     /// built with [`RagGraph::new`] uses the defaults).
-    pub fn with_model_window(mut self, window: ModelWindow) -> Self {
+    pub(crate) fn with_model_window(mut self, window: ModelWindow) -> Self {
         self.window = window;
         self
     }
@@ -150,7 +150,7 @@ impl RagGraph {
     }
 
     /// The version of the knowledge base searched, if it has one.
-    pub fn kb_version(&self) -> Option<String> {
+    pub(crate) fn kb_version(&self) -> Option<String> {
         self.kb.version()
     }
 
@@ -161,7 +161,7 @@ impl RagGraph {
     }
 
     /// The model's provider name.
-    pub fn provider(&self) -> &'static str {
+    pub(crate) fn provider(&self) -> &'static str {
         self.model.name()
     }
 }

@@ -33,7 +33,7 @@ pub enum LimitHit {
 
 impl LimitHit {
     /// Every limit, in the order metrics list them.
-    pub const ALL: [LimitHit; 8] = [
+    pub(crate) const ALL: [LimitHit; 8] = [
         LimitHit::StepLimit,
         LimitHit::Deadline,
         LimitHit::TokenBudget,
@@ -45,7 +45,7 @@ impl LimitHit {
     ];
 
     /// Wire name (`limits_hit[]`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             LimitHit::StepLimit => Limit::StepLimit.as_str(),
             LimitHit::Deadline => Limit::Deadline.as_str(),

@@ -67,7 +67,7 @@ impl Quote {
 }
 
 /// Renders the system and user messages of `task`.
-pub fn messages(
+pub(crate) fn messages(
     task: Task,
     question: &str,
     documents: &[Document],

@@ -169,7 +169,7 @@ impl RunRequest {
     }
 
     /// Checks every range; the error names the first bad field.
-    pub fn validate(&self) -> Result<(), ValidationError> {
+    pub(crate) fn validate(&self) -> Result<(), ValidationError> {
         let chars = self.question.trim().chars().count();
         if chars == 0 {
             return Err(ValidationError::new(
@@ -225,7 +225,7 @@ impl RunRequest {
 
     /// The run's token budget: the lower of the request's `max_tokens` and `cap`
     /// (`MAX_TOKENS_PER_RUN`), either of which may be absent.
-    pub fn token_budget(&self, cap: Option<u64>) -> Option<u64> {
+    pub(crate) fn token_budget(&self, cap: Option<u64>) -> Option<u64> {
         match (self.max_tokens, cap) {
             (Some(asked), Some(cap)) => Some(asked.min(cap)),
             (asked, cap) => asked.or(cap),
@@ -233,7 +233,7 @@ impl RunRequest {
     }
 
     /// Whether retrieved documents are graded.
-    pub fn grade_documents(&self) -> bool {
+    pub(crate) fn grade_documents(&self) -> bool {
         self.enable_retrieved_documents_grading
             .unwrap_or(self.mode != Mode::Speed)
     }

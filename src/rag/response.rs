@@ -27,7 +27,7 @@ pub enum RunStatus {
 
 impl RunStatus {
     /// Wire name (`best_effort`, `cancelled`, ...).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RunStatus::Running => "running",
             RunStatus::Completed => "completed",
@@ -40,7 +40,7 @@ impl RunStatus {
 
     /// True once the run can never change again: `completed`, `best_effort`, `failed` or
     /// `cancelled` (a `failed` run is only continued by its caller repeating it).
-    pub fn is_final(self) -> bool {
+    pub(crate) fn is_final(self) -> bool {
         match self {
             RunStatus::Completed
             | RunStatus::BestEffort
@@ -102,7 +102,7 @@ pub struct Metadata {
     pub retrieval: Option<RetrievalMode>,
     /// Speculative answers started, used and discarded, and the tokens speculation wasted.
     #[serde(default)]
-    pub speculation: SpeculationStats,
+    pub(crate) speculation: SpeculationStats,
     /// The thread the run is a turn of (request field `thread_id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,

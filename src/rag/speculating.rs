@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// The run's speculation counters (metadata `speculation`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SpeculationStats {
+pub(crate) struct SpeculationStats {
     /// Speculative answers started.
     pub started: u32,
     /// Speculative answers that became the answer.

@@ -19,7 +19,7 @@ pub struct Citation {
 /// Why an answer is best-effort rather than complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum BestEffortReason {
+pub(crate) enum BestEffortReason {
     /// The answer was still not grounded after `MAX_REGENERATIONS` regenerations.
     MaxRegenerations,
     /// The answer was still not useful after `MAX_RETRIES` query rewrites.
@@ -37,7 +37,7 @@ pub enum BestEffortReason {
 
 impl BestEffortReason {
     /// The disclaimer appended to the answer.
-    pub fn disclaimer(self) -> &'static str {
+    pub(crate) fn disclaimer(self) -> &'static str {
         match self {
             BestEffortReason::MaxRegenerations => {
                 "Note: this answer could not be verified against the sources after the maximum number of regenerations; treat it with caution."
@@ -70,7 +70,7 @@ impl BestEffortReason {
 /// How the workflow ended, as far as the workflow is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "reason")]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Grounded and useful (or unchecked by request).
     Completed,
     /// The best answer available, with a disclaimer.
@@ -121,7 +121,7 @@ pub struct RagState {
     /// Whether a deadline stop is continued by another invocation (a queue is configured).
     pub(crate) continue_on_deadline: bool,
     /// How it ended.
-    pub outcome: Option<Outcome>,
+    pub(crate) outcome: Option<Outcome>,
     /// The answer shown to the caller (disclaimer included).
     pub answer: Option<String>,
     /// Who started the run: only this caller may read it. Checkpoints written before callers
@@ -148,7 +148,7 @@ pub struct RagState {
 
 impl RagState {
     /// The initial state of a run.
-    pub fn new(request: RunRequest) -> Self {
+    pub(crate) fn new(request: RunRequest) -> Self {
         Self {
             query: request.question.clone(),
             request,
@@ -183,7 +183,7 @@ impl RagState {
     }
 
     /// The citations of the current context, deduplicated by URL, in order.
-    pub fn citations(&self) -> Vec<Citation> {
+    pub(crate) fn citations(&self) -> Vec<Citation> {
         let mut seen = std::collections::HashSet::new();
         self.documents
             .iter()
@@ -196,7 +196,7 @@ impl RagState {
     }
 
     /// Ends the workflow with `outcome`, fixing the caller-facing answer.
-    pub fn finish(&mut self, outcome: Outcome, answer: String) {
+    pub(crate) fn finish(&mut self, outcome: Outcome, answer: String) {
         let answer = match outcome {
             Outcome::BestEffort(reason) => format!("{answer}\n\n{}", reason.disclaimer()),
             Outcome::Completed | Outcome::Suspended | Outcome::Cancelled => answer,

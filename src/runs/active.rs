@@ -77,7 +77,7 @@ pub(crate) struct ActiveRuns<'a> {
 
 impl<'a> ActiveRuns<'a> {
     /// A limit of `limit` unfinished runs per caller (`limit` > 0).
-    pub fn new(store: &'a dyn CheckpointStore, limit: u32) -> Self {
+    pub(crate) fn new(store: &'a dyn CheckpointStore, limit: u32) -> Self {
         Self { store, limit }
     }
 

@@ -23,7 +23,7 @@ const ATTEMPTS: usize = 8;
 
 /// What a cancel did.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Cancel {
+pub(crate) enum Cancel {
     /// The run was queued, suspended or running and is now `cancelled`.
     Cancelled(RunResponse),
     /// It was cancelled before: nothing changed (a repeated cancel is idempotent).

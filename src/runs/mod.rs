@@ -50,12 +50,12 @@ mod replay;
 mod service;
 mod start;
 mod sweep;
-pub mod thread;
+pub(crate) mod thread;
 mod work;
 mod workflow;
 
 pub(crate) use answer::{Answer, Continuation, Ran};
-pub use cancel::Cancel;
+pub(crate) use cancel::Cancel;
 pub use finished::{CompletionEvents, EventSink, SinkError};
 pub(crate) use history::MAX_STEPS_PER_PAGE;
 pub(crate) use input::RunInput;

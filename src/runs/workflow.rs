@@ -236,7 +236,7 @@ impl<'a> Workflow<'a> {
     }
 
     /// Cancels a run (of this workflow's caller, when it has one): see `cancel.rs`.
-    pub async fn cancel(&self, run_id: &str) -> Result<Cancel, EngineError> {
+    pub(crate) async fn cancel(&self, run_id: &str) -> Result<Cancel, EngineError> {
         let hold = self
             .hold_finished
             .then(|| self.lease_until(self.clock.now_ms()).to_parked());

@@ -172,7 +172,7 @@ impl Filter {
     }
 
     /// Both filters (flattening nested `and`s).
-    pub fn and(self, other: Filter) -> Self {
+    pub(crate) fn and(self, other: Filter) -> Self {
         let mut all = match self {
             Filter::And(list) => list,
             one => vec![one],

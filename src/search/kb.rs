@@ -181,7 +181,7 @@ impl KnowledgeBase {
     }
 
     /// The embedding model of the passages' vectors; `None` without vectors.
-    pub fn embedding(&self) -> Option<&EmbeddingInfo> {
+    pub(crate) fn embedding(&self) -> Option<&EmbeddingInfo> {
         self.embedding.as_ref()
     }
 

@@ -35,7 +35,7 @@ mod knowledge_graph;
 mod live;
 pub(crate) mod open;
 mod options;
-pub mod rerank;
+pub(crate) mod rerank;
 mod retriever;
 pub mod s3;
 mod web;

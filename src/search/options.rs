@@ -21,7 +21,7 @@ pub enum RetrievalMode {
 
 impl RetrievalMode {
     /// The name in response metadata (`bm25`, `hybrid`, `bm25+rerank`, `hybrid+rerank`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RetrievalMode::Bm25 => "bm25",
             RetrievalMode::Hybrid => "hybrid",
@@ -31,7 +31,7 @@ impl RetrievalMode {
     }
 
     /// The same ranking followed by the rerank stage.
-    pub fn reranked(self) -> Self {
+    pub(crate) fn reranked(self) -> Self {
         match self {
             RetrievalMode::Bm25 | RetrievalMode::Bm25Rerank => RetrievalMode::Bm25Rerank,
             RetrievalMode::Hybrid | RetrievalMode::HybridRerank => RetrievalMode::HybridRerank,

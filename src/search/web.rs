@@ -7,13 +7,11 @@
 //! errors or logs: [`Secret`] redacts itself and error bodies are scrubbed.
 use super::document::{DocKind, Document};
 use super::error::RetrievalError;
-use crate::clock::Clock;
 use crate::http::json_endpoint::{call_error_impls, CallFailure, JsonEndpoint};
 use crate::http::status_is_transient;
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Searches the web. One attempt per call: retries belong to the engine.
@@ -39,7 +37,8 @@ pub struct TavilyConfig {
 
 impl TavilyConfig {
     /// Tavily's public endpoint.
-    pub const DEFAULT_BASE_URL: &'static str = "https://api.tavily.com";
+    #[cfg(test)]
+    pub(crate) const DEFAULT_BASE_URL: &'static str = "https://api.tavily.com";
 }
 
 /// Tavily-compatible client. Build once; clones share the connection pool.
@@ -78,14 +77,9 @@ impl TavilyClient {
         Ok(Self { endpoint })
     }
 
-    /// The same client reading "now" from `clock` (for an HTTP-date `Retry-After`).
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.endpoint = self.endpoint.with_clock(clock);
-        self
-    }
-
     /// The URL searches are posted to.
-    pub fn endpoint(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn endpoint(&self) -> &str {
         self.endpoint.url()
     }
 }

@@ -97,7 +97,8 @@ impl FileStore {
     }
 
     /// Replaces the clock used for expiry (tests pass a [`crate::engine::FakeClock`]).
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         Arc::make_mut(&mut self.inner).clock = clock;
         self
     }
@@ -108,11 +109,6 @@ impl FileStore {
     pub(crate) fn with_lock_timeout(mut self, timeout: Duration) -> Self {
         Arc::make_mut(&mut self.inner).lock_timeout = timeout;
         self
-    }
-
-    /// The folder holding the items.
-    pub fn dir(&self) -> &Path {
-        &self.inner.dir
     }
 
     /// The file that holds `key` (whether or not it exists yet).

@@ -23,7 +23,7 @@ pub struct LapsedLease {
 
 impl LapsedLease {
     /// The run id, when the key is a run's (`run#<id>`).
-    pub fn run_id(&self) -> Option<&str> {
+    pub(crate) fn run_id(&self) -> Option<&str> {
         match StoreKey::parse(&self.key)? {
             StoreKey::Run(run_id) => Some(run_id),
             StoreKey::Idempotency(_)

@@ -77,7 +77,8 @@ impl MemoryStore {
     }
 
     /// Replaces the clock used for expiry (tests pass a [`crate::engine::FakeClock`]).
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
     }

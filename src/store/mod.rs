@@ -22,9 +22,9 @@ pub use file::FileStore;
 pub(crate) use key::{OwnerKey, SortKey, StoreKey};
 pub use leases::{Lapsed, LapsedLease, LeaseIndex};
 pub use memory::MemoryStore;
-pub use owner::{
-    decode_cursor, Indexer, ListPage, Listed, ListedStatus, Listing, OWNER, OWNER_INDEX, OWNER_SORT,
-};
+pub(crate) use owner::decode_cursor;
+pub(crate) use owner::Listed;
+pub use owner::{Indexer, ListPage, ListedStatus, Listing, OWNER, OWNER_INDEX, OWNER_SORT};
 pub use rate::Window;
 pub use thread::{HeadWrite, ListedHead, StoredHead, ThreadKey, ThreadStore};
 
@@ -47,7 +47,7 @@ impl Lease {
     /// A parked lease until `expires_at_ms`: held by no invocation (a run waiting for its
     /// queue message), so anyone may take the run at once, but it lapses like any other lease
     /// and the sweeper then finds the run if nobody came.
-    pub fn parked(expires_at_ms: u64) -> Self {
+    pub(crate) fn parked(expires_at_ms: u64) -> Self {
         Self {
             owner: format!("{PARKED}{}", uuid::Uuid::new_v4()),
             expires_at_ms,
@@ -74,7 +74,7 @@ impl Lease {
 
     /// True when the lease keeps another invocation from taking the run at `now_ms`: live and
     /// not parked.
-    pub fn binds(&self, now_ms: u64) -> bool {
+    pub(crate) fn binds(&self, now_ms: u64) -> bool {
         self.is_live(now_ms) && !self.is_parked()
     }
 }

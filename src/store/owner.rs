@@ -53,7 +53,7 @@ impl ListedStatus {
     ];
 
     /// The stored value (`listed_status`), the run status's wire name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ListedStatus::Running => "running",
             ListedStatus::Completed => "completed",
@@ -95,7 +95,7 @@ pub trait Indexer: Send + Sync + std::fmt::Debug {
 
 /// One listed item.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listed {
+pub(crate) struct Listed {
     /// The item's store key.
     pub key: String,
     /// Its sort value.
@@ -108,7 +108,7 @@ pub struct Listed {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListPage {
     /// The items.
-    pub items: Vec<Listed>,
+    pub(crate) items: Vec<Listed>,
     /// Where the next page starts, when there may be one ([`encode_cursor`]).
     pub cursor: Option<String>,
 }
@@ -124,7 +124,7 @@ pub(crate) fn cursor_after(sort: &str, key: &str) -> String {
 }
 
 /// The (sort, key) a cursor resumes after; `None` for one this store never wrote.
-pub fn decode_cursor(cursor: &str) -> Option<(String, String)> {
+pub(crate) fn decode_cursor(cursor: &str) -> Option<(String, String)> {
     let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
     let text = String::from_utf8(bytes).ok()?;
     let (sort, key) = text.split_once('\n')?;

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 /// Checking preset.
 #[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ModeArg {
+pub(crate) enum ModeArg {
     /// No grading.
     Speed,
     /// Grade documents and check grounding.
@@ -18,7 +18,7 @@ pub enum ModeArg {
 
 impl ModeArg {
     /// The request mode.
-    pub fn mode(self) -> Mode {
+    pub(crate) fn mode(self) -> Mode {
         match self {
             ModeArg::Speed => Mode::Speed,
             ModeArg::Balanced => Mode::Balanced,
@@ -29,7 +29,7 @@ impl ModeArg {
 
 /// `ask` arguments; the flags mirror the request fields of the HTTP API.
 #[derive(Debug, Args)]
-pub struct AskArgs {
+pub(crate) struct AskArgs {
     /// The question (1..=2000 characters).
     #[arg(required_unless_present = "resume")]
     pub question: Option<String>,
@@ -87,7 +87,7 @@ pub struct AskArgs {
 
 impl AskArgs {
     /// The request these flags describe, validated.
-    pub fn request(&self, question: &str) -> Result<RunRequest, String> {
+    pub(crate) fn request(&self, question: &str) -> Result<RunRequest, String> {
         let mut r = RunRequest::new(question);
         if let Some(v) = self.n_retrieved_documents {
             r.n_retrieved_documents = v;

@@ -23,7 +23,7 @@ use std::process::ExitCode;
 
 /// `eval` arguments.
 #[derive(Debug, Args)]
-pub struct EvalArgs {
+pub(crate) struct EvalArgs {
     /// JSONL file of questions.
     pub file: PathBuf,
     /// Print the full report as JSON.
@@ -263,7 +263,7 @@ fn report(
 }
 
 /// The report as a table and a summary.
-pub fn render(r: &EvalReport) -> String {
+pub(crate) fn render(r: &EvalReport) -> String {
     let pct = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{:.1}%", v * 100.0));
     let yes = |v: Option<bool>| match v {
         Some(true) => "yes",

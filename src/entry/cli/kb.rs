@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 /// `kb` sub-commands.
 #[derive(Debug, Subcommand)]
-pub enum KbCommand {
+pub(crate) enum KbCommand {
     /// Upload a bundle under its content hash, then point readers at it.
     Publish {
         /// The bundle folder (written by `ingest`).

@@ -22,7 +22,7 @@ mod thread;
 use super::App;
 use crate::rag::{Caller, Events, RunRequest};
 use crate::runs::{Answer, Cancel, Continuation, RunInput};
-pub use args::{AskArgs, ModeArg};
+pub(crate) use args::AskArgs;
 use clap::{Parser, Subcommand};
 use eval::{eval_command, EvalArgs};
 use kb::{ingest_command, kb_command, KbCommand};
@@ -37,7 +37,7 @@ use thread::{thread_command, ThreadCommand};
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
     /// Hide per-step progress on stderr.
     #[arg(long, short, global = true)]
     pub quiet: bool,
@@ -45,7 +45,7 @@ pub struct Cli {
 
 /// Sub-commands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Answer a question, or continue a stopped run with --resume.
     Ask(AskArgs),
     /// Build a knowledge-base bundle from a folder of Markdown, text, HTML, PDF, Word,

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 /// `thread` sub-commands.
 #[derive(Debug, Subcommand)]
-pub enum ThreadCommand {
+pub(crate) enum ThreadCommand {
     /// Show a thread's turns.
     Show {
         /// The thread id (as given to `ask --thread`).

@@ -152,12 +152,6 @@ impl OpenAiModel {
         })
     }
 
-    /// The same client reading "now" from `clock` (for an HTTP-date `Retry-After`).
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
-    }
-
     /// The URL every call is posted to.
     pub fn endpoint(&self) -> &str {
         self.endpoint.as_str()

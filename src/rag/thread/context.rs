@@ -26,7 +26,7 @@ pub(crate) fn validate_id(id: &str) -> Result<(), String> {
 
 /// An earlier turn as a prompt sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PastTurn {
+pub(crate) struct PastTurn {
     /// The question as asked.
     pub question: String,
     /// The question as it was searched (its standalone rewrite, or itself).
@@ -45,7 +45,7 @@ pub struct ThreadContext {
     /// The question as asked (`request.question` becomes the standalone one).
     pub question: String,
     /// Recent earlier turns, oldest first, within `THREAD_HISTORY_TOKENS`.
-    pub history: Vec<PastTurn>,
+    pub(crate) history: Vec<PastTurn>,
     /// The standalone rewrite, once `contextualize_question` ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub standalone_question: Option<String>,

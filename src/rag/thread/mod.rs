@@ -13,6 +13,7 @@ mod contextualize;
 mod history;
 
 pub(crate) use context::validate_id;
-pub use context::{PastTurn, ThreadContext};
+pub(crate) use context::PastTurn;
+pub use context::ThreadContext;
 pub(crate) use contextualize::contextualize_question;
 pub(crate) use history::{answer_history, estimate as estimate_history};

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// A finished turn, as stored (one turn item each; the head keeps the recent ones).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TurnRecord {
+pub(crate) struct TurnRecord {
     /// Its number (1 for the first).
     pub turn: u32,
     /// The run that answered it.
@@ -37,7 +37,7 @@ pub(crate) struct ActiveTurn {
 
 /// A thread's head item: bounded whatever the thread's length.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ThreadHead {
+pub(crate) struct ThreadHead {
     /// The caller's thread id.
     pub thread_id: String,
     /// When the first turn started (epoch ms).
@@ -77,7 +77,7 @@ impl ThreadHead {
     }
 
     /// The run id of the unfinished turn, if any.
-    pub fn active_run(&self) -> Option<&str> {
+    pub(crate) fn active_run(&self) -> Option<&str> {
         self.active.as_ref().map(|a| a.run_id.as_str())
     }
 }

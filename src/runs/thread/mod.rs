@@ -25,6 +25,7 @@ mod tests;
 mod window;
 
 pub use error::ThreadError;
-pub use head::{ThreadHead, TurnRecord};
+pub(crate) use head::{ThreadHead, TurnRecord};
 pub(crate) use record::record_finished;
-pub use service::{ThreadPage, Threads};
+pub(crate) use service::ThreadPage;
+pub use service::Threads;

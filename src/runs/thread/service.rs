@@ -31,7 +31,7 @@ const MIN_RETRY_AFTER_MS: u64 = 1_000;
 
 /// One page of a caller's threads.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ThreadPage {
+pub(crate) struct ThreadPage {
     /// Heads, most recently updated first.
     pub threads: Vec<ThreadHead>,
     /// Pass back as `cursor` for the next page; `None` on the last.
@@ -59,7 +59,7 @@ enum Settled {
 
 impl<'a> Threads<'a> {
     /// The threads kept in `store`.
-    pub fn new(
+    pub(crate) fn new(
         store: &'a dyn CheckpointStore,
         clock: &'a dyn Clock,
         settings: ThreadSettings,
@@ -212,7 +212,7 @@ impl<'a> Threads<'a> {
     }
 
     /// `caller`'s thread: its head and up to `limit` turns after turn `after`.
-    pub async fn show(
+    pub(crate) async fn show(
         &self,
         caller: &Caller,
         thread_id: &str,
@@ -244,7 +244,7 @@ impl<'a> Threads<'a> {
     }
 
     /// Up to `limit` of `caller`'s threads, most recently updated first, after `cursor`.
-    pub async fn list(
+    pub(crate) async fn list(
         &self,
         caller: &Caller,
         limit: usize,
@@ -271,7 +271,7 @@ impl<'a> Threads<'a> {
 
     /// Deletes `caller`'s thread, its turns and its runs' checkpoints. Refused with
     /// [`ThreadError::Busy`] while a turn is unfinished (its run would write again).
-    pub async fn delete(&self, caller: &Caller, thread_id: &str) -> Result<(), ThreadError> {
+    pub(crate) async fn delete(&self, caller: &Caller, thread_id: &str) -> Result<(), ThreadError> {
         let owner = caller.digest();
         let key = ThreadKey {
             owner: &owner,

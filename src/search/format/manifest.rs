@@ -89,7 +89,7 @@ pub struct Manifest {
 
 impl EmbeddingInfo {
     /// [`EmbeddingInfo::provider`], `openai` when the bundle predates it.
-    pub fn provider(&self) -> &str {
+    pub(crate) fn provider(&self) -> &str {
         if self.provider.is_empty() {
             "openai"
         } else {
@@ -99,11 +99,6 @@ impl EmbeddingInfo {
 }
 
 impl Manifest {
-    /// The bundle's version: its content hash.
-    pub fn version(&self) -> &str {
-        &self.content_hash
-    }
-
     /// Parses and checks a manifest; `origin` names it in errors.
     pub fn parse(bytes: &[u8], origin: &Path) -> Result<Self, RetrievalError> {
         let invalid = |message: String| RetrievalError::Invalid {
@@ -162,7 +157,7 @@ impl Manifest {
 
 impl BundleFile {
     /// The entry for `bytes` stored at `path`.
-    pub fn describe(path: &str, bytes: &[u8]) -> Self {
+    pub(crate) fn describe(path: &str, bytes: &[u8]) -> Self {
         Self {
             path: path.to_owned(),
             bytes: bytes.len() as u64,

@@ -65,7 +65,8 @@ impl RerankClient {
     }
 
     /// The URL rerank requests are posted to.
-    pub fn endpoint(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn endpoint(&self) -> &str {
         self.endpoint.url()
     }
 }

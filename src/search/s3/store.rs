@@ -69,7 +69,7 @@ impl BundleStore {
     }
 
     /// The manifest of a published `version`.
-    pub async fn manifest(&self, version: &str) -> Result<Manifest, RetrievalError> {
+    pub(crate) async fn manifest(&self, version: &str) -> Result<Manifest, RetrievalError> {
         let key = self.bundle_key(version, MANIFEST);
         let bytes = self.get(&key).await.map_err(|e| match e {
             GetError::NotFound => self.error(&key, format!("no bundle {version} is published")),

@@ -44,14 +44,8 @@ impl DynamoStore {
     }
 
     /// The same store listing head items in the `by_owner` index through `indexer`.
-    pub fn with_indexer(mut self, indexer: Arc<dyn Indexer>) -> Self {
+    pub(crate) fn with_indexer(mut self, indexer: Arc<dyn Indexer>) -> Self {
         self.indexer = Some(indexer);
-        self
-    }
-
-    /// The same store reading "now" from `clock` for its TTLs.
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
         self
     }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 impl FileStore {
     /// Lists items by owner through `indexer` (`GET /workflow/runs`).
-    pub fn with_indexer(mut self, indexer: Arc<dyn Indexer>) -> Self {
+    pub(crate) fn with_indexer(mut self, indexer: Arc<dyn Indexer>) -> Self {
         self.indexer = Some(indexer);
         self
     }
