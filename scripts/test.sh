@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what the tests talk to (moto's server, cargo-lambda,
-# schemathesis) into .local/venv, then runs every unit and integration test, then fuzzes the
+# The whole test suite: checks the architecture (scripts/check-architecture.py: no cycle
+# between files of src/, no file over 500 lines, most items crate-private; its own self-test
+# first), installs what the tests talk to (moto's server, cargo-lambda, schemathesis) into
+# .local/venv, then runs every unit and integration test, then fuzzes the
 # HTTP API from openapi.yaml against the local stack (scripts/api-fuzz.sh: schemathesis, a fixed
 # seed and number of cases), then validates the SAM stack.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+python3 scripts/check-architecture.py --self-test
+python3 scripts/check-architecture.py
 scripts/setup-test-tools.sh
 cargo test --locked --all-features "$@"
 scripts/api-fuzz.sh
