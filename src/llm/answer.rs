@@ -6,7 +6,7 @@
 //! too. A reply cut at its output cap is kept: [`Written::finish`] says so, and the workflow
 //! marks the run.
 
-use super::structured::{charge, model_span, usage_of, MAX_REASKS};
+use super::structured::{charge, first_call, model_span, usage_of, MAX_REASKS};
 use super::{ChatModel, ChatRequest, DeltaSink, Finish, LlmError, Message, Role};
 use crate::engine::Meter;
 use std::time::Instant;
@@ -55,13 +55,8 @@ async fn write_once(
     on_delta: Option<DeltaSink<'_>>,
 ) -> Result<Written, LlmError> {
     let started = Instant::now();
-    let first = match on_delta {
-        Some(sink) => model.complete_streaming(request, sink).await?,
-        None => model.complete(request).await?,
-    };
     let mut spent = 0;
-    charge(meter, &usage_of(request, &first), &mut spent);
-    let mut reply = first;
+    let mut reply = first_call(model, request, meter, on_delta, &mut spent).await?;
     let mut next = request.clone();
     for _ in 0..MAX_REASKS {
         if !reply.content.trim().is_empty() {

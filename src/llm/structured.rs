@@ -76,6 +76,23 @@ pub(super) fn charge(meter: &Meter, usage: &Usage, spent: &mut u64) {
     tracing::Span::current().record("tokens", *spent);
 }
 
+/// The first call of a request, streamed to `on_delta` when given, with its usage charged
+/// to `meter` and counted in `spent` (the model span's tokens).
+pub(super) async fn first_call(
+    model: &dyn ChatModel,
+    request: &ChatRequest<'_>,
+    meter: &Meter,
+    on_delta: Option<DeltaSink<'_>>,
+    spent: &mut u64,
+) -> Result<Completion, LlmError> {
+    let first = match on_delta {
+        Some(sink) => model.complete_streaming(request, sink).await?,
+        None => model.complete(request).await?,
+    };
+    charge(meter, &usage_of(request, &first), spent);
+    Ok(first)
+}
+
 async fn ask_metered_once<T: DeserializeOwned>(
     model: &dyn ChatModel,
     request: &ChatRequest<'_>,
@@ -83,13 +100,10 @@ async fn ask_metered_once<T: DeserializeOwned>(
     on_delta: Option<DeltaSink<'_>>,
 ) -> Result<T, LlmError> {
     let started = Instant::now();
-    let first = match on_delta {
-        Some(sink) => model.complete_streaming(request, sink).await?,
-        None => model.complete(request).await?,
-    };
     let mut spent = 0;
-    charge(meter, &usage_of(request, &first), &mut spent);
-    let mut reply = first.content;
+    let mut reply = first_call(model, request, meter, on_delta, &mut spent)
+        .await?
+        .content;
     let mut error = match parse::<T>(&reply) {
         Ok(value) => return Ok(value),
         Err(error) => error,
