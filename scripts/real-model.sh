@@ -23,6 +23,9 @@
 #   OUT        where raw JSON and the report go (default .local/real-model-runs/ctxCTX)
 #   JOBS       parallel compile jobs for the one-time llama.cpp build (default 2)
 #   HEALTH_TIMEOUT  seconds to wait for the server's /health (default 120)
+#   CHAT_TEMPLATE   llama-server's chat template (default gemma, the model's family: the GGUF
+#              carries no template, and llama-server's fallback, chatml, makes Gemma write
+#              `<|im_start|>` tokens); "model" keeps the server's own choice
 # Default selection: the first N lines of eval/crates.jsonl over the crates corpus and the first
 # N lines of eval/python.jsonl over the python corpus (labelled sets; their answers are in
 # documents of those corpora).
@@ -51,6 +54,7 @@ ASK_MODE=${ASK_MODE:-quality}
 MODES=${MODES:-plain stream}
 JOBS=${JOBS:-2}
 HEALTH_TIMEOUT=${HEALTH_TIMEOUT:-120}
+CHAT_TEMPLATE=${CHAT_TEMPLATE:-gemma}
 BIN=${BIN:-$ROOT/target/debug/bounded-rag}
 OUT=${OUT:-$ROOT/.local/real-model-runs/ctx$CTX}
 VENV=$ROOT/.local/real-model-venv
@@ -116,8 +120,13 @@ PORT=${PORT:-$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.
 mkdir -p "$OUT"
 SERVER_LOG=$OUT/llama-server.log
 # --ctx-size is the whole cache, shared by the slots: CTX * SLOTS gives each slot CTX tokens.
+# A built-in template name is taken as a name only without the jinja engine (--no-jinja);
+# with it, llama-server would read the name itself as a template.
+TEMPLATE_ARGS=()
+[ "$CHAT_TEMPLATE" = model ] || TEMPLATE_ARGS=(--no-jinja --chat-template "$CHAT_TEMPLATE")
 "$(server_binary)" --model "$MODEL" --host 127.0.0.1 --port "$PORT" \
-    --ctx-size "$((CTX * SLOTS))" -np "$SLOTS" -n -1 --threads "$THREADS" >"$SERVER_LOG" 2>&1 &
+    --ctx-size "$((CTX * SLOTS))" -np "$SLOTS" -n -1 --threads "$THREADS" \
+    "${TEMPLATE_ARGS[@]}" >"$SERVER_LOG" 2>&1 &
 SERVER_PID=$!
 stop_server() {
     kill "$SERVER_PID" 2>/dev/null || true

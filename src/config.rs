@@ -19,11 +19,11 @@ mod knowledge;
 mod model_window;
 mod speculation;
 
-pub use knowledge::{EmbeddingsProvider, EmbeddingsSettings, EmbeddingsTuning, RerankSettings};
 pub(crate) use knowledge::{
-    DEFAULT_INGEST_RETRY, DEFAULT_KB_CACHE_DIR, DEFAULT_KB_MEMORY_LIMIT, DEFAULT_KB_REFRESH,
-    DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
+    kb_description_text, DEFAULT_INGEST_RETRY, DEFAULT_KB_CACHE_DIR, DEFAULT_KB_MEMORY_LIMIT,
+    DEFAULT_KB_REFRESH, DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
 };
+pub use knowledge::{EmbeddingsProvider, EmbeddingsSettings, EmbeddingsTuning, RerankSettings};
 pub(crate) use model_window::ModelWindow;
 pub use speculation::Speculation;
 mod threads;
@@ -116,6 +116,9 @@ pub struct Settings {
     pub rerank: Option<RerankSettings>,
     /// `KB_TENANT_KEY`: the metadata key whose value must equal the caller's id.
     pub kb_tenant_key: Option<String>,
+    /// `KB_DESCRIPTION`: what the knowledge base covers, for the router (1..=2000
+    /// characters); wins over the description recorded in the bundle.
+    pub kb_description: Option<String>,
     /// `STATE_DIR`: folder of the local file store (default `.bounded-rag/runs`).
     pub state_dir: PathBuf,
     /// `MAX_BODY_BYTES`: largest accepted request body (1024..=1048576, default 65536).
@@ -294,6 +297,7 @@ impl Settings {
             embeddings_tuning: knowledge::embeddings_tuning(&env)?,
             rerank: knowledge::rerank(&env)?,
             kb_tenant_key: knowledge::tenant_key(&env)?,
+            kb_description: knowledge::kb_description(&env)?,
             state_dir: PathBuf::from(
                 env.text("STATE_DIR")
                     .unwrap_or_else(|| DEFAULT_STATE_DIR.to_owned()),

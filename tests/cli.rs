@@ -413,3 +413,29 @@ fn an_unreadable_rust_log_is_named_and_the_default_levels_are_used() {
     assert_eq!(err.matches("step done").count(), 6, "{err}");
     assert!(stdout(&out).contains("kb://"), "{}", stdout(&out));
 }
+
+#[test]
+fn ingest_refuses_a_location_with_a_scheme_instead_of_writing_a_folder_named_s3() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("a.md"), "# A\n\nSome text about apples.\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bounded-rag"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .current_dir(dir.path())
+        .args(["ingest", "src", "--out", "s3://bucket/kb"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("`s3://` locations are not accepted"), "{err}");
+    assert!(
+        err.contains("kb publish FOLDER s3://BUCKET/PREFIX"),
+        "{err}"
+    );
+    assert!(
+        !dir.path().join("s3:").exists(),
+        "no local folder named s3:"
+    );
+}

@@ -508,11 +508,12 @@ async fn token_budget_ends_best_effort_before_a_node_that_cannot_fit(provider: P
 }
 
 async fn a_node_whose_estimate_cannot_fit_is_not_started(provider: Provider) {
-    // 200 tokens: routing (estimated below 200) runs and uses 110; grading three documents
-    // (estimated from their prompts: far more than 90 tokens) is not started.
+    // 500 tokens: routing (its prompt carries the knowledge base's description; estimated
+    // below 500) runs and uses 110; grading three documents (estimated from their prompts:
+    // far more than the 390 left) is not started.
     let h = Harness::new(provider, Script::defaults()).await;
     let mut request = RunRequest::new(QUESTION);
-    request.max_tokens = Some(200);
+    request.max_tokens = Some(500);
     let r = h.run(request, 50).await;
     assert_eq!(r.metadata.limits_hit, ["token_budget"]);
     assert_eq!(steps(&r), ["route_question", "kg_retrieval"]);

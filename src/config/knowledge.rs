@@ -135,6 +135,39 @@ pub(super) fn tenant_key(env: &Env) -> Result<Option<String>, ConfigError> {
     )
 }
 
+/// Most characters of a knowledge-base description (`KB_DESCRIPTION`, `ingest --description`).
+pub(crate) const MAX_KB_DESCRIPTION_CHARS: usize = 2000;
+
+/// A knowledge-base description as given: trimmed, 1..=[`MAX_KB_DESCRIPTION_CHARS`] characters.
+pub(crate) fn kb_description_text(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let chars = text.chars().count();
+    if chars == 0 {
+        return Err("the knowledge-base description is empty".into());
+    }
+    if chars > MAX_KB_DESCRIPTION_CHARS {
+        return Err(format!(
+            "the knowledge-base description has {chars} characters; at most \
+             {MAX_KB_DESCRIPTION_CHARS}"
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+/// `KB_DESCRIPTION`: what the knowledge base covers, for the router; wins over the one
+/// recorded in the bundle.
+pub(super) fn kb_description(env: &Env) -> Result<Option<String>, ConfigError> {
+    env.text("KB_DESCRIPTION")
+        .map(|text| {
+            kb_description_text(&text).map_err(|_| ConfigError::OutOfRange {
+                var: "KB_DESCRIPTION",
+                value: format!("({} characters)", text.chars().count()),
+                expected: format!("1..={MAX_KB_DESCRIPTION_CHARS} characters"),
+            })
+        })
+        .transpose()
+}
+
 /// Which embeddings backend turns texts into vectors (`EMBEDDINGS_PROVIDER`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum EmbeddingsProvider {
@@ -322,5 +355,22 @@ mod tests {
             let err = read(&[(var, value)]).unwrap_err();
             assert_eq!(err.var(), var, "{err}");
         }
+    }
+
+    #[test]
+    fn kb_description_is_trimmed_and_bounded() {
+        let read = |v: &str| with(&[("KB_DESCRIPTION", v)], kb_description);
+        assert_eq!(
+            read("  Rust crates.  ").unwrap().as_deref(),
+            Some("Rust crates.")
+        );
+        assert_eq!(read(" ").unwrap(), None);
+        let long = "x".repeat(MAX_KB_DESCRIPTION_CHARS + 1);
+        let err = read(&long).unwrap_err().to_string();
+        assert!(
+            err.contains("KB_DESCRIPTION") && err.contains("2001 characters"),
+            "{err}"
+        );
+        assert!(kb_description_text("\n").unwrap_err().contains("empty"));
     }
 }

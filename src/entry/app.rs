@@ -122,6 +122,7 @@ impl App {
         }
         let mut graph = RagGraph::new(model, kb, web, limits)
             .with_tenant_key(settings.kb_tenant_key.clone())
+            .with_kb_description(settings.kb_description.clone())
             .with_speculation(settings.speculation)
             .with_model_window(settings.llm.window);
         if let Some(embedder) = embedder {

@@ -7,6 +7,7 @@
 //! `from_documents`), defined here because they read source documents, which search never does.
 use super::bundle::hash::{content_hash, with_metadata};
 use super::bundle::index::build_in_ram;
+use super::describe;
 use super::sources::{self, Corpus, SourceFile};
 use crate::search::format::metadata::MetaTable;
 use crate::search::format::{KbStats, MANIFEST};
@@ -113,8 +114,15 @@ fn in_ram(
 ) -> Result<KnowledgeBase, RetrievalError> {
     let index = build_in_ram(docs)?;
     let version = with_metadata(content_hash(docs, None), &meta);
+    let description = describe::derive(docs);
     Ok(KnowledgeBase::in_memory(
-        index, docs, meta, stats, version, origin,
+        index,
+        docs,
+        meta,
+        stats,
+        version,
+        description,
+        origin,
     ))
 }
 

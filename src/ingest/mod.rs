@@ -10,10 +10,12 @@
 //! | `bundle` | writing a bundle: plan, embedding (resumable), BM25 index build, content hash, write |
 //! | `pipeline` | [`ingest`] and [`ingest_dir`]: sources to a bundle folder |
 //! | `options`, `summary` | how an ingest runs ([`IngestOptions`], [`Progress`]) and what it wrote ([`IngestSummary`]) |
+//! | `describe` | what a knowledge base covers, derived from its titles and headings for the router when `--description` is not given |
 //! | `in_memory` | `KnowledgeBase::embedded`, `load` and `from_documents`: sources indexed in memory |
 //! | `publish` | `BundleStore::publish` and `point`: bundles to S3 behind the pointer |
 
 mod bundle;
+mod describe;
 mod in_memory;
 mod options;
 mod pipeline;

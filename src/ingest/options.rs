@@ -46,6 +46,9 @@ pub struct IngestOptions<'a> {
     pub progress: &'a dyn Progress,
     /// Refuse to write the bundle when any file is skipped (`ingest --strict`).
     pub strict: bool,
+    /// What the knowledge base covers, recorded in the manifest for the router
+    /// (`ingest --description`); derived from the documents' titles and headings when `None`.
+    pub description: Option<String>,
 }
 
 impl Default for IngestOptions<'_> {
@@ -63,6 +66,7 @@ impl Default for IngestOptions<'_> {
             query_prefix: tuning.query_prefix,
             progress: &NoProgress,
             strict: false,
+            description: None,
         }
     }
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 pub fn ingest_dir(source: &Path, target: &Path) -> Result<IngestSummary, RetrievalError> {
     enable_parsers();
     let plan = Plan::new(source, target, false)?;
-    plan.finish(None, &NoProgress, (0, 0))
+    plan.finish(None, &NoProgress, (0, 0), None)
 }
 
 /// Ingests `source` (walked recursively) into a bundle at `target`, embedding every passage
@@ -29,9 +29,19 @@ pub async fn ingest(
     enable_parsers();
     let plan = Plan::new(source, target, options.strict)?;
     let Some(embedder) = options.embedder else {
-        return plan.finish(None, options.progress, (0, 0));
+        return plan.finish(
+            None,
+            options.progress,
+            (0, 0),
+            options.description.as_deref(),
+        );
     };
     let embedded = embed_passages(&plan, embedder, options).await?;
     let counts = (embedded.embedded, embedded.calls);
-    plan.finish(Some(embedded), options.progress, counts)
+    plan.finish(
+        Some(embedded),
+        options.progress,
+        counts,
+        options.description.as_deref(),
+    )
 }

@@ -73,17 +73,25 @@ pub(super) async fn generate_answer(
     let attempt = AtomicU32::new(state.generations);
     let attempt = &attempt;
     fitting(graph, Task::GenerateAnswer, |room| async move {
-        let keep = prompt_fit::fit_history(turns, room, |t| {
+        let keep = prompt_fit::fit_history(turns, room.history_share(), |t| {
             prompt_fit::tokens(&t.question) + prompt_fit::tokens(&t.answer)
         });
         let history = super::thread::answer_history(&turns[turns.len() - keep..]);
-        let fixed = fixed_tokens(Task::GenerateAnswer, question, None)
+        let fixed = fixed_tokens(Task::GenerateAnswer, question, None, None)
             + history.as_deref().map_or(0, prompt_fit::tokens);
         let (documents, mut fit) = fit_documents(&state.documents, room, fixed);
         fit.history_dropped = turns.len() - keep;
         let (documents, history) = (&documents, &history);
         let answer_request = || {
-            let mut request = request(graph, ctx, Task::GenerateAnswer, question, documents, None);
+            let mut request = request(
+                graph,
+                ctx,
+                Task::GenerateAnswer,
+                question,
+                documents,
+                None,
+                None,
+            );
             if let (Some(history), Some(user)) = (history, request.messages.last_mut()) {
                 user.content.insert_str(0, history);
             }

@@ -38,6 +38,8 @@ pub struct RagGraph {
     pub(crate) reranker: Option<Arc<dyn Reranker>>,
     pub(crate) limits: RagLimits,
     pub(crate) tenant_key: Option<String>,
+    /// `KB_DESCRIPTION`: what the knowledge base covers, instead of the one it records.
+    pub(crate) kb_description: Option<String>,
     pub(crate) remote_policy: RetryPolicy,
     pub(crate) events: Events,
     pub(crate) speculation: Speculation,
@@ -64,6 +66,7 @@ impl RagGraph {
             reranker: None,
             limits,
             tenant_key: None,
+            kb_description: None,
             remote_policy: RetryPolicy::REMOTE,
             events: Events::default(),
             speculation: Speculation::Off,
@@ -129,6 +132,24 @@ impl RagGraph {
     pub fn with_tenant_key(mut self, key: Option<String>) -> Self {
         self.tenant_key = key;
         self
+    }
+
+    /// Tells the router that the knowledge base covers `description` (`KB_DESCRIPTION`)
+    /// instead of what the knowledge base records about itself.
+    pub fn with_kb_description(mut self, description: Option<String>) -> Self {
+        self.kb_description = description;
+        self
+    }
+
+    /// What a `task` prompt says the knowledge base covers: the router's only (`None` for
+    /// every other task), `KB_DESCRIPTION`, else the knowledge base's own description.
+    pub(crate) fn about(&self, task: Task) -> Option<String> {
+        if task != Task::RouteQuery {
+            return None;
+        }
+        self.kb_description
+            .clone()
+            .or_else(|| self.kb.description())
     }
 
     /// The same graph searching a fixed version of the knowledge base from the first step of

@@ -50,10 +50,16 @@ impl Graph for RagGraph {
         let question = state.request.question.as_str();
         let answer = state.generation.as_deref();
         let one = |task: Task, documents: &[Document], answer: Option<&str>| {
-            prompts::messages(task, question, documents, answer)
-                .iter()
-                .map(|m| estimate_tokens(&m.content))
-                .sum::<u64>()
+            prompts::messages(
+                task,
+                question,
+                documents,
+                answer,
+                self.about(task).as_deref(),
+            )
+            .iter()
+            .map(|m| estimate_tokens(&m.content))
+            .sum::<u64>()
                 + task.expected_completion_tokens()
         };
         match node {

@@ -32,13 +32,15 @@ pub(super) async fn call_fitted<T: DeserializeOwned>(
     documents: &[Document],
     answer: Option<&str>,
 ) -> Result<(T, Fit), RagError> {
-    let fixed = fixed_tokens(task, question, answer);
+    let about = graph.about(task);
+    let about = about.as_deref();
+    let fixed = fixed_tokens(task, question, answer, about);
     fitting(graph, task, |room| async move {
         let (documents, fit) = fit_documents(documents, room, fixed);
         let documents = &documents;
         let value = ctx
             .retry(task.schema_name(), || {
-                let request = request(graph, ctx, task, question, documents, answer);
+                let request = request(graph, ctx, task, question, documents, answer, about);
                 async move {
                     ask_metered::<T>(graph.model.as_ref(), &request, ctx.meter(), None).await
                 }
@@ -76,8 +78,13 @@ where
 }
 
 /// The tokens of a `task` prompt without its documents.
-pub(super) fn fixed_tokens(task: Task, question: &str, answer: Option<&str>) -> u64 {
-    prompts::messages(task, question, &[], answer)
+pub(super) fn fixed_tokens(
+    task: Task,
+    question: &str,
+    answer: Option<&str>,
+    about: Option<&str>,
+) -> u64 {
+    prompts::messages(task, question, &[], answer, about)
         .iter()
         .map(|m| prompt_fit::tokens(&m.content))
         .sum()
@@ -90,10 +97,11 @@ pub(super) fn request<'a>(
     question: &'a str,
     documents: &'a [Document],
     answer: Option<&'a str>,
+    about: Option<&str>,
 ) -> ChatRequest<'a> {
     ChatRequest {
         task,
-        messages: prompts::messages(task, question, documents, answer),
+        messages: prompts::messages(task, question, documents, answer, about),
         inputs: TaskInputs {
             question,
             documents,

@@ -45,8 +45,13 @@ impl Room {
     }
 
     /// The tokens left once `fixed` (the prompt without its documents) is counted.
-    fn after(self, fixed: u64) -> u64 {
+    pub(crate) fn after(self, fixed: u64) -> u64 {
         self.0.saturating_sub(fixed)
+    }
+
+    /// What thread history may take of an answer prompt: a quarter of the room.
+    pub(crate) fn history_share(self) -> u64 {
+        self.0 / 4
     }
 }
 
@@ -125,10 +130,10 @@ pub(crate) fn fit_documents(
     (kept, fit)
 }
 
-/// How many of the newest `turns` (each counted by `cost`) fit in a quarter of `room`; the
-/// older ones are left out.
-pub(crate) fn fit_history<T>(turns: &[T], room: Room, cost: impl Fn(&T) -> u64) -> usize {
-    let mut left = room.0 / 4;
+/// How many of the newest `turns` (each counted by `cost`) fit in `budget` tokens; the older
+/// ones are left out.
+pub(crate) fn fit_history<T>(turns: &[T], budget: u64, cost: impl Fn(&T) -> u64) -> usize {
+    let mut left = budget;
     let mut kept = 0;
     for turn in turns.iter().rev() {
         let c = cost(turn);
@@ -214,9 +219,9 @@ mod tests {
     #[test]
     fn history_keeps_the_newest_turns_within_a_quarter_of_the_room() {
         let turns = [100u64, 100, 100, 100];
-        assert_eq!(fit_history(&turns, Room(800), |t| *t), 2);
-        assert_eq!(fit_history(&turns, Room(8_000), |t| *t), 4);
-        assert_eq!(fit_history(&turns, Room(100), |t| *t), 0);
+        assert_eq!(fit_history(&turns, Room(800).history_share(), |t| *t), 2);
+        assert_eq!(fit_history(&turns, Room(8_000).history_share(), |t| *t), 4);
+        assert_eq!(fit_history(&turns, Room(100).history_share(), |t| *t), 0);
     }
 
     #[test]

@@ -46,13 +46,16 @@ pub enum RetrievalError {
     /// The folder holds nothing to index.
     #[error(
         "no documents in {}: expected {} files, or nodes.jsonl, edges.jsonl or \
-         communities.jsonl",
+         communities.jsonl{}",
         path.display(),
-        Format::all_extensions()
+        Format::all_extensions(),
+        skipped_files(skipped)
     )]
     NoDocuments {
         /// The folder.
         path: PathBuf,
+        /// The files found but skipped, with the reason (sorted by path).
+        skipped: Vec<SkippedFile>,
     },
     /// `ingest --strict`: files were skipped, so nothing was written.
     #[error(
@@ -199,6 +202,19 @@ impl Classify for RetrievalError {
     }
 }
 
+/// `; every file found was skipped: PATH: REASON; ...`, or nothing when none was.
+fn skipped_files(skipped: &[SkippedFile]) -> String {
+    if skipped.is_empty() {
+        return String::new();
+    }
+    let files: Vec<String> = skipped.iter().map(ToString::to_string).collect();
+    format!(
+        "; all {} files found were skipped: {}",
+        files.len(),
+        files.join("; ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,7 +261,10 @@ mod tests {
         };
         assert_eq!(err.class(), ErrorClass::Permanent);
         assert_eq!(err.to_string(), "kb/edges.jsonl:3: missing field `fact`");
-        let err = RetrievalError::NoDocuments { path: "x".into() };
+        let err = RetrievalError::NoDocuments {
+            path: "x".into(),
+            skipped: Vec::new(),
+        };
         assert!(err.to_string().starts_with("no documents in x"));
         for ext in [
             ".md", ".txt", ".html", ".pdf", ".docx", ".rst", ".csv", ".tsv",

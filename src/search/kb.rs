@@ -45,6 +45,8 @@ pub struct KnowledgeBase {
     meta: MetaTable,
     stats: KbStats,
     version: String,
+    /// What it covers, for the router (see [`Retriever::description`]).
+    description: Option<String>,
     origin: Option<PathBuf>,
     /// Most passages of one document in a result list (0: no cap); see [`cap`].
     max_per_document: usize,
@@ -70,6 +72,7 @@ impl KnowledgeBase {
         meta: MetaTable,
         stats: KbStats,
         version: String,
+        description: Option<String>,
         origin: Option<PathBuf>,
     ) -> Self {
         let positions = (0..).zip(docs);
@@ -79,6 +82,7 @@ impl KnowledgeBase {
             vectors: None,
             embedding: None,
             version,
+            description,
             meta,
             stats,
             origin,
@@ -142,6 +146,7 @@ impl KnowledgeBase {
             meta,
             stats: manifest.counts,
             version: manifest.content_hash.clone(),
+            description: manifest.description.clone(),
             origin: Some(origin),
             max_per_document: DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
         })
@@ -178,6 +183,12 @@ impl KnowledgeBase {
     /// The version: the content hash of what is indexed (and of the embedding model).
     pub fn version(&self) -> &str {
         &self.version
+    }
+
+    /// What it covers, for the router: the bundle's recorded description, or the one derived
+    /// from the documents of a knowledge base read in memory.
+    pub(crate) fn description(&self) -> Option<&str> {
+        self.description.as_deref()
     }
 
     /// The embedding model of the passages' vectors; `None` without vectors.
@@ -346,5 +357,9 @@ impl Retriever for KnowledgeBase {
 
     fn version(&self) -> Option<String> {
         Some(self.version.clone())
+    }
+
+    fn description(&self) -> Option<String> {
+        self.description.clone()
     }
 }

@@ -300,6 +300,10 @@ impl Retriever for LiveKnowledge {
         self.current().embedding().cloned()
     }
 
+    fn description(&self) -> Option<String> {
+        self.current().description().map(str::to_owned)
+    }
+
     fn version(&self) -> Option<String> {
         Some(self.current().version().to_owned())
     }

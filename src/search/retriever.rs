@@ -35,6 +35,12 @@ pub trait Retriever: Send + Sync {
         None
     }
 
+    /// What the knowledge searched covers, in a few sentences, for the router; `None` when
+    /// undescribed.
+    fn description(&self) -> Option<String> {
+        None
+    }
+
     /// The version of the knowledge searched (a bundle's content hash), if it has one.
     fn version(&self) -> Option<String> {
         None

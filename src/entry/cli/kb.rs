@@ -92,7 +92,9 @@ pub(crate) async fn ingest_command(
     out: &Path,
     batch_size: Option<usize>,
     strict: bool,
+    description: Option<String>,
 ) -> Result<String, String> {
+    out_folder(out)?;
     let settings = Settings::from_env().map_err(|e| e.to_string())?;
     let secrets = load_secrets(&settings).await.map_err(|e| e.to_string())?;
     let embedder = build_embedder(&settings, &secrets, None)
@@ -109,6 +111,7 @@ pub(crate) async fn ingest_command(
         query_prefix: tuning.query_prefix.clone(),
         progress: &bar,
         strict,
+        description,
         ..IngestOptions::default()
     };
     let result = ingest(source, out, &options).await;
@@ -128,6 +131,27 @@ pub(crate) async fn ingest_command(
         out.display(),
         out.display()
     ))
+}
+
+/// `ingest --out` names a folder: a location with a scheme (`s3://...`) is refused with what to
+/// do instead, never written as a local folder named `s3:`.
+fn out_folder(out: &Path) -> Result<(), String> {
+    let text = out.to_string_lossy();
+    match text.split_once("://") {
+        Some((scheme, _))
+            if !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
+            Err(format!(
+                "--out {text}: ingest writes a bundle folder; `{scheme}://` locations are not \
+                 accepted here. Write a folder, then publish it: bounded-rag ingest SOURCE --out \
+                 FOLDER && bounded-rag kb publish FOLDER s3://BUCKET/PREFIX"
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Runs a `kb` sub-command; returns what to print.

@@ -64,6 +64,11 @@ pub(crate) enum Command {
         /// Fail (exit 2, nothing written) when any file is skipped, for CI pipelines.
         #[arg(long)]
         strict: bool,
+        /// What the knowledge base covers, in a sentence or two (1..=2000 characters), for the
+        /// router that decides which questions go to it. Default: derived from the documents'
+        /// titles and headings. KB_DESCRIPTION overrides it at run time.
+        #[arg(long, value_parser = crate::config::kb_description_text)]
+        description: Option<String>,
     },
     /// Publish, list and roll back bundles on S3.
     #[command(subcommand)]
@@ -103,7 +108,16 @@ pub async fn run(cli: Cli) -> ExitCode {
             out,
             batch_size,
             strict,
-        } => match ingest_command(&source, &out, batch_size.map(usize::from), strict).await {
+            description,
+        } => match ingest_command(
+            &source,
+            &out,
+            batch_size.map(usize::from),
+            strict,
+            description,
+        )
+        .await
+        {
             Ok(text) => {
                 println!("{text}");
                 ExitCode::SUCCESS

@@ -4,6 +4,7 @@ use super::embedding::Embedded;
 use super::hash::{content_hash, with_metadata};
 use super::index::build_in_dir;
 use super::plan::Plan;
+use crate::ingest::describe;
 use crate::ingest::options::Progress;
 use crate::ingest::summary::IngestSummary;
 use crate::search::format::{
@@ -22,6 +23,7 @@ impl Plan {
         vectors: Option<Embedded>,
         progress: &dyn Progress,
         (embedded, embedding_calls): (usize, usize),
+        description: Option<&str>,
     ) -> Result<IngestSummary, RetrievalError> {
         fs::create_dir_all(&self.staging).map_err(|e| RetrievalError::io(&self.staging, e))?;
         let build = self.staging.join("bundle");
@@ -57,6 +59,9 @@ impl Plan {
             metadata_keys: meta.keys(),
             documents: self.corpus.documents.clone(),
             skipped: self.corpus.skipped.clone(),
+            description: description
+                .map(str::to_owned)
+                .or_else(|| describe::derive(docs)),
         };
         let json = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
         write(&build.join(MANIFEST), &json)?;

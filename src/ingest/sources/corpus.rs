@@ -128,12 +128,13 @@ pub(crate) fn build(
             DocKind::Web => {}
         }
     }
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
     if docs.is_empty() {
         return Err(RetrievalError::NoDocuments {
             path: root.to_path_buf(),
+            skipped,
         });
     }
-    skipped.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(Corpus {
         docs,
         stats,
@@ -211,6 +212,13 @@ mod tests {
         fs::write(dir.path().join("empty.md"), "").unwrap();
         let err = load_dir(dir.path()).err().unwrap();
         assert!(matches!(err, RetrievalError::NoDocuments { .. }), "{err}");
+        // Every skipped file is named with its reason.
+        let text = err.to_string();
+        assert!(text.contains("all 2 files found were skipped"), "{text}");
+        assert!(
+            text.contains("empty.md: ") && text.contains("notes.csv: "),
+            "{text}"
+        );
         fs::write(dir.path().join("bad.txt"), [0xffu8, 0xfe]).unwrap();
         let err = load_dir(dir.path()).err().unwrap();
         assert!(

@@ -7,6 +7,8 @@
 use super::history;
 use crate::engine::{StepCtx, StepOutput};
 use crate::llm::{ask_metered, ChatRequest, Contextualized, Task, TaskInputs};
+use crate::rag::model_call::{fitting, fixed_tokens};
+use crate::rag::prompt_fit::{self, Fit};
 use crate::rag::{prompts, RagError, RagGraph, RagNode, RagState};
 use serde_json::json;
 
@@ -22,28 +24,40 @@ pub(crate) async fn contextualize_question(
             json!({ "skipped": true }),
         ));
     };
-    let documents = history::as_documents(&thread.history);
     let question = thread.question.as_str();
     let task = Task::ContextualizeQuestion;
-    let reply: Contextualized = ctx
-        .retry(task.schema_name(), || {
-            let request = ChatRequest {
-                task,
-                messages: prompts::messages(task, question, &documents, None),
-                inputs: TaskInputs {
-                    question,
-                    documents: &documents,
-                    answer: None,
-                },
-                timeout: ctx.remaining(),
-                max_tokens: graph.output_cap(task),
-            };
-            async move {
-                ask_metered::<Contextualized>(graph.model.as_ref(), &request, ctx.meter(), None)
-                    .await
-            }
-        })
-        .await?;
+    let past = thread.history.as_slice();
+    // The history is this prompt's material: the newest turns that fit the room, the oldest
+    // left out first.
+    let fixed = fixed_tokens(task, question, None, None);
+    let (reply, dropped): (Contextualized, usize) = fitting(graph, task, |room| async move {
+        let keep = prompt_fit::fit_history(past, room.after(fixed), |t| {
+            prompt_fit::tokens(&t.standalone_question) + prompt_fit::tokens(&t.answer)
+        });
+        let documents = history::as_documents(&past[past.len() - keep..]);
+        let documents = &documents;
+        let reply = ctx
+            .retry(task.schema_name(), || {
+                let request = ChatRequest {
+                    task,
+                    messages: prompts::messages(task, question, documents, None, None),
+                    inputs: TaskInputs {
+                        question,
+                        documents,
+                        answer: None,
+                    },
+                    timeout: ctx.remaining(),
+                    max_tokens: graph.output_cap(task),
+                };
+                async move {
+                    ask_metered::<Contextualized>(graph.model.as_ref(), &request, ctx.meter(), None)
+                        .await
+                }
+            })
+            .await?;
+        Ok((reply, past.len() - keep))
+    })
+    .await?;
     let turns = thread.history.len();
     // An empty rewrite says nothing: keep the question as asked.
     let standalone = Some(reply.standalone_question.trim())
@@ -56,8 +70,11 @@ pub(crate) async fn contextualize_question(
         thread.standalone_question = Some(standalone.clone());
     }
     // Then the run goes on as any run starts (speculating when that is on).
-    Ok(StepOutput::next(
-        graph.entry(state),
-        json!({ "standalone_question": standalone, "history_turns": turns }),
-    ))
+    let mut details = json!({ "standalone_question": standalone, "history_turns": turns });
+    Fit {
+        history_dropped: dropped,
+        ..Fit::default()
+    }
+    .record(&mut details);
+    Ok(StepOutput::next(graph.entry(state), details))
 }

@@ -85,6 +85,11 @@ pub struct Manifest {
     /// The files ingest found but did not use, with the reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<SkippedFile>,
+    /// What the knowledge base covers, for the router: given with `ingest --description`, or
+    /// derived from the documents' titles and headings. Not part of the version. `None` in
+    /// bundles written before descriptions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
 }
 
 impl EmbeddingInfo {
