@@ -49,6 +49,25 @@ pub(crate) fn client(sdk: &SdkConfig, connect_timeout: Duration) -> Client {
     Client::from_conf(config)
 }
 
+/// The Agents for Bedrock runtime client of `sdk` (knowledge-base `Retrieve`, `Rerank`), as
+/// [`client`]: no SDK retries; the endpoint follows `AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME`.
+pub(crate) fn agent_client(
+    sdk: &SdkConfig,
+    connect_timeout: Duration,
+) -> aws_sdk_bedrockagentruntime::Client {
+    let timeouts = sdk
+        .timeout_config()
+        .map(|t| t.to_builder())
+        .unwrap_or_else(TimeoutConfig::builder)
+        .connect_timeout(connect_timeout)
+        .build();
+    let config = aws_sdk_bedrockagentruntime::config::Builder::from(sdk)
+        .retry_config(RetryConfig::disabled())
+        .timeout_config(timeouts)
+        .build();
+    aws_sdk_bedrockagentruntime::Client::from_conf(config)
+}
+
 /// Which setting names the model a failure is about, for the hint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Purpose {
@@ -56,6 +75,10 @@ pub(crate) enum Purpose {
     Chat,
     /// `EMBEDDINGS_MODEL` (the SAM parameter `BedrockEmbeddingModelId`).
     Embeddings,
+    /// `KB_URI=bedrock-kb://ID` (the SAM parameter `BedrockKnowledgeBaseId`).
+    Knowledge,
+    /// `RERANK_MODEL` with `RERANK_PROVIDER=bedrock` (the SAM parameter `BedrockRerankModelId`).
+    Rerank,
 }
 
 impl Purpose {
@@ -63,6 +86,8 @@ impl Purpose {
         match self {
             Purpose::Chat => "LLM_MODEL",
             Purpose::Embeddings => "EMBEDDINGS_MODEL",
+            Purpose::Knowledge => "KB_URI",
+            Purpose::Rerank => "RERANK_MODEL",
         }
     }
 
@@ -70,6 +95,19 @@ impl Purpose {
         match self {
             Purpose::Chat => "BedrockModelId",
             Purpose::Embeddings => "BedrockEmbeddingModelId",
+            Purpose::Knowledge => "BedrockKnowledgeBaseId",
+            Purpose::Rerank => "BedrockRerankModelId",
+        }
+    }
+
+    /// The IAM actions a function role needs for this purpose.
+    fn actions(self) -> &'static str {
+        match self {
+            Purpose::Chat | Purpose::Embeddings => {
+                "bedrock:InvokeModel and bedrock:InvokeModelWithResponseStream"
+            }
+            Purpose::Knowledge => "bedrock:Retrieve",
+            Purpose::Rerank => "bedrock:Rerank and bedrock:InvokeModel",
         }
     }
 }
@@ -149,15 +187,26 @@ pub(crate) fn hint(code: &str, purpose: Purpose) -> String {
                 "; check that {var} is a Titan Text Embeddings v2 model id available in this \
                  region and EMBEDDINGS_DIMENSIONS is 256, 512 or 1024"
             ),
+            Purpose::Knowledge => format!(
+                "; check {var}: the knowledge base's vector store may not support the search \
+                 type asked for (?search=hybrid), or a filter names a value it cannot compare"
+            ),
+            Purpose::Rerank => format!(
+                "; check that {var} is a Bedrock rerank model (amazon.rerank-v1:0, \
+                 cohere.rerank-v3-5:0) offered in this region"
+            ),
         },
         "AccessDeniedException" => format!(
-            "; allow the function role bedrock:InvokeModel and \
-             bedrock:InvokeModelWithResponseStream on {var} (the stack's {parameter} \
-             parameter), and enable access to the model in the Bedrock console"
+            "; allow the function role {} on {var} (the stack's {parameter} parameter), and \
+             enable access to the model in the Bedrock console",
+            purpose.actions()
         ),
-        "ResourceNotFoundException" => {
-            format!("; check {var} and AWS_REGION: the model is not offered there")
-        }
+        "ResourceNotFoundException" => match purpose {
+            Purpose::Knowledge => {
+                format!("; check {var} and AWS_REGION: no such knowledge base there")
+            }
+            _ => format!("; check {var} and AWS_REGION: the model is not offered there"),
+        },
         "UnrecognizedClientException" | "ExpiredTokenException" => {
             "; check the AWS credentials (the function role on Lambda)".to_owned()
         }

@@ -15,15 +15,19 @@ mod env;
 mod error;
 
 pub use error::ConfigError;
+mod kb_location;
 mod knowledge;
 mod model_window;
 mod speculation;
 
+pub use kb_location::{BedrockKbLocation, BedrockSearch, KbLocation};
 pub(crate) use knowledge::{
     kb_description_text, DEFAULT_INGEST_RETRY, DEFAULT_KB_CACHE_DIR, DEFAULT_KB_MEMORY_LIMIT,
     DEFAULT_KB_REFRESH, DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
 };
-pub use knowledge::{EmbeddingsProvider, EmbeddingsSettings, EmbeddingsTuning, RerankSettings};
+pub use knowledge::{
+    EmbeddingsProvider, EmbeddingsSettings, EmbeddingsTuning, RerankProvider, RerankSettings,
+};
 pub(crate) use model_window::ModelWindow;
 pub use speculation::Speculation;
 mod threads;
@@ -98,8 +102,9 @@ pub struct Settings {
     pub aws: AwsSettings,
     /// `KB_PATH`: knowledge base to load instead of the bundled one.
     pub kb_path: Option<PathBuf>,
-    /// `KB_URI`: a bundle published to S3 (`s3://BUCKET/PREFIX`); wins over `KB_PATH`.
-    pub kb_uri: Option<crate::aws::S3Location>,
+    /// `KB_URI`: a bundle published to S3 (`s3://BUCKET/PREFIX`) or an Amazon Bedrock
+    /// knowledge base (`bedrock-kb://ID`); wins over `KB_PATH`.
+    pub kb_uri: Option<KbLocation>,
     /// `KB_REFRESH_SECONDS`: how often a warm instance re-checks `KB_URI` (0..=86400 s,
     /// default 300; 0 = never).
     pub kb_refresh: Option<Duration>,

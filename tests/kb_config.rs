@@ -28,7 +28,9 @@ fn kb_uri_refresh_and_embeddings_are_read_and_checked() {
         ("EMBEDDINGS_API_KEY", "ek-secret"),
     ])
     .unwrap();
-    let uri = s.kb_uri.unwrap();
+    let Some(bounded_rag::config::KbLocation::S3(uri)) = s.kb_uri else {
+        panic!("an S3 location: {:?}", s.kb_uri)
+    };
     assert_eq!(
         (uri.bucket.as_str(), uri.prefix.as_str()),
         ("my-kb", "team/durian")

@@ -11,7 +11,7 @@
 
 use super::env::{Env, Num};
 use super::error::ConfigError;
-use crate::aws::S3Location;
+use super::kb_location::KbLocation;
 use crate::engine::RetryPolicy;
 use crate::secrets::Secret;
 use reqwest::Url;
@@ -77,15 +77,29 @@ impl Default for EmbeddingsTuning {
     }
 }
 
-/// A Cohere/Jina/TEI-compatible rerank endpoint.
+/// The rerank stage: a Cohere/Jina/TEI-compatible endpoint, or Amazon Bedrock's `Rerank`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RerankSettings {
-    /// `RERANK_BASE_URL`: the client posts to `{base_url}/rerank`.
-    pub base_url: Url,
-    /// `RERANK_MODEL`: sent as `model` (optional: TEI serves one model and ignores it).
+    /// `RERANK_PROVIDER` (`http`, the default, or `bedrock`) and what it needs.
+    pub provider: RerankProvider,
+    /// `RERANK_MODEL`: sent as `model` (optional over HTTP: TEI serves one model and ignores
+    /// it); with Bedrock, the model id (`amazon.rerank-v1:0`, `cohere.rerank-v3-5:0`) or ARN.
     pub model: Option<String>,
-    /// `RERANK_API_KEY`; may also come later from the `SECRETS_ID` secret.
+    /// `RERANK_API_KEY`; may also come later from the `SECRETS_ID` secret (HTTP only).
     pub api_key: Option<Secret>,
+}
+
+/// Who reranks (`RERANK_PROVIDER`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RerankProvider {
+    /// `POST {base_url}/rerank` (`RERANK_BASE_URL`).
+    Http {
+        /// `RERANK_BASE_URL`.
+        base_url: Url,
+    },
+    /// Amazon Bedrock `Rerank` (Agents for Bedrock runtime), credentials from the AWS
+    /// environment; the endpoint follows `AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME`.
+    Bedrock,
 }
 
 pub(super) fn embeddings_tuning(env: &Env) -> Result<EmbeddingsTuning, ConfigError> {
@@ -116,11 +130,45 @@ fn prefix(env: &Env, var: &'static str) -> Result<String, ConfigError> {
 
 pub(super) fn rerank(env: &Env) -> Result<Option<RerankSettings>, ConfigError> {
     let api_key = env.secret("RERANK_API_KEY")?;
-    Ok(env.url("RERANK_BASE_URL")?.map(|base_url| RerankSettings {
-        base_url,
-        model: env.text("RERANK_MODEL"),
-        api_key,
-    }))
+    let base_url = env.url("RERANK_BASE_URL")?;
+    let model = env.text("RERANK_MODEL");
+    match env.text("RERANK_PROVIDER").as_deref() {
+        None | Some("http") => Ok(base_url.map(|base_url| RerankSettings {
+            provider: RerankProvider::Http { base_url },
+            model,
+            api_key,
+        })),
+        Some("bedrock") => {
+            if base_url.is_some() {
+                return Err(ConfigError::Invalid {
+                    var: "RERANK_BASE_URL",
+                    value: "(set)".into(),
+                    expected: "unset with RERANK_PROVIDER=bedrock (Bedrock's endpoint follows \
+                               AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME)"
+                        .into(),
+                });
+            }
+            let Some(model) = model else {
+                return Err(ConfigError::Invalid {
+                    var: "RERANK_MODEL",
+                    value: String::new(),
+                    expected: "a Bedrock rerank model id (amazon.rerank-v1:0, \
+                               cohere.rerank-v3-5:0) or its ARN, with RERANK_PROVIDER=bedrock"
+                        .into(),
+                });
+            };
+            Ok(Some(RerankSettings {
+                provider: RerankProvider::Bedrock,
+                model: Some(model),
+                api_key: None,
+            }))
+        }
+        Some(other) => Err(ConfigError::Invalid {
+            var: "RERANK_PROVIDER",
+            value: other.to_owned(),
+            expected: "http or bedrock".into(),
+        }),
+    }
 }
 
 pub(super) fn tenant_key(env: &Env) -> Result<Option<String>, ConfigError> {
@@ -197,8 +245,8 @@ pub struct EmbeddingsSettings {
     pub api_key: Option<Secret>,
 }
 
-/// `KB_URI`: a bundle published to S3.
-pub(super) fn kb_uri(env: &Env<'_>) -> Result<Option<S3Location>, ConfigError> {
+/// `KB_URI`: a knowledge store, by its scheme (see [`KbLocation`]).
+pub(super) fn kb_uri(env: &Env<'_>) -> Result<Option<KbLocation>, ConfigError> {
     let Some(value) = env.text("KB_URI") else {
         return Ok(None);
     };
@@ -208,7 +256,7 @@ pub(super) fn kb_uri(env: &Env<'_>) -> Result<Option<S3Location>, ConfigError> {
         .map_err(|reason: String| ConfigError::Invalid {
             var: "KB_URI",
             value,
-            expected: format!("s3://BUCKET/PREFIX ({reason})"),
+            expected: reason,
         })
 }
 
@@ -313,12 +361,31 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(
-            (r.base_url.as_str(), r.model),
-            ("http://127.0.0.1:8080/", None)
+            (r.provider, r.model),
+            (
+                RerankProvider::Http {
+                    base_url: "http://127.0.0.1:8080/".parse().unwrap()
+                },
+                None
+            )
         );
         assert!(r.api_key.is_some());
         let err = with(&[("RERANK_BASE_URL", "ftp://x")], rerank).unwrap_err();
         assert_eq!(err.var(), "RERANK_BASE_URL");
+        // Bedrock: a model is required, a base URL refused, another provider named.
+        let bedrock = |extra: &[(&str, &str)]| {
+            let mut vars = vec![("RERANK_PROVIDER", "bedrock")];
+            vars.extend_from_slice(extra);
+            with(&vars, rerank)
+        };
+        let r = bedrock(&[("RERANK_MODEL", "amazon.rerank-v1:0")]).unwrap().unwrap();
+        assert_eq!(r.provider, RerankProvider::Bedrock);
+        assert_eq!(r.model.as_deref(), Some("amazon.rerank-v1:0"));
+        assert_eq!(bedrock(&[]).unwrap_err().var(), "RERANK_MODEL");
+        let both = [("RERANK_MODEL", "m"), ("RERANK_BASE_URL", "http://x")];
+        assert_eq!(bedrock(&both).unwrap_err().var(), "RERANK_BASE_URL");
+        let err = with(&[("RERANK_PROVIDER", "cohere")], rerank).unwrap_err();
+        assert_eq!(err.var(), "RERANK_PROVIDER");
         assert_eq!(
             with(&[("KB_TENANT_KEY", "tenant")], tenant_key).unwrap(),
             Some("tenant".into())

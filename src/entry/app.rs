@@ -4,7 +4,7 @@
 
 use super::adapters::{EventBridgeSink, SqsQueue};
 use crate::aws;
-use crate::config::{EmbeddingsProvider, LlmProvider, Settings};
+use crate::config::{EmbeddingsProvider, KbLocation, LlmProvider, RerankProvider, Settings};
 use crate::embed::{BedrockEmbeddings, Embedder, EmbeddingsClient, EmbeddingsConfig};
 use crate::engine::{Budget, Clock, SystemClock};
 use crate::llm::{
@@ -15,8 +15,8 @@ use crate::runs::{CompletionEvents, WorkQueue};
 use crate::runs::{RunIndexer, Runs, Workflow};
 use crate::search::s3::{self, BundleStore};
 use crate::search::{
-    KnowledgeBase, LiveKnowledge, LoadOptions, RerankClient, RerankConfig, Reranker, Retriever,
-    TavilyClient, TavilyConfig, WebSearch,
+    BedrockKnowledgeBase, BedrockReranker, KnowledgeBase, LiveKnowledge, LoadOptions, RerankClient,
+    RerankConfig, Reranker, Retriever, TavilyClient, TavilyConfig, WebSearch,
 };
 use crate::secrets::{SecretBundle, SecretsProvider};
 use crate::store::{CacheStore, CheckpointStore, DynamoStore, FileStore};
@@ -129,7 +129,7 @@ impl App {
             graph = graph.with_embedder(embedder);
         }
         let queue = aws.as_ref().and_then(|sdk| work_queue(&settings, sdk));
-        if let Some(reranker) = build_reranker(&settings, &secrets)? {
+        if let Some(reranker) = build_reranker(&settings, &secrets, aws.as_ref())? {
             graph = graph.with_reranker(reranker);
         }
         let events = aws
@@ -222,6 +222,10 @@ fn uses_bedrock(settings: &Settings) -> bool {
             .embeddings
             .as_ref()
             .is_some_and(|e| matches!(e.provider, EmbeddingsProvider::Bedrock { .. }))
+        || settings
+            .rerank
+            .as_ref()
+            .is_some_and(|r| r.provider == RerankProvider::Bedrock)
 }
 
 fn build_model(
@@ -282,7 +286,11 @@ pub(crate) async fn load_secrets(settings: &Settings) -> Result<SecretBundle, St
     read_secrets(settings, Some(&crate::tls::aws_sdk_config().await)).await
 }
 
-/// The knowledge base: `KB_URI` (S3, refreshed), else `KB_PATH`, else the bundled sample. Search
+/// Longest wait for one search of a remote knowledge store (a Bedrock knowledge base); the
+/// node's retry policy retries a timeout within the run's budget.
+const KB_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The knowledge base: `KB_URI` (a Bedrock knowledge base, or S3, refreshed), else `KB_PATH`, else the bundled sample. Search
 /// opens an S3 or `KB_PATH` bundle; ingest reads a `KB_PATH` folder of sources or the compiled-in
 /// sample and indexes it in memory (`KnowledgeBase::load` / `embedded`), then search opens that.
 async fn build_kb(
@@ -296,7 +304,13 @@ async fn build_kb(
             ("bedrock".to_owned(), Some(dimensions as usize))
         }
     });
-    if let (Some(location), Some(sdk)) = (&settings.kb_uri, aws) {
+    if let (Some(KbLocation::BedrockKb(location)), Some(sdk)) = (&settings.kb_uri, aws) {
+        let client = crate::bedrock::agent_client(sdk, crate::config::DEFAULT_LLM_CONNECT_TIMEOUT);
+        let kb = BedrockKnowledgeBase::new(client, location.clone(), KB_CALL_TIMEOUT)
+            .with_max_passages_per_document(settings.kb_max_passages_per_document);
+        return Ok(Arc::new(kb));
+    }
+    if let (Some(KbLocation::S3(location)), Some(sdk)) = (&settings.kb_uri, aws) {
         let store = BundleStore::new(s3::client(sdk), location.clone());
         let options = LoadOptions {
             embedding_model: model,
@@ -378,12 +392,24 @@ pub(crate) async fn build_embedder(
 fn build_reranker(
     settings: &Settings,
     secrets: &SecretBundle,
+    aws: Option<&aws_config::SdkConfig>,
 ) -> Result<Option<Arc<dyn Reranker>>, StartupError> {
     let Some(r) = &settings.rerank else {
         return Ok(None);
     };
+    let base_url = match (&r.provider, aws) {
+        (RerankProvider::Http { base_url }, _) => base_url,
+        (RerankProvider::Bedrock, Some(sdk)) => {
+            let client =
+                crate::bedrock::agent_client(sdk, crate::config::DEFAULT_LLM_CONNECT_TIMEOUT);
+            let region = sdk.region().map_or("us-east-1", |r| r.as_ref());
+            let model = r.model.as_deref().unwrap_or_default();
+            return Ok(Some(Arc::new(BedrockReranker::new(client, model, region))));
+        }
+        (RerankProvider::Bedrock, None) => unreachable!("uses_bedrock reads the AWS config"),
+    };
     let client = RerankClient::new(RerankConfig {
-        base_url: r.base_url.as_str().trim_end_matches('/').to_owned(),
+        base_url: base_url.as_str().trim_end_matches('/').to_owned(),
         model: r.model.clone(),
         api_key: r.api_key.clone().or_else(|| secrets.rerank_api_key.clone()),
     })

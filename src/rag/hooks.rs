@@ -32,7 +32,9 @@ impl Graph for RagGraph {
         match node {
             // Only the query's embedding and rerank calls are remote; a local search error is
             // permanent.
-            RagNode::KgRetrieval if self.embedder.is_none() && self.reranker.is_none() => {
+            RagNode::KgRetrieval
+                if self.embedder.is_none() && self.reranker.is_none() && !self.kb.is_remote() =>
+            {
                 RetryPolicy::NONE
             }
             _ => self.remote_policy,

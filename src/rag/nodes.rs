@@ -57,42 +57,43 @@ pub(super) async fn kg_retrieval(
     }
     let query = state.query.as_str();
     let mode = graph.retrieval_mode();
-    let documents =
-        match (&graph.embedder, mode) {
-            (Some(embedder), RetrievalMode::Hybrid) => {
-                // One embeddings call per retrieval, metered like any model call and retried by
-                // the node's policy inside the budget. The query gets the bundle's recorded
-                // prefix (`query: ` for E5): the one its passages were embedded to match.
-                let prefix = graph
-                    .kb
-                    .embedding()
-                    .map(|e| e.query_prefix)
-                    .unwrap_or_default();
-                let input = [format!("{prefix}{query}")];
-                let embedded = ctx
-                    .retry("embed_query", || async {
-                        let out = embedder.embed(&input, ctx.remaining()).await?;
-                        ctx.meter().charge(&out.usage);
-                        Ok::<_, RetrievalError>(out)
-                    })
-                    .await?;
-                let vector = embedded.vectors.into_iter().next().unwrap_or_default();
-                graph
+    let documents = match (&graph.embedder, mode) {
+        (Some(embedder), RetrievalMode::Hybrid) => {
+            // One embeddings call per retrieval, metered like any model call and retried by
+            // the node's policy inside the budget. The query gets the bundle's recorded
+            // prefix (`query: ` for E5): the one its passages were embedded to match.
+            let prefix = graph
                 .kb
-                .retrieve_hybrid(query, &vector, &options)
-                .instrument(
-                    tracing::info_span!(target: crate::spans::TARGET, "retrieval", mode = "hybrid"),
-                )
-                .await?
-            }
-            _ => graph
-                .kb
-                .retrieve(query, &options)
+                .embedding()
+                .map(|e| e.query_prefix)
+                .unwrap_or_default();
+            let input = [format!("{prefix}{query}")];
+            let embedded = ctx
+                .retry("embed_query", || async {
+                    let out = embedder.embed(&input, ctx.remaining()).await?;
+                    ctx.meter().charge(&out.usage);
+                    Ok::<_, RetrievalError>(out)
+                })
+                .await?;
+            let vector = embedded.vectors.into_iter().next().unwrap_or_default();
+            // A remote store's transient failure is retried by the node's policy; a local
+            // index's errors are permanent and never retried.
+            ctx.retry("retrieve", || {
+                graph.kb.retrieve_hybrid(query, &vector, &options)
+            })
+            .instrument(
+                tracing::info_span!(target: crate::spans::TARGET, "retrieval", mode = "hybrid"),
+            )
+            .await?
+        }
+        _ => {
+            ctx.retry("retrieve", || graph.kb.retrieve(query, &options))
                 .instrument(
                     tracing::info_span!(target: crate::spans::TARGET, "retrieval", mode = "bm25"),
                 )
-                .await?,
-        };
+                .await?
+        }
+    };
     let (documents, mode, rerank_failed) =
         match super::rerank::rerank(graph, ctx, query, documents, limit).await {
             // Nothing found, nothing reranked: the mode says what ran.

@@ -132,6 +132,17 @@ pub enum RetrievalError {
         #[source]
         source: EmbedError,
     },
+    /// A remote knowledge store (a Bedrock knowledge base) failed, or cannot do what was
+    /// asked; classified where it happened.
+    #[error("{store}: {message}")]
+    Store {
+        /// The store's location (`bedrock-kb://ID`).
+        store: String,
+        /// What went wrong, and what to fix for a permanent failure.
+        message: String,
+        /// Whether the same call may succeed later.
+        class: ErrorClass,
+    },
     /// An S3 request failed (after the SDK's own retries), or S3 holds no usable bundle.
     #[error("{location}: {message}")]
     S3 {
@@ -187,6 +198,7 @@ impl Classify for RetrievalError {
             | Self::Config(_)
             | Self::Interrupted { .. }
             | Self::S3 { .. } => ErrorClass::Permanent,
+            Self::Store { class, .. } => *class,
             Self::Embedding(e) => e.class(),
             Self::Rerank(e) => e.class(),
         }

@@ -14,13 +14,15 @@
 //! | `knowledge_graph` | the entity graph: one-hop relations and communities of matched entities |
 //! | `filter`, `allowed` | metadata filters and the allowed set they make of a corpus |
 //! | `cap` | at most N passages per source document in a ranking |
-//! | [`rerank`] | the [`Reranker`] trait and its Cohere/Jina/TEI-compatible client |
+//! | `bedrock_kb` | an Amazon Bedrock knowledge base as the store (`KB_URI=bedrock-kb://ID`): `Retrieve`, our filters as Bedrock's |
+//! | [`rerank`] | the [`Reranker`] trait, its Cohere/Jina/TEI-compatible client and Bedrock's `Rerank` |
 //! | [`s3`] | reading published bundles: pointer, manifests, list, fetch |
 //! | `live` | the knowledge a function serves from S3: loaded at start, refreshed between runs |
 //! | `web` | the [`WebSearch`] trait and the Tavily-compatible client |
 //! | `error` | [`RetrievalError`], shared with ingest |
 
 mod allowed;
+mod bedrock_kb;
 pub(crate) mod bm25;
 mod cap;
 mod document;
@@ -40,6 +42,7 @@ mod retriever;
 pub mod s3;
 mod web;
 
+pub use bedrock_kb::BedrockKnowledgeBase;
 pub use document::{DocKind, Document};
 pub use error::RetrievalError;
 pub use filter::{Filter, FilterError};
@@ -47,6 +50,6 @@ pub use kb::KnowledgeBase;
 pub(crate) use live::check_embedding;
 pub use live::{check_compatible, LiveKnowledge, LoadOptions, RefreshOutcome};
 pub use options::{RetrievalMode, RetrievalOptions};
-pub use rerank::{Ranked, RerankClient, RerankConfig, RerankError, Reranker};
+pub use rerank::{BedrockReranker, Ranked, RerankClient, RerankConfig, RerankError, Reranker};
 pub use retriever::Retriever;
 pub use web::{TavilyClient, TavilyConfig, WebSearch};

@@ -30,6 +30,12 @@ pub trait Retriever: Send + Sync {
         self.retrieve(query, options).await
     }
 
+    /// Whether a search is a call to another service (whose transient failures are worth
+    /// retrying), not a search of an index in this process.
+    fn is_remote(&self) -> bool {
+        false
+    }
+
     /// The embedding model and dimensions of the stored vectors; `None` without vectors.
     fn embedding(&self) -> Option<EmbeddingInfo> {
         None

@@ -1,6 +1,7 @@
 //! Loopback servers and helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod agent_server;
 pub mod app;
 pub mod bedrock_server;
 pub mod counted;

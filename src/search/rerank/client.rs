@@ -93,32 +93,33 @@ impl Reranker for RerankClient {
             Response::Results { results } => results,
             Response::Bare(items) => items,
         };
-        ranked(items, documents.len(), top_n)
+        let pairs = items.into_iter().map(|i| (i.index, i.relevance_score));
+        ranked(pairs, documents.len(), top_n)
     }
 }
 
-/// The results checked against the inputs, best first, at most `top_n`.
-fn ranked(items: Vec<Item>, inputs: usize, top_n: usize) -> Result<Vec<Ranked>, RerankError> {
+/// The results (index, score) checked against the inputs, best first, at most `top_n`.
+pub(super) fn ranked(
+    items: impl IntoIterator<Item = (usize, f32)>,
+    inputs: usize,
+    top_n: usize,
+) -> Result<Vec<Ranked>, RerankError> {
     let invalid = |m: String| RerankError::InvalidResponse(m);
     let mut seen = HashSet::new();
-    let mut out = Vec::with_capacity(items.len());
-    for item in items {
-        if item.index >= inputs {
+    let mut out = Vec::new();
+    for (index, score) in items {
+        if index >= inputs {
             return Err(invalid(format!(
-                "index {} out of range for {inputs} documents",
-                item.index
+                "index {index} out of range for {inputs} documents"
             )));
         }
-        if !seen.insert(item.index) {
-            return Err(invalid(format!("index {} given twice", item.index)));
+        if !seen.insert(index) {
+            return Err(invalid(format!("index {index} given twice")));
         }
-        if !item.relevance_score.is_finite() {
+        if !score.is_finite() {
             return Err(invalid("a relevance score is not a finite number".into()));
         }
-        out.push(Ranked {
-            index: item.index,
-            score: item.relevance_score,
-        });
+        out.push(Ranked { index, score });
     }
     if out.is_empty() && inputs > 0 {
         return Err(invalid("no results".into()));
@@ -132,11 +133,8 @@ fn ranked(items: Vec<Item>, inputs: usize, top_n: usize) -> Result<Vec<Ranked>, 
 mod tests {
     use super::*;
 
-    fn item(index: usize, relevance_score: f32) -> Item {
-        Item {
-            index,
-            relevance_score,
-        }
+    fn item(index: usize, relevance_score: f32) -> (usize, f32) {
+        (index, relevance_score)
     }
 
     #[test]
