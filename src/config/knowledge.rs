@@ -378,7 +378,9 @@ mod tests {
             vars.extend_from_slice(extra);
             with(&vars, rerank)
         };
-        let r = bedrock(&[("RERANK_MODEL", "amazon.rerank-v1:0")]).unwrap().unwrap();
+        let r = bedrock(&[("RERANK_MODEL", "amazon.rerank-v1:0")])
+            .unwrap()
+            .unwrap();
         assert_eq!(r.provider, RerankProvider::Bedrock);
         assert_eq!(r.model.as_deref(), Some("amazon.rerank-v1:0"));
         assert_eq!(bedrock(&[]).unwrap_err().var(), "RERANK_MODEL");

@@ -124,7 +124,7 @@ where
         "fork started"
     );
 
-    let mut failed = None;
+    let mut failures = Vec::new();
     while let Some((branch, ctx, started, elapsed, result)) = running.next().await {
         cp.infra_retries += ctx.retries();
         let used = ctx.usage();
@@ -132,7 +132,7 @@ where
         match result {
             Ok(out) => {
                 let timing = (started, elapsed);
-                let last = record_branch(graph, cp, node, branch, out, timing, used);
+                let last = record_branch(graph, cp, node, branch, Ok(out), timing, used);
                 persist.save(cp, last).await?;
                 if last {
                     return Ok(Flow::Finished);
@@ -141,16 +141,47 @@ where
             Err(error) => {
                 // The siblings still finish and are recorded: a resume will not repeat them.
                 let out_of_budget = error.is_transient() && ctx.ran_out_of_budget();
-                failed.get_or_insert((branch, error, out_of_budget));
+                failures.push((branch, error, out_of_budget, (started, elapsed), used));
             }
         }
     }
     drop(running);
 
-    if let Some((branch, error, out_of_budget)) = failed {
+    // A failed branch its finished siblings made moot is abandoned, and the fork joins
+    // without it; the first needed one decides how the run stops.
+    let (moot, needed): (Vec<_>, Vec<_>) = failures
+        .into_iter()
+        .partition(|f| !graph.branch_needed(node, f.0, &cp.state));
+    if needed.is_empty() && !moot.is_empty() {
+        let mut last = false;
+        for (branch, error, _, timing, used) in moot {
+            tracing::warn!(branch = branch.name(), %error, "branch failed, not needed: abandoned");
+            last = record_branch(
+                graph,
+                cp,
+                node,
+                branch,
+                Err(error.to_string()),
+                timing,
+                used,
+            );
+        }
+        if let Some(limit) = refused {
+            stop(graph, cp, limit);
+            return Ok(Flow::Stopped);
+        }
+        persist.save(cp, last).await?;
+        return Ok(if last { Flow::Finished } else { Flow::Continue });
+    }
+    if let Some((branch, error, out_of_budget, ..)) = needed.into_iter().next() {
         if out_of_budget {
             tracing::warn!(branch = branch.name(), %error, "deadline reached while retrying");
             stop(graph, cp, Limit::Deadline);
+        } else if error.is_transient() && graph.on_unavailable(&mut cp.state, branch, &error) {
+            tracing::warn!(branch = branch.name(), %error, "unavailable after its retries: ending with the best answer so far");
+            cp.fork = None;
+            cp.next = None;
+            cp.phase = Phase::Finished;
         } else {
             tracing::error!(branch = branch.name(), %error, class = ?error.class(), "branch failed");
             cp.phase = Phase::Failed;
@@ -169,20 +200,27 @@ where
     Ok(Flow::Continue)
 }
 
-/// Merges a finished branch, records it in its declared place and, when it was the last one,
-/// joins; `true` when the join ended the run.
+/// Merges a finished branch (or notes an abandoned one: `Err` with its error), records it in
+/// its declared place and, when it was the last one, joins; `true` when the join ended the
+/// run.
 fn record_branch<G: Graph>(
     graph: &G,
     cp: &mut Checkpoint<G::State, G::Node>,
     node: G::Node,
     branch: G::Node,
-    out: BranchOutput<G::Merge>,
+    out: Result<BranchOutput<G::Merge>, String>,
     (started_micros, elapsed_micros): (u64, u64),
     used: Usage,
 ) -> bool {
-    graph.merge(&mut cp.state, out.merge);
+    let details = match out {
+        Ok(out) => {
+            graph.merge(&mut cp.state, out.merge);
+            out.details
+        }
+        Err(error) => serde_json::json!({ "abandoned": true, "error": error }),
+    };
     let seconds = elapsed_micros as f64 / 1e6;
-    let record = StepRecord::new(branch, started_micros, seconds, out.details, used);
+    let record = StepRecord::new(branch, started_micros, seconds, details, used);
     let Some(fork) = cp.fork.as_mut() else {
         return false;
     };

@@ -131,4 +131,25 @@ pub trait Graph: Send + Sync {
     /// Called once when a limit stops the run, before the final checkpoint, to leave the best
     /// answer so far in the state. Must not do I/O.
     fn on_limit(&self, _state: &mut Self::State, _limit: Limit) {}
+
+    /// Whether the fork at `node` still needs `branch` now that its finished siblings are
+    /// merged into `state`. A failed branch that is not needed is abandoned (recorded as
+    /// such) and the fork joins without it; a needed one fails the run (or
+    /// [`Graph::on_unavailable`]). Default: every branch is needed.
+    fn branch_needed(&self, _node: Self::Node, _branch: Self::Node, _state: &Self::State) -> bool {
+        true
+    }
+
+    /// Called when `node` (or a needed branch) failed with a transient error after its
+    /// retries, with budget left: `true` ends the run now with the best answer so far, which
+    /// this call leaves in the state; `false` (the default) fails the run, resumable. Must
+    /// not do I/O.
+    fn on_unavailable(
+        &self,
+        _state: &mut Self::State,
+        _node: Self::Node,
+        _error: &Self::Error,
+    ) -> bool {
+        false
+    }
 }

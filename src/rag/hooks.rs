@@ -154,6 +154,31 @@ impl Graph for RagGraph {
             state.finish(Outcome::BestEffort(BestEffortReason::Limit(limit)), answer);
         }
     }
+
+    /// A speculative passage's grading and answer are moot once routing chose another source.
+    fn branch_needed(&self, _node: RagNode, branch: RagNode, state: &RagState) -> bool {
+        speculation::needed(branch, state)
+    }
+
+    /// A model that stays unavailable after its retries ends the run `best_effort` with
+    /// `model_unavailable` when there is something to answer with: the latest answer, else a
+    /// quote of the documents found. Without either, or for any other failure, the run fails
+    /// (resumable when transient).
+    fn on_unavailable(&self, state: &mut RagState, _node: RagNode, error: &RagError) -> bool {
+        let material = state.generation.is_some()
+            || state.speculation.answer.is_some()
+            || !state.documents.is_empty();
+        if !matches!(error, RagError::Llm(_)) || !material {
+            return false;
+        }
+        let answer = best_answer_so_far(state);
+        state.model_unavailable = true;
+        state.finish(
+            Outcome::BestEffort(BestEffortReason::ModelUnavailable),
+            answer,
+        );
+        true
+    }
 }
 
 /// The latest answer if there is one, else an extractive answer from the documents found.

@@ -110,6 +110,17 @@ pub(super) async fn branch(
     }
 }
 
+/// Whether `branch` is still needed with what the finished branches merged: grading and the
+/// answer are not once routing chose another source than the knowledge base.
+pub(super) fn needed(branch: RagNode, state: &RagState) -> bool {
+    match branch {
+        RagNode::GradeDocuments | RagNode::Generate => state
+            .route
+            .is_none_or(|route| route == DataSource::KgRetrieval),
+        _ => true,
+    }
+}
+
 /// Keeps a finished branch's result until the join; the passages the siblings read stay as
 /// they are.
 pub(super) fn merge(state: &mut RagState, merge: RagMerge) {

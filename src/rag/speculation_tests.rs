@@ -137,7 +137,15 @@ impl Run {
 async fn run(model: ScriptedModel, together: usize, on: Speculation, request: RunRequest) -> Run {
     let model = Arc::new(Gated::new(model, together));
     let kb = Arc::new(KnowledgeBase::embedded().unwrap());
-    let graph = RagGraph::new(model.clone(), kb, None, RagLimits::default()).with_speculation(on);
+    // One quick retry: the tests that fail a call count its two attempts exactly.
+    let quick = crate::engine::RetryPolicy {
+        max_retries: 1,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(1),
+    };
+    let graph = RagGraph::new(model.clone(), kb, None, RagLimits::default())
+        .with_speculation(on)
+        .with_remote_policy(quick);
     let (events, mut receiver) = Events::channel();
     let graph = graph.with_events(events);
     let store = MemoryStore::new();
@@ -431,4 +439,61 @@ async fn regenerations_cost_nothing_extra_when_the_speculative_answer_is_used() 
     assert_eq!(on.calls(Task::GenerateAnswer), 2);
     assert_eq!((m.speculation.used, m.speculation.discarded), (1, 0));
     assert!(on.position("discarded:1") < on.position("token:2"));
+}
+
+/// `request()` retrieving one document, so a failing grade is called exactly 1 + 1 times.
+fn one_document() -> RunRequest {
+    let mut request = request();
+    request.n_retrieved_documents = 1;
+    request
+}
+
+fn timed_out() -> LlmError {
+    LlmError::Timeout {
+        after: Duration::from_secs(30),
+    }
+}
+
+#[tokio::test]
+async fn a_grading_that_fails_is_abandoned_when_the_route_is_web_search() {
+    let model = script("web_search", &[]).fail(Task::GradeDocuments, timed_out());
+    let r = run(model, 0, Speculation::On, one_document()).await;
+    assert_ne!(r.response.status, crate::rag::RunStatus::Failed, "{:?}", r.response.error);
+    assert_eq!(
+        r.steps(),
+        ["kg_retrieval", "route_question", "grade_documents", "generate", "web_search", "generate"]
+    );
+    assert_eq!(
+        [Task::RouteQuery, Task::GradeDocuments, Task::GenerateAnswer].map(|t| r.calls(t)),
+        [1, 2, 2],
+        "the grade and its one retry; the discarded answer and the one after web search"
+    );
+    let grading = &r.response.workflow_steps[2].details;
+    assert_eq!(grading["abandoned"], true, "{grading}");
+    assert!(grading["error"].as_str().unwrap().contains("timed out"), "{grading}");
+}
+
+#[tokio::test]
+async fn a_model_down_after_its_retries_ends_best_effort_quoting_the_documents() {
+    let model = script("kg_retrieval", &[]).fail(Task::GradeDocuments, timed_out());
+    let r = run(model, 0, Speculation::Off, one_document()).await;
+    let response = &r.response;
+    assert_eq!(response.status, crate::rag::RunStatus::BestEffort);
+    assert_eq!(
+        response.metadata.limits_hit,
+        [crate::rag::LimitHit::ModelUnavailable]
+    );
+    assert_eq!(r.steps(), ["route_question", "kg_retrieval"]);
+    assert_eq!(
+        [Task::RouteQuery, Task::GradeDocuments, Task::GenerateAnswer].map(|t| r.calls(t)),
+        [1, 2, 0]
+    );
+    assert!(response.answer.contains("Phytophthora"), "{}", response.answer);
+    assert_eq!(response.citations.len(), 1);
+
+    // With nothing found yet to answer from, the failure stays a (resumable) failure.
+    let model = ScriptedModel::new().fail(Task::RouteQuery, timed_out());
+    let r = run(model, 0, Speculation::Off, one_document()).await;
+    assert_eq!(r.response.status, crate::rag::RunStatus::Failed);
+    assert_eq!(r.calls(Task::RouteQuery), 2);
 }
