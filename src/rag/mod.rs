@@ -21,6 +21,7 @@
 mod answer;
 mod caller;
 mod checkpoint;
+pub(crate) mod diagram;
 mod error;
 mod events;
 mod graph;

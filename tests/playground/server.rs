@@ -1,0 +1,71 @@
+//! `bounded-rag serve` as a child process on a free loopback port (`--port 0`), with its own
+//! state folder; stopped when dropped.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+pub struct Serve {
+    child: Child,
+    /// `http://127.0.0.1:PORT/`, as printed by `serve`.
+    pub url: String,
+    /// Every line `serve` printed before it listened.
+    pub banner: Vec<String>,
+    _state: tempfile::TempDir,
+}
+
+impl Serve {
+    /// Starts `serve` with `env` over a clean environment, and waits for its URL line.
+    pub fn start(env: &[(&str, &str)]) -> Serve {
+        let state = tempfile::tempdir().unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_bounded-rag"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("STATE_DIR", state.path())
+            .args(["serve", "--port", "0", "--quiet"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("bounded-rag serve starts");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut banner = Vec::new();
+        // The URL line, then two more: loopback, Ctrl-C.
+        for _ in 0..3 {
+            let line = lines.next().expect("serve prints its URL").unwrap();
+            banner.push(line);
+        }
+        let url = banner[0]
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .expect("a URL in the first line")
+            .to_owned();
+        Serve {
+            child,
+            url,
+            banner,
+            _state: state,
+        }
+    }
+
+    /// Stops the server (SIGKILL) and waits for it.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The address `host:port`.
+    pub fn authority(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_owned()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
