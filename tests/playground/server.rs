@@ -1,11 +1,14 @@
 //! `bounded-rag serve` as a child process on a free loopback port (`--port 0`), with its own
-//! state folder; stopped when dropped.
+//! state folder; stopped when dropped. (Shared by two test binaries; each uses part of it.)
+#![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::io::{BufRead, BufReader, Lines};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 
 pub struct Serve {
     child: Child,
+    /// The rest of what `serve` prints (kept open: a closed pipe would fail its last line).
+    lines: Lines<BufReader<ChildStdout>>,
     /// `http://127.0.0.1:PORT/`, as printed by `serve`.
     pub url: String,
     /// Every line `serve` printed before it listened.
@@ -43,6 +46,7 @@ impl Serve {
             .to_owned();
         Serve {
             child,
+            lines,
             url,
             banner,
             _state: state,
@@ -53,6 +57,15 @@ impl Serve {
     pub fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Ctrl-C: SIGINT, then the exit status and what `serve` printed after its banner.
+    pub fn interrupt(&mut self) -> (ExitStatus, Vec<String>) {
+        // SAFETY: a plain kill(2) of our own child process.
+        let sent = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+        assert_eq!(sent, 0);
+        let rest = self.lines.by_ref().map_while(Result::ok).collect();
+        (self.child.wait().unwrap(), rest)
     }
 
     /// The address `host:port`.

@@ -1,9 +1,11 @@
 //! `bounded-rag serve`: a local HTTP server in front of the same handlers the Lambda functions
 //! run, plus the playground page. Every request but `GET /` is turned into the API Gateway
-//! (payload v2) request the functions get (`request.rs`) and answered by the stream function's
-//! handler ([`super::stream::handle`]), which answers `POST /workflow/run` with server-sent
-//! events, `GET /workflow/runs/{run_id}/events` with a resumed stream, and every other route as
-//! the `api` function's handler does. Asynchronous runs and continuations go to an in-process
+//! (payload v2) request the functions get (`request.rs`) and answered by a function's handler:
+//! `POST /workflow/run` by the `stream` function's ([`super::stream::handle`], server-sent
+//! events) when the client accepts `text/event-stream`, else by the `api` function's
+//! ([`super::http::handle`], one JSON body); `GET /workflow/runs/{run_id}/events` by the stream
+//! function's (a resumed stream); every other route by the stream function's, which answers it
+//! as the `api` function does. Asynchronous runs and continuations go to an in-process
 //! work queue whose worker calls the SQS worker's record handler (`queue.rs`).
 //!
 //! | file | owns |
@@ -95,8 +97,26 @@ async fn answer(
         Ok(request) => request,
         Err(refused) => return Ok(refused.response().map(full)),
     };
+    if is_buffered_run(&request) {
+        let response = super::http::handle(app, Some(queue), request).await;
+        return Ok(response.map(|body| full(Bytes::from(body.to_vec()))));
+    }
     let response = super::stream::handle(app, Some(queue), request).await;
     Ok(response.map(|body| body.map_err(BoxError::from).boxed_unsync()))
+}
+
+/// `POST /workflow/run` from a client that does not ask for `text/event-stream` is answered
+/// as the `api` function answers it (one JSON body); with that `Accept`, as the `stream`
+/// function does. Every other route is answered alike by both.
+fn is_buffered_run(request: &lambda_http::Request) -> bool {
+    let events = request
+        .headers()
+        .get_all(lambda_http::http::header::ACCEPT)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|v| v.contains("text/event-stream")));
+    request.method() == Method::POST
+        && request.uri().path().trim_end_matches('/') == "/workflow/run"
+        && !events
 }
 
 fn full(bytes: Bytes) -> ServeBody {

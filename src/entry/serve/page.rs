@@ -50,7 +50,14 @@ mod tests {
         assert!(!page.contains(GRAPH));
         assert!(page.contains("\"fork\":{\"at\":\"speculate\""));
         // No element loads anything, and no style imports anything.
-        for outside in [" src=", "href=\"http", "url(", "@import", "<link"] {
+        for outside in [
+            " src=",
+            "href=\"http",
+            "url(http",
+            "url(/",
+            "@import",
+            "<link",
+        ] {
             assert!(!page.contains(outside), "{outside}");
         }
     }
