@@ -147,10 +147,10 @@ async fn the_playground_shows_a_streamed_run_its_citations_timeline_and_limits()
         browser.attr("#limit", "hidden").await.as_deref(),
         Some("true")
     );
-    // The graph highlights this run's path: start, its six nodes, end.
+    // The graph highlights this run's path: start, its six nodes, the fork, end.
     let visited = browser.attrs("#graph .node.visited", "data-node").await;
     let mut expected: Vec<&str> = STEPS.to_vec();
-    expected.extend(["start", "end"]);
+    expected.extend(["start", "speculate", "end"]);
     expected.sort_unstable();
     let mut visited_sorted = visited.clone();
     visited_sorted.sort_unstable();
