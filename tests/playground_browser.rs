@@ -263,12 +263,79 @@ async fn a_server_that_stopped_is_named_on_the_page() {
         "{notice}"
     );
     assert!(notice.contains("the question was not sent"), "{notice}");
-    // Keyboard alone: Tab from the question reaches the labelled mode control.
+    browser.close().await;
+}
+
+/// WebDriver key codes.
+const TAB: &str = "\u{E004}";
+const ENTER: &str = "\u{E007}";
+const CONTROL: &str = "\u{E009}";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_is_labelled_and_works_with_the_keyboard_alone() {
+    let serve = Serve::start(&[]);
+    let browser = Browser::start().await;
+    browser.client.goto(&serve.url).await.unwrap();
+    browser.wait_for_state("idle").await;
+    // Every control has a label; every button says what it does.
+    let unlabelled = browser
+        .eval(
+            "return [...document.querySelectorAll('input, select, textarea')]
+                .filter((e) => !e.labels || e.labels.length === 0).map((e) => e.id)",
+        )
+        .await;
+    assert_eq!(unlabelled, serde_json::json!([]));
+    let mute = browser
+        .eval(
+            "return [...document.querySelectorAll('button')]
+                .filter((b) => !b.textContent.trim()).length",
+        )
+        .await;
+    assert_eq!(mute, 0);
+    // Tab reaches the skip link first; Enter on it puts the focus in the question.
+    let body = browser.client.find(Locator::Css("body")).await.unwrap();
+    body.send_keys(TAB).await.unwrap();
+    let focused = browser.client.active_element().await.unwrap();
     assert_eq!(
-        browser
-            .eval("return document.querySelector('label[for=mode]').textContent")
-            .await,
-        "Mode"
+        focused.attr("class").await.unwrap().as_deref(),
+        Some("skip")
+    );
+    focused.send_keys(ENTER).await.unwrap();
+    let focused = browser.client.active_element().await.unwrap();
+    assert_eq!(
+        focused.attr("id").await.unwrap().as_deref(),
+        Some("question")
+    );
+    // Typing and Ctrl+Enter ask; the run completes with the offline path's six steps.
+    focused
+        .send_keys(&format!("{QUESTION}{CONTROL}{ENTER}"))
+        .await
+        .unwrap();
+    browser.wait_for_state("done").await;
+    assert!(browser.text("#run-status").await.ends_with(": completed"));
+    assert_eq!(
+        browser.attrs("#timeline [data-step]", "data-step").await,
+        STEPS
+    );
+    // Tab onwards from the question walks the form's controls in order (the cancel button
+    // is disabled once the run ended, so it is skipped).
+    let mut order = Vec::new();
+    for _ in 0..6 {
+        let active = browser.client.active_element().await.unwrap();
+        active.send_keys(TAB).await.unwrap();
+        let next = browser.client.active_element().await.unwrap();
+        order.push(next.attr("id").await.unwrap().unwrap_or_default());
+    }
+    assert_eq!(
+        order,
+        [
+            "mode",
+            "filters",
+            "thread",
+            "max-tokens",
+            "speculation",
+            "ask-button"
+        ]
     );
     browser.close().await;
 }
