@@ -185,17 +185,44 @@ async fn the_playground_shows_a_streamed_run_its_citations_timeline_and_limits()
     );
     browser.screenshot("playground-best-effort.png").await;
 
-    // The sidebar lists both runs, newest first, with their status.
+    // A thread's turn: the sidebar lists the thread, and every run with its status as the API
+    // lists them (newest first).
     browser
         .client
-        .find(Locator::Id("refresh"))
-        .await
-        .unwrap()
-        .click()
+        .goto(&link(&serve.url, QUESTION, "&thread=chat-1"))
         .await
         .unwrap();
-    let listed = get_json(&format!("{}workflow/runs", serve.url)).await;
-    assert_eq!(listed["runs"].as_array().unwrap().len(), 2);
+    browser.wait_for_state("done").await;
+    let wait = || browser.client.wait().at_most(browser::WAIT);
+    wait()
+        .for_element(Locator::Css("#threads button"))
+        .await
+        .unwrap();
+    assert_eq!(browser.texts("#threads button").await, ["chat-1 (1 turns)"]);
+    wait()
+        .for_element(Locator::Css("#runs li[data-run]:nth-child(3)"))
+        .await
+        .unwrap();
+    let listed = get_json(&format!("{}workflow/runs?limit=20", serve.url)).await;
+    let expected: Vec<String> = listed["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let id = r["run_id"].as_str().unwrap();
+            format!("{} {}", &id[..8], r["status"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(expected.len(), 3);
+    assert_eq!(expected[1].split(' ').nth(1), Some("best_effort"));
+    // (Each list item is a flex row: its button and its status come as two lines of text.)
+    let shown: Vec<String> = browser
+        .texts("#runs li[data-run]")
+        .await
+        .iter()
+        .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(shown, expected);
     browser.close().await;
 }
 
