@@ -1,6 +1,8 @@
 //! Debian's headless Chromium driven through `chromedriver` (WebDriver, `fantoccini`). Both come
 //! from the `chromium` and `chromium-driver` packages that `scripts/setup-test-tools.sh`
-//! installs; without them the test fails (it never skips).
+//! installs; without them the test fails (it never skips). (Shared by two test binaries; each
+//! uses part of it.)
+#![allow(dead_code)]
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;

@@ -1,7 +1,9 @@
 //! A loopback proxy in front of `serve` that drops the first streamed run: the response to the
 //! first `POST /workflow/run` is cut after its first chunk (its first server-sent event), before
-//! the body's end, as a broken connection ends it, everything else passes through. It records each request line and
-//! `Last-Event-ID` header it forwards.
+//! the body's end, as a broken connection ends it; everything else passes through
+//! ([`CutProxy::recording`] cuts nothing). It records each request line and `Last-Event-ID`
+//! header it forwards. (Shared by two test binaries; each uses part of it.)
+#![allow(dead_code)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,10 +19,20 @@ pub struct CutProxy {
 impl CutProxy {
     /// Starts the proxy in front of `upstream` (`host:port`).
     pub async fn start(upstream: String) -> CutProxy {
+        Self::start_with(upstream, true).await
+    }
+
+    /// A proxy that cuts nothing: it only records.
+    pub async fn recording(upstream: String) -> CutProxy {
+        Self::start_with(upstream, false).await
+    }
+
+    async fn start_with(upstream: String, cut_first: bool) -> CutProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let cut = Arc::new(AtomicBool::new(false));
+        // Set once the cut is made (from the start: none is).
+        let cut = Arc::new(AtomicBool::new(!cut_first));
         let (seen2, upstream) = (seen.clone(), Arc::new(upstream));
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
