@@ -127,6 +127,21 @@ async fn the_playground_shows_a_streamed_run_its_citations_timeline_and_limits()
         browser.text("#citations li:first-child .source").await,
         "kb://patch-canker.md#1"
     );
+    // ... and shows the passage's text, as the run's checkpoint holds it.
+    let passages = get_json(&format!(
+        "{}playground/runs/{}/passages",
+        serve.url,
+        run["run_id"].as_str().unwrap()
+    ))
+    .await;
+    let first = passages["passages"][0]["text"].as_str().unwrap();
+    assert!(first.starts_with("Patch canker is the most destructive disease of durian"));
+    assert_eq!(passages["passages"].as_array().unwrap().len(), 3);
+    let shown = browser.text("#citations li:first-child .passage").await;
+    assert_eq!(
+        shown.split_whitespace().collect::<Vec<_>>(),
+        first.split_whitespace().collect::<Vec<_>>()
+    );
     // The timeline: every step in order, the fork's branches side by side, no limit.
     assert_eq!(names(&run), STEPS);
     assert_eq!(

@@ -1,7 +1,7 @@
 //! `bounded-rag serve` over HTTP without a browser: it answers `POST /workflow/run` as the `api`
 //! function (JSON) or as the `stream` function (server-sent events, when asked for them),
-//! processes asynchronous runs with its in-process worker, serves the page and the handlers'
-//! own 404, and stops on Ctrl-C. Also `bounded-rag graph`.
+//! processes asynchronous runs with its in-process worker, serves the page, a run's cited
+//! passages and the handlers' own 404, and stops on Ctrl-C. Also `bounded-rag graph`.
 
 #[path = "playground/server.rs"]
 mod server;
@@ -170,10 +170,57 @@ async fn the_page_the_handlers_404_and_ctrl_c() {
         .unwrap()
         .starts_with("no route for /nope; the routes are POST /workflow/run"));
 
+    // The playground's own route: a run's cited passages, refused as the API refuses.
+    let run: Value = http()
+        .post(format!("{}workflow/run", serve.url))
+        .body(QUESTION)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let passages_of = |id: &str| format!("{}playground/runs/{id}/passages", serve.url);
+    let response = http()
+        .get(passages_of(run["run_id"].as_str().unwrap()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    let urls: Vec<&str> = body["passages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["url"].as_str().unwrap())
+        .collect();
+    let cited: Vec<&str> = run["citations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["url"].as_str().unwrap())
+        .collect();
+    assert_eq!(urls, cited);
+    assert!(body["passages"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("Patch canker is caused by Phytophthora palmivora"));
+    let unknown = http().get(passages_of("no-such-run")).send().await.unwrap();
+    assert_eq!(unknown.status(), 404);
+    let bad = http().get(passages_of("a%20b")).send().await.unwrap();
+    assert_eq!(bad.status(), 400);
+
     let (status, rest) = serve.interrupt();
+    assert_eq!(status.code(), Some(0));
+    // After the banner: one EMF metrics line per finished run (as the functions print them for
+    // CloudWatch), then the last line.
+    let (last, metrics) = rest.split_last().unwrap();
+    assert_eq!(last, "bounded-rag: stopped");
+    assert_eq!(metrics.len(), 1, "{metrics:?}");
+    let emf: Value = serde_json::from_str(&metrics[0]).unwrap();
     assert_eq!(
-        (status.code(), rest),
-        (Some(0), vec!["bounded-rag: stopped".to_owned()])
+        (emf["run_id"].as_str(), emf["Status"].as_str()),
+        (run["run_id"].as_str(), Some("completed"))
     );
 }
 

@@ -54,5 +54,5 @@ pub use request::{Mode, RunRequest, ValidationError};
 pub(crate) use response::{status_from, status_of};
 pub use response::{Metadata, RunError, RunResponse, RunStatus, Tokens};
 pub(crate) use speculating::SpeculationStats;
-pub(crate) use state::{BestEffortReason, Outcome};
+pub(crate) use state::{BestEffortReason, CitedPassage, Outcome};
 pub use state::{Citation, RagState};

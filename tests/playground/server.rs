@@ -2,13 +2,15 @@
 //! state folder; stopped when dropped. (Shared by two test binaries; each uses part of it.)
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Lines};
-use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
 
 pub struct Serve {
     child: Child,
-    /// The rest of what `serve` prints (kept open: a closed pipe would fail its last line).
-    lines: Lines<BufReader<ChildStdout>>,
+    /// Reads the rest of what `serve` prints (one EMF metrics line per run, then its last
+    /// line), so a full pipe never blocks it.
+    rest: Option<JoinHandle<Vec<String>>>,
     /// `http://127.0.0.1:PORT/`, as printed by `serve`.
     pub url: String,
     /// Every line `serve` printed before it listened.
@@ -44,9 +46,10 @@ impl Serve {
             .find(|word| word.starts_with("http://"))
             .expect("a URL in the first line")
             .to_owned();
+        let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect());
         Serve {
             child,
-            lines,
+            rest: Some(rest),
             url,
             banner,
             _state: state,
@@ -64,8 +67,9 @@ impl Serve {
         // SAFETY: a plain kill(2) of our own child process.
         let sent = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
         assert_eq!(sent, 0);
-        let rest = self.lines.by_ref().map_while(Result::ok).collect();
-        (self.child.wait().unwrap(), rest)
+        let status = self.child.wait().unwrap();
+        let rest = self.rest.take().unwrap().join().unwrap();
+        (status, rest)
     }
 
     /// The address `host:port`.

@@ -1,5 +1,6 @@
 //! `bounded-rag serve`: a local HTTP server in front of the same handlers the Lambda functions
-//! run, plus the playground page. Every request but `GET /` is turned into the API Gateway
+//! run, plus the playground: its page (`GET /`) and its one route of its own, a run's cited
+//! passages (`passages.rs`). Every other request is turned into the API Gateway
 //! (payload v2) request the functions get (`request.rs`) and answered by a function's handler:
 //! `POST /workflow/run` by the `stream` function's ([`super::stream::handle`], server-sent
 //! events) when the client accepts `text/event-stream`, else by the `api` function's
@@ -14,8 +15,10 @@
 //! | `request.rs` | an HTTP request as the Lambda event the handlers read |
 //! | `queue.rs` | the in-process work queue and its worker |
 //! | `page.rs`, `playground.html` | the playground page, compiled into the binary |
+//! | `passages.rs` | the playground's one route of its own: a run's cited passages |
 
 mod page;
+mod passages;
 mod queue;
 mod request;
 
@@ -82,7 +85,8 @@ pub(crate) async fn serve(app: App, addr: SocketAddr) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Answers one request: the page at `GET /`, everything else from the stream function's handler.
+/// Answers one request: the page at `GET /`, a run's passages, everything else from a
+/// function's handler.
 async fn answer(
     app: &'static App,
     queue: &'static queue::LocalQueue,
@@ -97,6 +101,12 @@ async fn answer(
         Ok(request) => request,
         Err(refused) => return Ok(refused.response().map(full)),
     };
+    if request.method() == Method::GET {
+        if let Some(run_id) = passages::run_id_of(request.uri().path()).map(str::to_owned) {
+            let response = passages::passages(app, &request, &run_id).await;
+            return Ok(response.map(full));
+        }
+    }
     if is_buffered_run(&request) {
         let response = super::http::handle(app, Some(queue), request).await;
         return Ok(response.map(|body| full(Bytes::from(body.to_vec()))));
