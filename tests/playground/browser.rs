@@ -137,8 +137,15 @@ impl Browser {
         std::fs::write(std::path::Path::new(&dir).join(name), png).unwrap();
     }
 
-    pub async fn close(mut self) {
+    /// Ends the browser session (chromedriver is stopped on drop).
+    pub async fn close(self) {
         let _ = self.client.clone().close().await;
+    }
+}
+
+impl Drop for Browser {
+    /// Stops chromedriver, also when a test fails before `close` (its Chromium goes with it).
+    fn drop(&mut self) {
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
