@@ -308,6 +308,42 @@ async fn a_server_that_stopped_is_named_on_the_page() {
     browser.close().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_request_is_explained_on_the_page() {
+    let serve = Serve::start(&[]);
+    let browser = Browser::start().await;
+    // Checked on the page: a filter that is not KEY=VALUE is never sent.
+    browser
+        .client
+        .goto(&link(&serve.url, QUESTION, "&filters=durian"))
+        .await
+        .unwrap();
+    let notice = browser.client.wait().at_most(browser::WAIT);
+    notice
+        .for_element(Locator::Css("#notice:not([hidden])"))
+        .await
+        .unwrap();
+    assert_eq!(
+        browser.text("#notice").await,
+        "The filter \"durian\" is not KEY=VALUE (e.g. product=durian)."
+    );
+    // Refused by the server before the run starts: its status and message are shown.
+    browser
+        .client
+        .goto(&link(&serve.url, QUESTION, "&thread=not%20an%20id"))
+        .await
+        .unwrap();
+    browser.wait_for_state("error").await;
+    let shown = browser.text("#notice").await;
+    assert!(
+        shown.starts_with("The server refused the question (HTTP 400): thread_id "),
+        "{shown}"
+    );
+    let listed = get_json(&format!("{}workflow/runs", serve.url)).await;
+    assert_eq!(listed["runs"], serde_json::json!([]));
+    browser.close().await;
+}
+
 /// WebDriver key codes.
 const TAB: &str = "\u{E004}";
 const ENTER: &str = "\u{E007}";
