@@ -14,7 +14,7 @@
 //! | `mod.rs` | binding, the accept loop, Ctrl-C, which requests the page answers |
 //! | `request.rs` | an HTTP request as the Lambda event the handlers read |
 //! | `queue.rs` | the in-process work queue and its worker |
-//! | `page.rs`, `playground.html` | the playground page, compiled into the binary |
+//! | `page.rs`, `playground/` | the playground page (markup, style, scripts), compiled into the binary |
 //! | `passages.rs` | the playground's one route of its own: a run's cited passages |
 
 mod page;
@@ -66,7 +66,9 @@ pub(crate) async fn serve(app: App, addr: SocketAddr) -> std::io::Result<()> {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(e) => {
+                    // Out of file descriptors, say: wait a little instead of spinning.
                     tracing::warn!(error = %e, "could not accept a connection");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                     continue;
                 }
             },
