@@ -309,6 +309,52 @@ async fn a_server_that_stopped_is_named_on_the_page() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discarded_answer_is_struck_through_and_marked_in_the_timeline() {
+    let serve = Serve::start(&[]);
+    let browser = Browser::start().await;
+    // Offline, grading keeps 1 of the 3 passages found for this question: the speculative
+    // answer (attempt 1) is discarded and a second one is written from the kept passage.
+    browser
+        .client
+        .goto(&link(&serve.url, "How do I grow mangoes in Iceland?", ""))
+        .await
+        .unwrap();
+    browser.wait_for_state("done").await;
+    let run = api_run(&serve, &browser).await;
+    assert_eq!(run["status"], "completed");
+    assert_eq!(run["metadata"]["speculation"]["discarded"], 1);
+    let streamed = browser
+        .eval("return JSON.parse(sessionStorage.getItem('bounded-rag.run')).attempts")
+        .await;
+    let discarded = browser.texts("#discarded li").await;
+    assert_eq!(
+        discarded,
+        [format!(
+            "Answer 1 (discarded): {}",
+            streamed["1"].as_str().unwrap()
+        )]
+    );
+    assert_eq!(streamed["2"], run["answer"]);
+    assert_eq!(
+        browser.text("#answer").await,
+        run["answer"].as_str().unwrap()
+    );
+    assert_eq!(
+        browser.attrs("#timeline [data-step]", "data-step").await,
+        names(&run)
+    );
+    // The fork's answer is marked discarded; the second answer is not.
+    let marks = browser
+        .eval(
+            "return [...document.querySelectorAll('#timeline [data-step=generate]')]
+                .map((row) => row.querySelector('.mark.bad') ? row.querySelector('.mark.bad').textContent : '')",
+        )
+        .await;
+    assert_eq!(marks, serde_json::json!(["answer discarded", ""]));
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_request_is_explained_on_the_page() {
     let serve = Serve::start(&[]);
     let browser = Browser::start().await;

@@ -39,6 +39,7 @@ function renderAnswer() {
       el('p', {}, el('span', { class: 'source' }, c.url)),
       passageText(c.url),
       passageOf(c.url)))));
+  if (final && !(final.citations || []).length) $('citations').append(el('li', { class: 'summary' }, 'None: the answer cites no source.'));
   const m = final && final.metadata;
   $('summary').textContent = m ? `${m.total_steps} steps, ${m.model_calls} model calls, ${m.tokens.total} tokens, ` +
     `route ${m.route || 'none'}, ${m.query_transformation_retry_count} rewrites, ${m.hallucination_retry_count} regenerations, ` +
