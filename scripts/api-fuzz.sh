@@ -7,6 +7,10 @@
 #
 #   scripts/api-fuzz.sh              # run by scripts/test.sh after `cargo test`
 #
+# Then the same contract against `bounded-rag serve` (its local stores, the offline model, its
+# in-process worker), with the fixed seed and fewer cases: serve answers through the same
+# handlers, so it must answer exactly as the functions do.
+#
 # Passes when schemathesis finds no server error (5xx) and no answer outside openapi.yaml (status
 # code, content type, headers, body schema). The run is bounded: a fixed seed, a fixed number of
 # generated cases per operation, one worker, and a time limit on the whole run. Every process
@@ -21,6 +25,7 @@
 #                              API_FUZZ_RANDOM_SEEDS=0)
 #   API_FUZZ_TIME_LIMIT=300    seconds before schemathesis is stopped (a failure)
 #   API_FUZZ_ACTIVE_RUNS=4     MAX_ACTIVE_RUNS_PER_CALLER of the functions, so 429 is exercised
+#   API_FUZZ_SERVE_MAX_EXAMPLES=25  cases per operation against `bounded-rag serve` (0: skip it)
 #   MOTO_SERVER_BIN, CARGO_LAMBDA_BIN   tools other than those in .local/venv
 set -euo pipefail
 
@@ -37,6 +42,7 @@ SEED="${API_FUZZ_SEED:-20251124}"
 RANDOM_SEEDS="${API_FUZZ_RANDOM_SEEDS:-1}"
 TIME_LIMIT="${API_FUZZ_TIME_LIMIT:-300}"
 ACTIVE_RUNS="${API_FUZZ_ACTIVE_RUNS:-4}"
+SERVE_MAX_EXAMPLES="${API_FUZZ_SERVE_MAX_EXAMPLES:-25}"
 OUT="$ROOT/.local/api-fuzz"
 
 log() { echo "api-fuzz: $*" >&2; }
@@ -177,23 +183,43 @@ seeds=("$SEED")
 for _ in $(seq 1 "$RANDOM_SEEDS"); do
     seeds+=("$("$PY" -c 'import random; print(random.SystemRandom().randrange(1, 2**31))')")
 done
-for seed in "${seeds[@]}"; do
-    log "schemathesis on $BASE: seed $seed, $MAX_EXAMPLES cases per operation, at most $TIME_LIMIT s"
+# One schemathesis run: fuzz NAME BASE_URL SEED MAX_EXAMPLES.
+fuzz() {
+    local name="$1" base="$2" seed="$3" examples="$4"
+    log "schemathesis on $base ($name): seed $seed, $examples cases per operation, at most $TIME_LIMIT s"
     SCHEMATHESIS_HOOKS="$ROOT/scripts/api_fuzz_hooks.py" \
         timeout --kill-after=10 "$TIME_LIMIT" "$SCHEMATHESIS" run "$ROOT/openapi.yaml" \
-        --url "$BASE" \
+        --url "$base" \
         --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
         --phases examples,coverage,fuzzing \
-        --max-examples "$MAX_EXAMPLES" \
+        --max-examples "$examples" \
         --seed "$seed" \
         --workers 1 \
         --request-timeout 60 \
         --generation-database none \
         --no-color \
         --output-sanitize false \
-        --report junit --report-dir "$OUT/seed-$seed" \
-        2>&1 | tee "$OUT/schemathesis-$seed.log" || {
+        --report junit --report-dir "$OUT/$name-seed-$seed" \
+        2>&1 | tee "$OUT/schemathesis-$name-$seed.log"
+}
+
+for seed in "${seeds[@]}"; do
+    fuzz stack "$BASE" "$seed" "$MAX_EXAMPLES" || {
         log "schemathesis failed with seed $seed: rerun it with API_FUZZ_SEED=$seed API_FUZZ_RANDOM_SEEDS=0 scripts/api-fuzz.sh"
         exit 1
     }
 done
+
+# 5. The same contract against `bounded-rag serve`: local file store, offline model, in-process
+# worker, the same MAX_ACTIVE_RUNS_PER_CALLER; the fixed seed only.
+if ((SERVE_MAX_EXAMPLES > 0)); then
+    SERVE_PORT="$(free_port)"
+    spawn serve env -i PATH="$PATH" HOME="$HOME" STATE_DIR="$OUT/serve-state" \
+        MAX_ACTIVE_RUNS_PER_CALLER="$ACTIVE_RUNS" \
+        "$BIN_DIR/bounded-rag" serve --port "$SERVE_PORT"
+    wait_http "http://127.0.0.1:$SERVE_PORT/" 30 || { log "bounded-rag serve did not start"; exit 1; }
+    fuzz serve "http://127.0.0.1:$SERVE_PORT" "$SEED" "$SERVE_MAX_EXAMPLES" || {
+        log "schemathesis failed against bounded-rag serve: rerun it with API_FUZZ_RANDOM_SEEDS=0 scripts/api-fuzz.sh"
+        exit 1
+    }
+fi

@@ -11,6 +11,9 @@
 # schemathesis (property-based API tests from openapi.yaml; 4.x, whose CLI scripts/api-fuzz.sh
 # uses).
 #
+# Also Debian's headless Chromium and its WebDriver (packages `chromium`, `chromium-driver`) for
+# tests/playground_browser.rs, with apt-get (as root, or through sudo) when either is missing.
+#
 # To add a tool: add one "requirement|executable" line to TOOLS below.
 set -euf # -f: no globbing, so 'moto[server]' stays literal
 
@@ -62,6 +65,23 @@ for line in $TOOLS; do
         exit 1
     fi
     echo "$VENV/bin/$executable"
+done
+
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then
+        SUDO=sudo
+    fi
+    echo "setup-test-tools: installing chromium and chromium-driver with apt-get" >&2
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+for executable in chromium chromedriver; do
+    if ! command -v "$executable" >/dev/null 2>&1; then
+        echo "setup-test-tools: $executable is still missing after install" >&2
+        exit 1
+    fi
+    command -v "$executable"
 done
 
 "$VENV/bin/cargo-lambda" lambda --version

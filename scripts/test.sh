@@ -2,9 +2,10 @@
 # The whole test suite: checks the architecture (scripts/check-architecture.py: no cycle
 # between files of src/, no file over 500 lines, most items crate-private; its own self-test
 # first), installs what the tests talk to (moto's server, cargo-lambda, schemathesis) into
-# .local/venv, then runs every unit and integration test, then fuzzes the
-# HTTP API from openapi.yaml against the local stack (scripts/api-fuzz.sh: schemathesis, a fixed
-# seed and number of cases), then validates the SAM stack.
+# .local/venv and Debian's chromium and chromium-driver (the playground's browser test), then
+# runs every unit and integration test, then fuzzes the HTTP API from openapi.yaml against the
+# local stack and `bounded-rag serve` (scripts/api-fuzz.sh: schemathesis, a fixed seed and
+# number of cases), then validates the SAM stack.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -162,13 +162,20 @@ impl Spec {
             .get(&content_type)
             .unwrap_or_else(|| panic!("content type {content_type} not listed: {context}"));
         let schema = self.resolve(&media["schema"]).clone();
-        let instance = if content_type == "application/json" {
-            serde_json::from_slice(&x.body).unwrap_or_else(|e| panic!("{e}: {context}"))
-        } else {
-            Value::String(String::from_utf8(x.body.clone()).unwrap())
+        // A text/event-stream body is checked event by event, as an SSE client (and
+        // schemathesis) reads it.
+        let instances = match content_type.as_str() {
+            "application/json" => {
+                vec![serde_json::from_slice(&x.body).unwrap_or_else(|e| panic!("{e}: {context}"))]
+            }
+            "text/event-stream" => events_of(&String::from_utf8(x.body.clone()).unwrap()),
+            _ => vec![Value::String(String::from_utf8(x.body.clone()).unwrap())],
         };
-        let errors = self.schema_errors(&schema, &instance);
-        assert!(errors.is_empty(), "{context}\n{errors:#?}");
+        assert!(!instances.is_empty(), "{context}");
+        for instance in &instances {
+            let errors = self.schema_errors(&schema, instance);
+            assert!(errors.is_empty(), "{context}\n{errors:#?}");
+        }
         if let Some(headers) = response["headers"].as_object() {
             for (name, header) in headers {
                 let header = self.resolve(header);
@@ -809,4 +816,20 @@ fn the_checker_refuses_answers_that_do_not_fit() {
     };
     let caught = std::panic::catch_unwind(move || Spec::load().check(&exchange));
     assert!(caught.is_err(), "a 429 without Retry-After was accepted");
+}
+
+/// The events of a `text/event-stream` body: `{id, event, data}` per frame, as read by a
+/// client.
+fn events_of(text: &str) -> Vec<Value> {
+    text.split("\n\n")
+        .filter(|frame| !frame.trim().is_empty())
+        .map(|frame| {
+            let mut event = serde_json::Map::new();
+            for line in frame.lines() {
+                let (field, value) = line.split_once(": ").unwrap_or((line, ""));
+                event.insert(field.to_owned(), Value::String(value.to_owned()));
+            }
+            Value::Object(event)
+        })
+        .collect()
 }

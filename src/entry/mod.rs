@@ -12,6 +12,7 @@
 //! | `sqs.rs` | the SQS worker: records to runs, outcomes to batch item failures |
 //! | `sweeper.rs` | the sweeper function: its clients and its scheduled event |
 //! | `cli/` | the `bounded-rag` command line |
+//! | `serve/` | `bounded-rag serve`: the handlers behind a local HTTP server, an in-process work queue, the playground page |
 //! | `adapters/` | the AWS adapters: SQS work queue, EventBridge completion events |
 //! | `caller.rs`, `messages.rs`, `metrics.rs`, `logging.rs` | who asks, caller-facing texts, EMF lines, log set-up |
 
@@ -23,6 +24,7 @@ pub mod http;
 pub mod logging;
 pub(crate) mod messages;
 pub(crate) mod metrics;
+mod serve;
 pub mod sqs;
 mod sse;
 pub mod stream;

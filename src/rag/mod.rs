@@ -21,6 +21,7 @@
 mod answer;
 mod caller;
 mod checkpoint;
+pub(crate) mod diagram;
 mod error;
 mod events;
 mod graph;
@@ -53,5 +54,5 @@ pub use request::{Mode, RunRequest, ValidationError};
 pub(crate) use response::{status_from, status_of};
 pub use response::{Metadata, RunError, RunResponse, RunStatus, Tokens};
 pub(crate) use speculating::SpeculationStats;
-pub(crate) use state::{BestEffortReason, Outcome};
+pub(crate) use state::{BestEffortReason, CitedPassage, Outcome};
 pub use state::{Citation, RagState};

@@ -27,15 +27,22 @@ use serde_json::json;
 /// The branches of the fork over the passages found: routing always; grading (when the
 /// request grades) and an answer only when there are passages to grade and answer from.
 pub(super) fn branches(state: &RagState) -> Vec<RagNode> {
-    let mut branches = vec![RagNode::RouteQuestion];
-    if !state.documents.is_empty() {
-        if state.request.grade_documents() {
-            branches.push(RagNode::GradeDocuments);
-        }
-        branches.push(RagNode::Generate);
-    }
-    branches
+    let passages = !state.documents.is_empty();
+    FORK.into_iter()
+        .filter(|node| match node {
+            RagNode::GradeDocuments => passages && state.request.grade_documents(),
+            RagNode::Generate => passages,
+            _ => true,
+        })
+        .collect()
 }
+
+/// Every branch the fork at `speculate` may run, in the order their step records are kept.
+pub(super) const FORK: [RagNode; 3] = [
+    RagNode::RouteQuestion,
+    RagNode::GradeDocuments,
+    RagNode::Generate,
+];
 
 /// Runs one branch over the state as it was when the fork started.
 pub(super) async fn branch(

@@ -7,6 +7,18 @@ use crate::llm::DataSource;
 use crate::search::{Document, RetrievalMode};
 use serde::{Deserialize, Serialize};
 
+/// A cited source with the text of its passage (what the playground shows when a citation is
+/// opened).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct CitedPassage {
+    /// The citation's URL, or `kb://` path.
+    pub(crate) url: String,
+    /// The citation's title.
+    pub(crate) title: String,
+    /// The passage as the model was given it.
+    pub(crate) text: String,
+}
+
 /// A source the answer cites.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Citation {
@@ -180,6 +192,21 @@ impl RagState {
     /// it (the retrieval itself searches `query`, which such a node would set too).
     pub(crate) fn question(&self) -> &str {
         &self.request.question
+    }
+
+    /// The passages of the current context, one per source as the citations are (deduplicated
+    /// by URL, in order), with their text.
+    pub(crate) fn cited_passages(&self) -> Vec<CitedPassage> {
+        let mut seen = std::collections::HashSet::new();
+        self.documents
+            .iter()
+            .filter(|d| seen.insert(d.url.as_str()))
+            .map(|d| CitedPassage {
+                url: d.url.clone(),
+                title: d.title.clone(),
+                text: d.content.clone(),
+            })
+            .collect()
     }
 
     /// The citations of the current context, deduplicated by URL, in order.

@@ -14,7 +14,7 @@ use crate::engine::{NodeId, Shape, Versioning, WorkflowVersion};
 pub(crate) const STATE_FORMAT: u32 = 1;
 
 /// Every node, in declaration order.
-const NODES: [RagNode; 10] = [
+pub(super) const NODES: [RagNode; 10] = [
     RagNode::ContextualizeQuestion,
     RagNode::RouteQuestion,
     RagNode::Speculate,
@@ -28,7 +28,7 @@ const NODES: [RagNode; 10] = [
 ];
 
 /// Every transition a step may choose (`nodes.rs`); `end` is the end of the run.
-const EDGES: [(&str, &str); 34] = [
+pub(super) const EDGES: [(&str, &str); 34] = [
     ("start", "route_question"),
     // a thread's follow-up (issue 15), then the run's entry
     ("start", "contextualize_question"),

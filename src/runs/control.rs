@@ -1,6 +1,6 @@
 //! Reading and stopping runs, and reading and deleting threads: a run's status, its steps a
-//! page at a time, the caller's runs newest first, cancel; a thread's turns, the caller's
-//! threads, delete. With a caller, another caller's run or thread is not found; without one
+//! page at a time, the passages it cites, the caller's runs newest first, cancel; a thread's
+//! turns, the caller's threads, delete. With a caller, another caller's run or thread is not found; without one
 //! (the CLI, which owns its local store) any run is read.
 
 use super::cancel::Cancel;
@@ -10,7 +10,7 @@ use super::refusal::Refusal;
 use super::service::Runs;
 use super::thread::{ThreadHead, ThreadPage, TurnRecord};
 use crate::engine::EngineError;
-use crate::rag::{Caller, RunResponse, RunStatus};
+use crate::rag::{Caller, CitedPassage, RunResponse, RunStatus};
 use serde::Serialize;
 
 /// One page of a caller's runs, newest first.
@@ -35,6 +35,15 @@ impl Runs {
             None => workflow,
         };
         Ok(workflow.status(run_id).await?)
+    }
+
+    /// The passages the run `run_id` (of `caller`) cites, with their text.
+    pub(crate) async fn passages(
+        &self,
+        caller: &Caller,
+        run_id: &str,
+    ) -> Result<Vec<CitedPassage>, Refusal> {
+        Ok(self.workflow().for_caller(caller).passages(run_id).await?)
     }
 
     /// Up to `limit` steps of the run `run_id` (of `caller`) after step number `after`.

@@ -12,7 +12,7 @@
 //! | `submit` | an asynchronous run: admitted, stored and queued |
 //! | `work`, `continue_run` | a work queue message (new asynchronous run or continuation); `ask --resume` |
 //! | `poison` | a message that can never succeed: its run is marked `failed` |
-//! | `status`, `steps`, `list`, `cancel` | reading and stopping runs |
+//! | `status`, `steps`, `passages`, `list`, `cancel` | reading and stopping runs (`passages`: the playground's cited passages) |
 //! | `thread`, `thread_list`, `delete_thread` | reading and deleting threads |
 //! | `budget` | an invocation's budget from its Lambda deadline |
 //!

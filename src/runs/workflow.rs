@@ -12,7 +12,9 @@ use crate::engine::{
 };
 use crate::error::ErrorClass;
 use crate::rag::thread::ThreadContext;
-use crate::rag::{Caller, Outcome, RagCheckpoint, RagGraph, RagState, RunRequest, RunResponse};
+use crate::rag::{
+    Caller, CitedPassage, Outcome, RagCheckpoint, RagGraph, RagState, RunRequest, RunResponse,
+};
 use crate::store::{CheckpointStore, Lease, StoreError};
 use std::time::Duration;
 use tracing::Instrument;
@@ -344,6 +346,17 @@ impl<'a> Workflow<'a> {
     /// exist, so its existence is not revealed; otherwise (the CLI, which owns its local
     /// store) any run is read, whoever started it.
     pub async fn status(&self, run_id: &str) -> Result<RunResponse, EngineError> {
+        Ok(self.respond(&self.read(run_id).await?))
+    }
+
+    /// The passages a run's answer cites, with their text, in citation order (read like
+    /// [`Workflow::status`]).
+    pub(crate) async fn passages(&self, run_id: &str) -> Result<Vec<CitedPassage>, EngineError> {
+        Ok(self.read(run_id).await?.state.cited_passages())
+    }
+
+    /// The checkpoint of `run_id`, if this workflow's caller may read it.
+    async fn read(&self, run_id: &str) -> Result<RagCheckpoint, EngineError> {
         let not_found = || EngineError::NotFound {
             run_id: run_id.to_owned(),
         };
@@ -355,7 +368,7 @@ impl<'a> Workflow<'a> {
                 return Err(not_found());
             }
         }
-        Ok(self.respond(&loaded.checkpoint))
+        Ok(loaded.checkpoint)
     }
 
     fn new_checkpoint(

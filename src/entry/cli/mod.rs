@@ -1,4 +1,5 @@
-//! The `bounded-rag` command line: `ask`, `ingest`, `kb`, `eval`, `thread`, `status`, `cancel`.
+//! The `bounded-rag` command line: `ask`, `ingest`, `kb`, `eval`, `thread`, `status`, `cancel`,
+//! `serve`, `graph`.
 //! This file is the top of the CLI: it parses the command and dispatches to the sub-command
 //! files, which share only what lies below them (`args`, `output`).
 //!
@@ -11,11 +12,13 @@
 //! | `thread.rs` | `thread show / list / delete` |
 //! | `kb.rs` | `ingest` and `kb publish / list / use / sync` |
 //! | `eval.rs` | `eval`: a labelled question set through the workflow |
+//! | `serve.rs` | `serve` (the local server and playground) and `graph` (the workflow diagram) |
 
 mod args;
 pub mod eval;
 mod kb;
 mod output;
+mod serve;
 mod stream;
 mod thread;
 
@@ -27,6 +30,7 @@ use clap::{Parser, Subcommand};
 use eval::{eval_command, EvalArgs};
 use kb::{ingest_command, kb_command, KbCommand};
 use output::{exit_code, fail, fail_refusal, print_response};
+use serve::{graph_command, serve_command, GraphFormat, ServeArgs};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use thread::{thread_command, ThreadCommand};
@@ -94,6 +98,15 @@ pub(crate) enum Command {
         /// Print the full JSON response.
         #[arg(long)]
         json: bool,
+    },
+    /// Serve the HTTP API, the SSE stream and a playground page on a local port, from the
+    /// handlers the Lambda functions run (127.0.0.1:8080 by default; Ctrl-C stops).
+    Serve(ServeArgs),
+    /// Print the workflow graph (nodes, edges, the fork, the bounded loops and their counters).
+    Graph {
+        /// Diagram format.
+        #[arg(long, value_enum, default_value = "mermaid")]
+        format: GraphFormat,
     },
 }
 
@@ -164,6 +177,8 @@ pub async fn run(cli: Cli) -> ExitCode {
             }
         }
         Command::Ask(args) => ask(args).await,
+        Command::Serve(args) => serve_command(args).await,
+        Command::Graph { format } => graph_command(format),
     }
 }
 

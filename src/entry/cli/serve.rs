@@ -1,0 +1,56 @@
+//! `serve` (the local server and its playground, `entry/serve/`) and `graph` (the workflow
+//! graph as a diagram).
+
+use super::output::fail;
+use crate::entry::App;
+use crate::rag::diagram::{self, Format};
+use clap::{Args, ValueEnum};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::ExitCode;
+
+/// `serve` arguments.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Port to listen on (0: any free port; the URL printed names it).
+    #[arg(long, default_value_t = 8080)]
+    pub(crate) port: u16,
+    /// Address to listen on. Loopback by default; anything else is reachable from other
+    /// machines, without authentication.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    pub(crate) host: IpAddr,
+}
+
+/// A diagram format of `graph`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum GraphFormat {
+    /// Mermaid (`flowchart`), which GitHub renders in Markdown.
+    Mermaid,
+    /// Graphviz DOT (`dot -Tsvg`).
+    Dot,
+}
+
+/// Serves the API, the stream and the playground until Ctrl-C, with the clients `ask` uses.
+pub(crate) async fn serve_command(args: ServeArgs) -> ExitCode {
+    let app = match App::from_env().await {
+        Ok(app) => app,
+        Err(e) => return fail(2, &e.to_string()),
+    };
+    let addr = SocketAddr::new(args.host, args.port);
+    match crate::entry::serve::serve(app, addr).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(
+            2,
+            &format!("cannot listen on {addr}: {e}; try another --port"),
+        ),
+    }
+}
+
+/// Prints the workflow graph.
+pub(crate) fn graph_command(format: GraphFormat) -> ExitCode {
+    let format = match format {
+        GraphFormat::Mermaid => Format::Mermaid,
+        GraphFormat::Dot => Format::Dot,
+    };
+    print!("{}", diagram::render(format));
+    ExitCode::SUCCESS
+}

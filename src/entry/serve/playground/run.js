@@ -1,0 +1,269 @@
+// The playground's first script: its state, asking, reading the event stream of a run, and
+// picking a dropped or reloaded run back up (Last-Event-ID). view.js draws what it holds.
+'use strict';
+const GRAPH = JSON.parse(document.getElementById('graph-data').textContent);
+const BRANCHES = new Set(GRAPH.fork.branches);
+const SAVED = 'bounded-rag.run';
+const RESUME_TRIES = 5;
+const LIMITS = {
+  step_limit: 'the step limit (WORKFLOW_RECURSION_LIMIT) was reached',
+  deadline: 'the deadline budget could not cover the next step',
+  token_budget: "the run's token budget could not cover the next step",
+  max_retries: 'the answer was still not useful after MAX_RETRIES query rewrites',
+  max_regenerations: 'the answer was still not grounded after MAX_REGENERATIONS regenerations',
+  no_sources: 'neither the knowledge base nor web search found anything to answer from',
+  answer_length: 'the answer reached its output cap (LLM_MAX_ANSWER_TOKENS)',
+  model_unavailable: 'the model could not answer; the answer quotes the documents found',
+};
+const $ = (id) => document.getElementById(id);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// The run on the page: its id, the last event id received, its steps and answer so far.
+let run = null;
+
+function notice(text) {
+  $('notice').textContent = text || '';
+  $('notice').hidden = !text;
+}
+
+function setState(state) {
+  document.body.dataset.state = state;
+  $('ask-button').disabled = state === 'running';
+  $('cancel').disabled = state !== 'running' || !run || !run.id;
+}
+
+function save() {
+  if (run) sessionStorage.setItem(SAVED, JSON.stringify(run));
+}
+
+function serverDown(what) {
+  notice(`Cannot reach the bounded-rag server at ${location.origin} (${what}). Is \`bounded-rag serve\` still running? Start it again and retry.`);
+}
+
+function filtersOf(text) {
+  const parts = text.split(',').map((s) => s.trim()).filter(Boolean).map((part) => {
+    const at = part.indexOf('=');
+    if (at < 1) throw new Error(`The filter "${part}" is not KEY=VALUE (e.g. product=durian).`);
+    return { equals: { key: part.slice(0, at).trim(), value: part.slice(at + 1).trim() } };
+  });
+  if (parts.length === 0) return null;
+  return parts.length === 1 ? parts[0] : { and: parts };
+}
+
+function requestBody() {
+  const body = { question: $('question').value.trim() };
+  if ($('mode').value) body.mode = $('mode').value;
+  if ($('thread').value.trim()) body.thread_id = $('thread').value.trim();
+  if ($('max-tokens').value) body.max_tokens = Number($('max-tokens').value);
+  if ($('speculation').value) body.speculation = $('speculation').value;
+  const filters = filtersOf($('filters').value);
+  if (filters) body.filters = filters;
+  return body;
+}
+
+function newRun(id, question) {
+  run = { id, question, lastId: null, steps: [], attempts: {}, discarded: [], status: 'running', final: null };
+  save();
+  render();
+}
+
+// ---- asking and following a run ------------------------------------------------------
+
+async function ask(event) {
+  if (event) event.preventDefault();
+  let body;
+  try {
+    body = requestBody();
+  } catch (e) {
+    notice(e.message);
+    return;
+  }
+  if (!body.question) {
+    notice('Type a question first.');
+    $('question').focus();
+    return;
+  }
+  notice('');
+  newRun(null, body.question);
+  setState('running');
+  let response;
+  try {
+    response = await fetch('/workflow/run', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify(body),
+    });
+  } catch (e) {
+    serverDown('the question was not sent');
+    run.status = 'unsent';
+    setState('error');
+    return;
+  }
+  const type = response.headers.get('content-type') || '';
+  if (!type.startsWith('text/event-stream')) {
+    // Refused before the run started (rate, validation, a busy thread): a JSON error.
+    const text = await response.text();
+    let message = text;
+    try {
+      const json = JSON.parse(text);
+      message = json.field ? `${json.field} ${json.message}` : json.message || json.error || text;
+    } catch (e) { /* not JSON */ }
+    notice(`The server refused the question (HTTP ${response.status}): ${message}`);
+    run.status = 'refused';
+    setState('error');
+    return;
+  }
+  run.id = response.headers.get('x-run-id');
+  save();
+  history.replaceState(null, '', `/?run=${encodeURIComponent(run.id)}`);
+  setState('running');
+  await follow(response);
+}
+
+// Reads a stream until its last event; a stream that ends without one dropped, and is picked
+// back up from the last event received.
+async function follow(response) {
+  const ended = await consume(response);
+  if (ended) return finish();
+  await resume();
+}
+
+async function consume(response) {
+  let ended = false;
+  try {
+    for await (const event of events(response.body)) {
+      if (event.id) run.lastId = event.id;
+      ended = handle(event) || ended;
+      save();
+    }
+  } catch (e) {
+    // The connection broke mid-stream.
+  }
+  return ended;
+}
+
+async function resume() {
+  for (let attempt = 1; attempt <= RESUME_TRIES; attempt++) {
+    notice(run.suspended
+      ? `The run was suspended and continues on the worker; following it, try ${attempt} of ${RESUME_TRIES}.`
+      : `The stream dropped (last event ${run.lastId || 'none'}); picking the run back up, try ${attempt} of ${RESUME_TRIES}.`);
+    run.suspended = false;
+    await sleep(400 * attempt);
+    let response;
+    try {
+      const headers = run.lastId ? { 'Last-Event-ID': run.lastId } : {};
+      response = await fetch(`/workflow/runs/${encodeURIComponent(run.id)}/events`, { headers });
+    } catch (e) {
+      continue;
+    }
+    if (!response.ok) {
+      const text = await response.text();
+      notice(`Could not pick the run back up (HTTP ${response.status}): ${text}`);
+      setState('error');
+      return;
+    }
+    if (await consume(response)) {
+      notice('');
+      return finish();
+    }
+  }
+  serverDown(`the stream of run ${run.id} dropped and could not be resumed`);
+  setState('error');
+}
+
+// Server-sent events from a response body: {id, event, data}.
+async function* events(stream) {
+  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const event = { id: null, event: 'message', data: '' };
+      for (const line of frame.split('\n')) {
+        const colon = line.indexOf(':');
+        if (colon < 0) continue;
+        const field = line.slice(0, colon);
+        const text = line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'id') event.id = text;
+        else if (field === 'event') event.event = text;
+        else if (field === 'data') event.data += text;
+      }
+      event.data = event.data ? JSON.parse(event.data) : null;
+      yield event;
+    }
+  }
+}
+
+// Applies one event; true for the last event of a run.
+function handle(event) {
+  const data = event.data || {};
+  switch (event.event) {
+    case 'step':
+      run.steps.push({ name: data.name, details: data.details || {}, counters: data.counters || {} });
+      renderTimeline();
+      renderGraph();
+      return false;
+    case 'token':
+      run.attempts[data.attempt] = (run.attempts[data.attempt] || '') + data.text;
+      run.attempt = data.attempt;
+      renderAnswer();
+      return false;
+    case 'discarded':
+      run.discarded.push(data.attempt);
+      renderAnswer();
+      return false;
+    case 'suspended':
+      // Out of time in this invocation: the worker continues it; the stream is picked up again.
+      run.suspended = true;
+      $('run-status').textContent = 'suspended: the worker continues the run';
+      return false;
+    case 'final':
+    case 'cancelled':
+      run.final = data;
+      run.status = data.status || event.event;
+      if (Array.isArray(data.workflow_steps)) {
+        run.steps = data.workflow_steps.map((s) => ({ name: s.name, details: s.details || {}, seconds: s.processing_time }));
+      }
+      render();
+      return true;
+    default:
+      return false;
+  }
+}
+
+async function finish() {
+  await loadPassages();
+  setState('done');
+  refreshLists();
+}
+
+// The text of each cited passage (a route of the playground: the API's answer has only
+// titles and URLs).
+async function loadPassages() {
+  if (!run || !run.id || !run.final || !(run.final.citations || []).length) return;
+  try {
+    const response = await fetch(`/playground/runs/${encodeURIComponent(run.id)}/passages`);
+    if (!response.ok) return;
+    const body = await response.json();
+    run.passages = Object.fromEntries(body.passages.map((p) => [p.url, p.text]));
+    save();
+    renderAnswer();
+  } catch (e) {
+    // The citations keep their sources; the passages are shown when the server answers again.
+  }
+}
+
+async function cancel() {
+  if (!run || !run.id) return;
+  try {
+    const response = await fetch(`/workflow/runs/${encodeURIComponent(run.id)}/cancel`, { method: 'POST' });
+    if (!response.ok) notice(`Cancel answered HTTP ${response.status}: ${await response.text()}`);
+  } catch (e) {
+    serverDown('the cancel was not sent');
+  }
+}
