@@ -73,7 +73,8 @@ def resolve(template, params):
     statements = ev(template["Resources"]["RuntimeAccessPolicy"]["Properties"]["PolicyDocument"]["Statement"])
     bedrock = [s for s in statements if s.get("Sid") == "InvokeBedrockModels"]
     env = ev(template["Globals"]["Function"]["Environment"]["Variables"])
-    return (bedrock[0] if bedrock else None), env
+    by_sid = {s["Sid"]: s for s in statements if "Sid" in s}
+    return (bedrock[0] if bedrock else None), env, by_sid
 
 
 def fm(model, region=REGION):
@@ -115,6 +116,31 @@ CASES = [
 ]
 
 
+# A Bedrock knowledge base and Bedrock rerank: (parameters, {Sid: (Action, Resource)}, env).
+STORE_CASES = [
+    ({}, {}, {"RERANK_PROVIDER": ""}),
+    (
+        {"BedrockKnowledgeBaseId": "KB12345678"},
+        {
+            "RetrieveFromBedrockKnowledgeBase": (
+                "bedrock:Retrieve",
+                f"arn:aws:bedrock:{REGION}:{ACCOUNT}:knowledge-base/KB12345678",
+            )
+        },
+        {"KB_URI": "bedrock-kb://KB12345678", "RERANK_PROVIDER": ""},
+    ),
+    (
+        {"BedrockRerankModelId": "amazon.rerank-v1:0"},
+        {
+            "RerankWithBedrock": ("bedrock:Rerank", "*"),
+            "InvokeBedrockRerankModel": ("bedrock:InvokeModel", fm("amazon.rerank-v1:0")),
+        },
+        {"RERANK_PROVIDER": "bedrock", "RERANK_MODEL": "amazon.rerank-v1:0"},
+    ),
+]
+STORE_SIDS = ["RetrieveFromBedrockKnowledgeBase", "RerankWithBedrock", "InvokeBedrockRerankModel"]
+
+
 def main():
     template, matches = decode(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "template.yaml"))
     if matches:
@@ -122,7 +148,7 @@ def main():
         return 1
     failed = 0
     for params, resources, env in CASES:
-        statement, got_env = resolve(template, params)
+        statement, got_env, _ = resolve(template, params)
         got = statement and statement["Resource"]
         if statement and sorted(statement["Action"]) != [
             "bedrock:InvokeModel",
@@ -138,7 +164,21 @@ def main():
                 print(f"{params}: {var}={got_env.get(var)!r}, expected {value!r}")
                 failed += 1
     print(f"bedrock policy: {len(CASES) - failed}/{len(CASES)} parameter sets as expected")
-    return 1 if failed else 0
+    store_failed = 0
+    for params, expected, env in STORE_CASES:
+        _, got_env, by_sid = resolve(template, params)
+        for sid in STORE_SIDS:
+            got = by_sid.get(sid)
+            got = got and (got["Action"], got["Resource"])
+            if got != expected.get(sid):
+                print(f"{params}: {sid} {got}, expected {expected.get(sid)}")
+                store_failed += 1
+        for var, value in env.items():
+            if got_env.get(var) != value:
+                print(f"{params}: {var}={got_env.get(var)!r}, expected {value!r}")
+                store_failed += 1
+    print(f"bedrock stores: {len(STORE_CASES) - store_failed}/{len(STORE_CASES)} parameter sets as expected")
+    return 1 if failed or store_failed else 0
 
 
 if __name__ == "__main__":
