@@ -36,17 +36,20 @@ pub(crate) const TRANSIENT_CODES: &[&str] = &[
 /// The Bedrock runtime client of `sdk`, without SDK retries, connecting within
 /// `connect_timeout` (each call is bounded by its caller's timeout).
 pub(crate) fn client(sdk: &SdkConfig, connect_timeout: Duration) -> Client {
-    let timeouts = sdk
-        .timeout_config()
+    let config = aws_sdk_bedrockruntime::config::Builder::from(sdk)
+        .retry_config(RetryConfig::disabled())
+        .timeout_config(timeouts(sdk, connect_timeout))
+        .build();
+    Client::from_conf(config)
+}
+
+/// `sdk`'s timeouts, connecting within `connect_timeout`.
+fn timeouts(sdk: &SdkConfig, connect_timeout: Duration) -> TimeoutConfig {
+    sdk.timeout_config()
         .map(|t| t.to_builder())
         .unwrap_or_else(TimeoutConfig::builder)
         .connect_timeout(connect_timeout)
-        .build();
-    let config = aws_sdk_bedrockruntime::config::Builder::from(sdk)
-        .retry_config(RetryConfig::disabled())
-        .timeout_config(timeouts)
-        .build();
-    Client::from_conf(config)
+        .build()
 }
 
 /// The Agents for Bedrock runtime client of `sdk` (knowledge-base `Retrieve`, `Rerank`), as
@@ -55,15 +58,9 @@ pub(crate) fn agent_client(
     sdk: &SdkConfig,
     connect_timeout: Duration,
 ) -> aws_sdk_bedrockagentruntime::Client {
-    let timeouts = sdk
-        .timeout_config()
-        .map(|t| t.to_builder())
-        .unwrap_or_else(TimeoutConfig::builder)
-        .connect_timeout(connect_timeout)
-        .build();
     let config = aws_sdk_bedrockagentruntime::config::Builder::from(sdk)
         .retry_config(RetryConfig::disabled())
-        .timeout_config(timeouts)
+        .timeout_config(timeouts(sdk, connect_timeout))
         .build();
     aws_sdk_bedrockagentruntime::Client::from_conf(config)
 }

@@ -119,6 +119,18 @@ fn description(bundle: &Path) -> String {
     manifest["description"].as_str().unwrap().to_owned()
 }
 
+/// `ingest SRC --out OUT` with `extra` arguments, run in `work`.
+async fn ingest(work: &Path, src: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "ingest",
+        src.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    cli(work, &[], &args).await
+}
+
 /// Asks `question` over the bundle at `kb` with `env`; returns the one route prompt.
 async fn route_prompt(kb: &Path, env: &[(&str, &str)], question: &str) -> (String, String) {
     let llm = ScriptedLlm::start(Script::defaults()).await;
@@ -146,17 +158,7 @@ async fn the_router_of_a_crate_readme_knowledge_base_reads_its_description_and_n
 
     // Derived at ingest from the titles and headings.
     let derived = work.path().join("derived");
-    let out = cli(
-        work.path(),
-        &[],
-        &[
-            "ingest",
-            src.to_str().unwrap(),
-            "--out",
-            derived.to_str().unwrap(),
-        ],
-    )
-    .await;
+    let out = ingest(work.path(), &src, &derived, &[]).await;
     assert!(
         out.status.success(),
         "{}",
@@ -180,19 +182,7 @@ async fn the_router_of_a_crate_readme_knowledge_base_reads_its_description_and_n
     // Given at ingest, recorded as given.
     let given = "Reference documentation of Rust crates: serialization, errors, async I/O.";
     let described = work.path().join("described");
-    let out = cli(
-        work.path(),
-        &[],
-        &[
-            "ingest",
-            src.to_str().unwrap(),
-            "--out",
-            described.to_str().unwrap(),
-            "--description",
-            given,
-        ],
-    )
-    .await;
+    let out = ingest(work.path(), &src, &described, &["--description", given]).await;
     assert!(out.status.success());
     assert_eq!(description(&described), given);
     let (_, user) = route_prompt(&described, &[], question).await;
@@ -207,19 +197,7 @@ async fn the_router_of_a_crate_readme_knowledge_base_reads_its_description_and_n
 
     // An empty description is refused, and nothing is written.
     let refused = work.path().join("refused");
-    let out = cli(
-        work.path(),
-        &[],
-        &[
-            "ingest",
-            src.to_str().unwrap(),
-            "--out",
-            refused.to_str().unwrap(),
-            "--description",
-            "  ",
-        ],
-    )
-    .await;
+    let out = ingest(work.path(), &src, &refused, &["--description", "  "]).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("description is empty"));
     assert!(!refused.exists());

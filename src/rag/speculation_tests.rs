@@ -458,10 +458,22 @@ fn timed_out() -> LlmError {
 async fn a_grading_that_fails_is_abandoned_when_the_route_is_web_search() {
     let model = script("web_search", &[]).fail(Task::GradeDocuments, timed_out());
     let r = run(model, 0, Speculation::On, one_document()).await;
-    assert_ne!(r.response.status, crate::rag::RunStatus::Failed, "{:?}", r.response.error);
+    assert_ne!(
+        r.response.status,
+        crate::rag::RunStatus::Failed,
+        "{:?}",
+        r.response.error
+    );
     assert_eq!(
         r.steps(),
-        ["kg_retrieval", "route_question", "grade_documents", "generate", "web_search", "generate"]
+        [
+            "kg_retrieval",
+            "route_question",
+            "grade_documents",
+            "generate",
+            "web_search",
+            "generate"
+        ]
     );
     assert_eq!(
         [Task::RouteQuery, Task::GradeDocuments, Task::GenerateAnswer].map(|t| r.calls(t)),
@@ -470,7 +482,10 @@ async fn a_grading_that_fails_is_abandoned_when_the_route_is_web_search() {
     );
     let grading = &r.response.workflow_steps[2].details;
     assert_eq!(grading["abandoned"], true, "{grading}");
-    assert!(grading["error"].as_str().unwrap().contains("timed out"), "{grading}");
+    assert!(
+        grading["error"].as_str().unwrap().contains("timed out"),
+        "{grading}"
+    );
 }
 
 #[tokio::test]
@@ -488,7 +503,11 @@ async fn a_model_down_after_its_retries_ends_best_effort_quoting_the_documents()
         [Task::RouteQuery, Task::GradeDocuments, Task::GenerateAnswer].map(|t| r.calls(t)),
         [1, 2, 0]
     );
-    assert!(response.answer.contains("Phytophthora"), "{}", response.answer);
+    assert!(
+        response.answer.contains("Phytophthora"),
+        "{}",
+        response.answer
+    );
     assert_eq!(response.citations.len(), 1);
 
     // With nothing found yet to answer from, the failure stays a (resumable) failure.
