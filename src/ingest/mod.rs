@@ -12,6 +12,7 @@
 //! | `options`, `summary` | how an ingest runs ([`IngestOptions`], [`Progress`]) and what it wrote ([`IngestSummary`]) |
 //! | `in_memory` | `KnowledgeBase::embedded`, `load` and `from_documents`: sources indexed in memory |
 //! | `publish` | `BundleStore::publish` and `point`: bundles to S3 behind the pointer |
+//! | `sync` | `kb sync` and the sync function: incremental sync of a source, the embedding cache |
 
 mod bundle;
 mod in_memory;
@@ -20,6 +21,7 @@ mod pipeline;
 mod publish;
 mod sources;
 mod summary;
+pub mod sync;
 
 pub use options::{IngestOptions, Progress};
 pub use pipeline::{ingest, ingest_dir};

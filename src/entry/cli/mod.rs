@@ -17,6 +17,7 @@ pub mod eval;
 mod kb;
 mod output;
 mod stream;
+mod sync;
 mod thread;
 
 use super::App;
