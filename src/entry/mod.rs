@@ -11,6 +11,7 @@
 //! | `stream.rs`, `stream_resume.rs`, `sse.rs` | the stream function: a run as server-sent events, a resumed stream, SSE framing |
 //! | `sqs.rs` | the SQS worker: records to runs, outcomes to batch item failures |
 //! | `sweeper.rs` | the sweeper function: its clients and its scheduled event |
+//! | `sync.rs` | the sync function: its clients, S3 notifications and its own messages to the sync job, outcomes to batch item failures |
 //! | `cli/` | the `bounded-rag` command line |
 //! | `adapters/` | the AWS adapters: SQS work queue, EventBridge completion events |
 //! | `caller.rs`, `messages.rs`, `metrics.rs`, `logging.rs` | who asks, caller-facing texts, EMF lines, log set-up |
@@ -28,5 +29,6 @@ mod sse;
 pub mod stream;
 mod stream_resume;
 pub mod sweeper;
+pub mod sync;
 
 pub use app::{work_queue, App, StartupError};

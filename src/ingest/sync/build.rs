@@ -142,35 +142,9 @@ async fn vectors(
     missing.sort_unstable();
     missing.dedup();
     have.extend(cache.get_many(&missing).await?);
-    let mut queued = HashSet::new();
-    let todo: Vec<&(Key, String, bool)> = texts
-        .iter()
-        .filter(|t| !have.contains_key(&t.0) && queued.insert(t.0))
-        .collect();
-    options.progress.stage("embedding", todo.len() as u64);
-    let mut pending = futures::stream::iter(todo.chunks(options.batch_size.max(1)))
-        .map(|batch| async move {
-            let inputs: Vec<String> = batch.iter().map(|t| t.1.clone()).collect();
-            (batch, embed_with_retries(embedder, &inputs, options).await)
-        })
-        .buffer_unordered(options.concurrency.max(1));
-    let mut calls = 0;
-    while let Some((batch, result)) = pending.next().await {
-        let (got, attempts) = result.map_err(|source| RetrievalError::Interrupted {
-            done: 0,
-            total: todo.len(),
-            staging: PathBuf::from(objects.store.location.to_string()),
-            source,
-        })?;
-        calls += attempts;
-        let fresh: Vec<(Key, Vec<f32>)> = batch.iter().map(|t| t.0).zip(got).collect();
-        // Into the cache before anything else: a sync stopped later embeds none of it again.
-        cache.put_many(&fresh).await?;
-        have.extend(fresh);
-        options.progress.advance(batch.len() as u64);
-    }
-    drop(pending);
-    options.progress.finish();
+    let (fresh, calls) = embed_missing(&cache, embedder, options, &texts, &have).await?;
+    let queued: HashSet<Key> = fresh.keys().copied().collect();
+    have.extend(fresh);
     let cached = texts
         .iter()
         .filter(|t| t.2 && !queued.contains(&t.0))
@@ -218,4 +192,50 @@ async fn vectors(
         },
         cached,
     ))
+}
+
+/// Embeds the texts of `texts` whose keys `have` lacks (each text once), in batches, storing
+/// every vector in the cache as soon as its batch answers. Returns the new vectors and the
+/// embeddings calls made.
+pub(crate) async fn embed_missing<T>(
+    cache: &EmbeddingCache<'_>,
+    embedder: &dyn Embedder,
+    options: &IngestOptions<'_>,
+    texts: &[(Key, String, T)],
+    have: &HashMap<Key, Vec<f32>>,
+) -> Result<(HashMap<Key, Vec<f32>>, usize), RetrievalError>
+where
+    T: Sync,
+{
+    let mut queued = HashSet::new();
+    let todo: Vec<(Key, &str)> = texts
+        .iter()
+        .filter(|t| !have.contains_key(&t.0) && queued.insert(t.0))
+        .map(|t| (t.0, t.1.as_str()))
+        .collect();
+    options.progress.stage("embedding", todo.len() as u64);
+    let mut pending = futures::stream::iter(todo.chunks(options.batch_size.max(1)))
+        .map(|batch| async move {
+            let inputs: Vec<String> = batch.iter().map(|t| t.1.to_owned()).collect();
+            (batch, embed_with_retries(embedder, &inputs, options).await)
+        })
+        .buffer_unordered(options.concurrency.max(1));
+    let (mut fresh, mut calls) = (HashMap::new(), 0);
+    while let Some((batch, result)) = pending.next().await {
+        let (got, attempts) = result.map_err(|source| RetrievalError::Interrupted {
+            done: fresh.len(),
+            total: todo.len(),
+            staging: PathBuf::from(cache.location()),
+            source,
+        })?;
+        calls += attempts;
+        let got: Vec<(Key, Vec<f32>)> = batch.iter().map(|t| t.0).zip(got).collect();
+        // Into the cache before anything else: a sync stopped later embeds none of it again.
+        cache.put_many(&got).await?;
+        fresh.extend(got);
+        options.progress.advance(batch.len() as u64);
+    }
+    drop(pending);
+    options.progress.finish();
+    Ok((fresh, calls))
 }

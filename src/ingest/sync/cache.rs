@@ -53,6 +53,14 @@ impl<'a> EmbeddingCache<'a> {
         hash.finalize().into()
     }
 
+    /// Where the cache is, for messages.
+    pub(crate) fn location(&self) -> String {
+        let key = self
+            .objects
+            .key(&format!("embeddings/{}", &self.scope[..16]));
+        self.objects.store.location.url(&key)
+    }
+
     fn snapshot_name(&self) -> String {
         format!("vectors-{}.bin", &self.scope[..16])
     }

@@ -12,9 +12,11 @@
 //! | `build` | the state to a bundle, written as ingest writes it, and published |
 //! | `run` | [`sync`]: compare, read, build, publish, remember |
 //! | `summary` | [`SyncSummary`]: the job statistics |
+//! | `job` | the sync function's work: changes from S3 events, the debounced single-flight publish, full-sync fan-out |
 //! | `objects` | the sync's objects under `PREFIX/.sync/` |
 mod build;
 mod cache;
+pub mod job;
 mod objects;
 mod reader;
 mod run;

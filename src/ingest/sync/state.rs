@@ -107,6 +107,12 @@ pub enum FailReason {
         /// The reader's message.
         detail: String,
     },
+    /// Every delivery of it failed or was cut short (the sync function gives up after a few).
+    #[error("abandoned after {attempts} attempts")]
+    Abandoned {
+        /// Attempts made.
+        attempts: u32,
+    },
     /// The bytes could not be fetched (gone, or access denied).
     #[error("could not be fetched: {detail}")]
     Unfetchable {
