@@ -4,9 +4,11 @@
 //! runaway becomes that file's typed [`FailReason`]; a hung reader is left behind on its
 //! thread (it ends with the process).
 //!
-//! Panics unwind in debug and test builds and in a build with `panic = "unwind"`; the release
-//! profile aborts on panic to keep the Lambda bootstraps small, which is why the sync
-//! function is built with the `release-sync` profile (unwinding).
+//! Panics unwind in debug and test builds and with the `release-sync` profile the sync
+//! function is built with (`scripts/build-lambda.sh`). The release profile aborts on panic
+//! (small bootstraps); there a reader's panic ends the invocation instead, its message comes
+//! back, and after `SYNC_MAX_ATTEMPTS` deliveries the file is marked failed
+//! ([`FailReason::Abandoned`]): it still never blocks the others.
 use super::state::{DocStatus, FailReason};
 use crate::ingest::sources::{read_bytes, Outcome, ReadLimits};
 use crate::search::format::Format;
