@@ -330,6 +330,31 @@ async fn events_sync_add_modify_delete_and_duplicates_or_redeliveries_do_nothing
     assert_eq!(paths, ["guide.md"]);
     assert_eq!(stack.embedded(), 5);
     no_overlap(&stack.jobs().await);
+
+    // The CLI shows the records: documents by phase and every job.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bounded-rag"));
+    cmd.args(["kb", "sync-status", &stack.dest.to_string(), "--json"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("SYNC_TABLE", &stack.table);
+    for (key, value) in moto().await.function_env() {
+        cmd.env(key, value);
+    }
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        status["documents"],
+        serde_json::json!({"processing": 0, "done": 1, "failed": 0, "deleted": 1})
+    );
+    assert_eq!(status["jobs"].as_array().unwrap().len(), 3);
+    assert_eq!(status["jobs"][2]["statistics"]["deleted"], 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -65,6 +65,51 @@ impl SyncQueue for SqsSyncQueue {
             .map(drop)
             .map_err(|e| classify("SendMessage", &e))
     }
+
+    /// `SendMessageBatch`, ten at a time, eight batches in flight.
+    async fn send_all(&self, bodies: Vec<String>) -> Result<(), JobError> {
+        use futures::StreamExt;
+        let batches: Vec<Vec<String>> = bodies.chunks(10).map(<[String]>::to_vec).collect();
+        let mut sends = futures::stream::iter(batches)
+            .map(|batch| self.send_batch(batch))
+            .buffer_unordered(8);
+        while let Some(sent) = sends.next().await {
+            sent?;
+        }
+        Ok(())
+    }
+}
+
+impl SqsSyncQueue {
+    async fn send_batch(&self, batch: Vec<String>) -> Result<(), JobError> {
+        let entries: Vec<_> = batch
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, body)| {
+                aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .message_body(body)
+                    .build()
+                    .ok()
+            })
+            .collect();
+        let out = self
+            .client
+            .send_message_batch()
+            .queue_url(&self.url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .map_err(|e| classify("SendMessageBatch", &e))?;
+        match out.failed().first() {
+            None => Ok(()),
+            Some(f) => Err(JobError::Transient(format!(
+                "SendMessageBatch: entry {} refused ({})",
+                f.id(),
+                f.code()
+            ))),
+        }
+    }
 }
 
 /// `Sync Finished` events on an EventBridge bus.

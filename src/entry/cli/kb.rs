@@ -42,6 +42,15 @@ pub(crate) enum KbCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Show the sync function's records for DEST (needs SYNC_TABLE): documents by phase, the
+    /// failed ones with their reasons, and the jobs with their statistics.
+    SyncStatus {
+        /// Where the bundles are: s3://BUCKET/PREFIX.
+        dest: S3Location,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Point readers at an already published version (a rollback).
     Use {
         /// Where: s3://BUCKET/PREFIX.
@@ -160,6 +169,9 @@ pub(crate) async fn kb_command(command: KbCommand) -> Result<String, String> {
         }
         KbCommand::Sync { source, dest, json } => {
             super::sync::sync_command(&sdk, &source, store(&dest), json).await
+        }
+        KbCommand::SyncStatus { dest, json } => {
+            super::sync::sync_status_command(&sdk, &dest, json).await
         }
         KbCommand::Use { uri, version } => {
             store(&uri)

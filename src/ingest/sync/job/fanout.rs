@@ -7,7 +7,6 @@ use super::ledger::DocPhase;
 use super::message::{ChangeKind, ObjectChange, SyncMessage};
 use super::SyncJob;
 use std::collections::HashMap;
-use std::time::Duration;
 
 impl SyncJob<'_> {
     /// Lists the source and queues its changes; returns how many messages were sent.
@@ -48,9 +47,7 @@ impl SyncJob<'_> {
             }
         }
         let sent = bodies.len();
-        for body in bodies {
-            self.queue.send(body, Duration::ZERO).await?;
-        }
+        self.queue.send_all(bodies).await?;
         Ok(sent)
     }
 }

@@ -40,6 +40,14 @@ use std::time::Duration;
 pub(crate) trait SyncQueue: Send + Sync {
     /// Sends `body`, visible after `delay`.
     async fn send(&self, body: String, delay: Duration) -> Result<(), JobError>;
+
+    /// Sends `bodies` at once (a full sync's fan-out), visible now.
+    async fn send_all(&self, bodies: Vec<String>) -> Result<(), JobError> {
+        for body in bodies {
+            self.send(body, Duration::ZERO).await?;
+        }
+        Ok(())
+    }
 }
 
 /// Where `Sync Finished` events go (EventBridge when `EVENT_BUS_NAME` is set).

@@ -12,7 +12,11 @@ use super::{now_ms, SyncJob};
 use crate::ingest::sync::build::build_and_publish;
 use crate::ingest::sync::state::{DocState, DocStatus, SyncState};
 use crate::ingest::sync::summary::{FailedFile, SyncSummary};
-use std::collections::HashSet;
+use futures::StreamExt;
+use std::collections::{HashMap, HashSet};
+
+/// Reader outputs fetched at once by a publish.
+const FETCH_CONCURRENCY: usize = 16;
 
 /// What a publish message did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +64,21 @@ impl SyncJob<'_> {
     ) -> Result<PublishOutcome, JobError> {
         let old = self.objects.load_state().await?;
         let docs = self.ledger.docs().await?;
+        // The reader output of every document read since the last version, fetched at once.
+        let wanted: HashSet<&str> = docs
+            .iter()
+            .filter(|d| d.phase == DocPhase::Done)
+            .filter(|d| old.documents.get(&d.rel).is_none_or(|p| p.hash != d.hash))
+            .map(|d| d.hash.as_str())
+            .collect();
+        let mut stored = HashMap::new();
+        let mut fetches = futures::stream::iter(wanted)
+            .map(|hash| async move { (hash, self.stored_status(hash).await) })
+            .buffer_unordered(FETCH_CONCURRENCY);
+        while let Some((hash, status)) = fetches.next().await {
+            stored.insert(hash.to_owned(), status?);
+        }
+        drop(fetches);
         let mut next = SyncState {
             version: old.version.clone(),
             ..SyncState::default()
@@ -84,7 +103,7 @@ impl SyncJob<'_> {
                 DocPhase::Done => {
                     let status = match old.documents.get(&doc.rel) {
                         Some(prev) if prev.hash == doc.hash => prev.status.clone(),
-                        _ => self.stored_status(&doc.hash).await?,
+                        _ => stored[&doc.hash].clone(),
                     };
                     DocState {
                         fingerprint: doc.object_version,
