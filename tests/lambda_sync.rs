@@ -3,11 +3,12 @@
 //! moto's DynamoDB, reading and publishing on moto's S3, embedding at the scripted
 //! embeddings server that counts every passage. A first sync, a modify and a delete with
 //! exact counts; a duplicate event and a redelivered message that change nothing; a crash in
-//! the middle of a document, recovered; a poisoned file failed while the rest publish; a
+//! the middle of a document and a publisher that died holding the publish lease, both recovered; a poisoned file failed while the rest publish; a
 //! burst of 200 events over four concurrent function instances ending in a few publishes,
 //! never overlapping; a full sync fanned out over the queue.
 mod support;
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_s3::primitives::ByteStream;
 use bounded_rag::aws::S3Location;
 use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
@@ -408,6 +409,27 @@ async fn a_crash_mid_document_is_recovered_and_a_poisoned_file_fails_alone() {
     let claimed = stack.ledger.doc("borer.md").await.unwrap().unwrap();
     assert_eq!((claimed.phase, claimed.attempts), (DocPhase::Processing, 1));
 
+    // A publisher that died holding the publish lease (for 8 more seconds).
+    let crashed_until = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        + 8_000;
+    moto()
+        .await
+        .dynamodb()
+        .await
+        .update_item()
+        .table_name(&stack.table)
+        .key("pk", AttributeValue::S(format!("sync#{}", stack.dest)))
+        .key("sk", AttributeValue::S("control".into()))
+        .update_expression("SET lease_until = :u, lease_owner = :o")
+        .expression_attribute_values(":u", AttributeValue::N(crashed_until.to_string()))
+        .expression_attribute_values(":o", AttributeValue::S("crashed-publisher".into()))
+        .send()
+        .await
+        .unwrap();
+
     // A poisoned file arrives meanwhile; another instance picks everything up.
     let poison = stack.put("bad.txt", vec![0xff, 0xfe, b'x']).await;
     stack.send(&stack.created("bad.txt", &poison)).await;
@@ -427,6 +449,9 @@ async fn a_crash_mid_document_is_recovered_and_a_poisoned_file_fails_alone() {
     assert_eq!(batches[0], batches[1]);
     let jobs = stack.jobs().await;
     assert_eq!(jobs.len(), 1, "{jobs:?}");
+    // The publish waited for the dead publisher's lease to lapse, then took it over.
+    assert!(jobs[0].started_at >= crashed_until, "{jobs:?}");
+    assert_eq!(stack.ledger.control().await.unwrap().publishes, 1);
     let summary = &jobs[0].summary;
     assert_eq!(summary.failed.len(), 1);
     assert_eq!(summary.failed[0].path, "bad.txt");
