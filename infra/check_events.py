@@ -18,6 +18,8 @@ HTTP_HTTP = ["method", "path", "protocol", "sourceIp", "userAgent"]
 SQS_RECORD = ["messageId", "receiptHandle", "body", "attributes", "messageAttributes", "md5OfBody",
               "eventSource", "eventSourceARN", "awsRegion"]
 SQS_ATTRS = ["ApproximateReceiveCount", "SentTimestamp", "SenderId", "ApproximateFirstReceiveTimestamp"]
+S3_RECORD = ["eventVersion", "eventSource", "awsRegion", "eventTime", "eventName", "s3"]
+S3_OBJECT = ["key", "sequencer"]
 SCHEDULE_TOP = ["version", "id", "detail-type", "source", "account", "time", "region", "resources", "detail"]
 
 
@@ -89,6 +91,32 @@ def check_sqs(ev):
     return errs
 
 
+def check_s3(ev):
+    """An S3 event notification (what S3 puts on the sync queue), or S3's test event."""
+    if "Records" not in ev:
+        if ev.get("Service") != "Amazon S3" or ev.get("Event") != "s3:TestEvent":
+            return ["an S3 test event has Service \"Amazon S3\" and Event s3:TestEvent"]
+        return []
+    errs = []
+    for i, rec in enumerate(ev["Records"]):
+        errs += [f"Records[{i}] missing {k}" for k in missing(rec, S3_RECORD)]
+        obj = rec.get("s3", {}).get("object", {})
+        errs += [f"Records[{i}].s3.object missing {k}" for k in missing(obj, S3_OBJECT)]
+        name = rec.get("eventName", "")
+        if not (name.startswith("ObjectCreated:") or name.startswith("ObjectRemoved:")):
+            errs.append(f"Records[{i}].eventName must be ObjectCreated:* or ObjectRemoved:*")
+        if name.startswith("ObjectCreated:") and "eTag" not in obj:
+            errs.append(f"Records[{i}] ObjectCreated carries s3.object.eTag")
+        if "bucket" not in rec.get("s3", {}):
+            errs.append(f"Records[{i}].s3 missing bucket")
+    return errs
+
+
+def is_s3(ev):
+    records = ev.get("Records") or [{}]
+    return records[0].get("eventSource") == "aws:s3" or ev.get("Service") == "Amazon S3"
+
+
 def check_schedule(ev):
     errs = [f"missing {k}" for k in missing(ev, SCHEDULE_TOP)]
     if errs:
@@ -115,7 +143,9 @@ def main():
             print(f"{path.name}: invalid JSON: {err}")
             failed += 1
             continue
-        if "Records" in ev:
+        if is_s3(ev):
+            errs = check_s3(ev)
+        elif "Records" in ev:
             errs = check_sqs(ev)
         elif "detail-type" in ev:
             errs = check_schedule(ev)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Lambda bootstraps for arm64 (provided.al2023), as `sam build` does:
-#   target/lambda/api/bootstrap, target/lambda/worker/bootstrap, target/lambda/stream/bootstrap
+#   target/lambda/api/bootstrap, target/lambda/worker/bootstrap, target/lambda/stream/bootstrap,
+#   target/lambda/sync/bootstrap
 # Installs what the cross build needs: the aarch64 Rust target (rustup), cargo-lambda and zig
 # (PyPI, into .local/venv).
 set -euo pipefail
@@ -13,6 +14,9 @@ if [ ! -x .local/venv/bin/python-zig ]; then
 fi
 export PATH="$PWD/.local/venv/bin:$PATH"
 cargo lambda build --release --arm64 --bin api --bin worker --bin stream "$@"
-for f in target/lambda/api/bootstrap target/lambda/worker/bootstrap target/lambda/stream/bootstrap; do
+# The sync function unwinds on panic (Cargo.toml `release-sync`): a hostile file's reader
+# panic becomes that file's typed failure.
+cargo lambda build --profile release-sync --arm64 --bin sync "$@"
+for f in target/lambda/api/bootstrap target/lambda/worker/bootstrap target/lambda/stream/bootstrap target/lambda/sync/bootstrap; do
     printf '%s %s bytes\n' "$f" "$(stat -c %s "$f")"
 done

@@ -141,6 +141,10 @@ impl Embedder for BedrockEmbeddings {
     fn provider(&self) -> &'static str {
         "bedrock"
     }
+
+    fn dimensions(&self) -> Option<usize> {
+        Some(self.dimensions as usize)
+    }
 }
 
 /// A classified Bedrock failure as an [`EmbedError`] of the same class.

@@ -27,4 +27,10 @@ pub trait Embedder: Send + Sync {
     fn provider(&self) -> &'static str {
         "openai"
     }
+
+    /// The dimensions asked of the model, when the call fixes them (Bedrock Titan v2); `None`
+    /// when the model decides. Part of the embedding cache's key.
+    fn dimensions(&self) -> Option<usize> {
+        None
+    }
 }

@@ -11,6 +11,7 @@
 //! | `stream.rs`, `stream_resume.rs`, `sse.rs` | the stream function: a run as server-sent events, a resumed stream, SSE framing |
 //! | `sqs.rs` | the SQS worker: records to runs, outcomes to batch item failures |
 //! | `sweeper.rs` | the sweeper function: its clients and its scheduled event |
+//! | `sync.rs` | the sync function: its clients, S3 notifications and its own messages to the sync job, outcomes to batch item failures |
 //! | `cli/` | the `bounded-rag` command line |
 //! | `serve/` | `bounded-rag serve`: the handlers behind a local HTTP server, an in-process work queue, the playground page |
 //! | `adapters/` | the AWS adapters: SQS work queue, EventBridge completion events |
@@ -30,5 +31,6 @@ mod sse;
 pub mod stream;
 mod stream_resume;
 pub mod sweeper;
+pub mod sync;
 
 pub use app::{work_queue, App, StartupError};

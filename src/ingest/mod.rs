@@ -13,6 +13,7 @@
 //! | `describe` | what a knowledge base covers, derived from its titles and headings for the router when `--description` is not given |
 //! | `in_memory` | `KnowledgeBase::embedded`, `load` and `from_documents`: sources indexed in memory |
 //! | `publish` | `BundleStore::publish` and `point`: bundles to S3 behind the pointer |
+//! | `sync` | `kb sync` and the sync function: incremental sync of a source, the embedding cache |
 
 mod bundle;
 mod describe;
@@ -22,6 +23,7 @@ mod pipeline;
 mod publish;
 mod sources;
 mod summary;
+pub mod sync;
 
 pub use options::{IngestOptions, Progress};
 pub use pipeline::{ingest, ingest_dir};

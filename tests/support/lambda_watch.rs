@@ -49,16 +49,21 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 const LOG_TAIL: usize = 40;
 
 /// The function binaries this crate builds; `None` when a binary does not exist (yet).
-const FUNCTIONS: [(&str, Option<&str>); 4] = [
+const FUNCTIONS: [(&str, Option<&str>); 5] = [
     ("api", option_env!("CARGO_BIN_EXE_api")),
     ("worker", option_env!("CARGO_BIN_EXE_worker")),
     ("stream", option_env!("CARGO_BIN_EXE_stream")),
     ("sweeper", option_env!("CARGO_BIN_EXE_sweeper")),
+    ("sync", option_env!("CARGO_BIN_EXE_sync")),
 ];
+
+/// Functions started only when the test configures them (their required variable is in the
+/// environment given): the sync function needs its table, queue and locations.
+const OPT_IN: [(&str, &str); 1] = [("sync", "SYNC_TABLE")];
 
 /// Variables of the application (`src/config.rs`) never inherited from the developer's shell:
 /// a test sets what it needs and nothing else leaks in. `AWS_*` is dropped as well.
-const APP_VARS: [&str; 31] = [
+const APP_VARS: [&str; 38] = [
     "LLM_PROVIDER",
     "LLM_BASE_URL",
     "LLM_MODEL",
@@ -90,6 +95,13 @@ const APP_VARS: [&str; 31] = [
     "RUST_LOG",
     "RUN_ID",
     "EVENT_BUS_NAME",
+    "SYNC_TABLE",
+    "SYNC_QUEUE_URL",
+    "SYNC_SOURCE_URI",
+    "SYNC_DEST_URI",
+    "SYNC_DEBOUNCE_SECONDS",
+    "SYNC_LEASE_SECONDS",
+    "SYNC_MAX_ATTEMPTS",
 ];
 
 /// Sends SIGTERM to the command when this process's end of stdin closes, SIGKILL 5 s later.
@@ -491,6 +503,12 @@ async fn try_start(
     if launch == Launch::Prebuilt {
         for (name, binary) in FUNCTIONS {
             let Some(binary) = binary else { continue };
+            let opted_out = OPT_IN
+                .iter()
+                .any(|(f, var)| *f == name && !env.iter().any(|(k, _)| k == var));
+            if opted_out {
+                continue;
+            }
             // The Runtime API address goes through `env` so that only the function process
             // carries it (the wrapper shells do not): `processes_for` finds exactly the
             // functions by it.

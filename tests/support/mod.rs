@@ -15,5 +15,6 @@ pub mod moto;
 pub mod rerank_server;
 pub mod scripted_http;
 pub mod store_conformance;
+pub mod sync_pump;
 pub mod tap;
 pub mod web_server;

@@ -1,4 +1,4 @@
-//! `bounded-rag ingest` and `bounded-rag kb publish | list | use`: building a bundle (with a
+//! `bounded-rag ingest` and `bounded-rag kb publish | list | use | sync`: building a bundle (with a
 //! progress bar on a terminal) and shipping it to S3.
 
 use crate::aws::S3Location;
@@ -27,6 +27,26 @@ pub(crate) enum KbCommand {
     List {
         /// Where: s3://BUCKET/PREFIX.
         uri: S3Location,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Sync a source to a published knowledge base: read and embed only what changed since
+    /// the last sync of DEST, then publish one version (none when nothing changed).
+    Sync {
+        /// A folder, or s3://BUCKET/PREFIX.
+        source: String,
+        /// Where the bundles are: s3://BUCKET/PREFIX.
+        dest: S3Location,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the sync function's records for DEST (needs SYNC_TABLE): documents by phase, the
+    /// failed ones with their reasons, and the jobs with their statistics.
+    SyncStatus {
+        /// Where the bundles are: s3://BUCKET/PREFIX.
+        dest: S3Location,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -170,6 +190,12 @@ pub(crate) async fn kb_command(command: KbCommand) -> Result<String, String> {
                 published.manifest.counts,
                 published.version
             ))
+        }
+        KbCommand::Sync { source, dest, json } => {
+            super::sync::sync_command(&sdk, &source, store(&dest), json).await
+        }
+        KbCommand::SyncStatus { dest, json } => {
+            super::sync::sync_status_command(&sdk, &dest, json).await
         }
         KbCommand::Use { uri, version } => {
             store(&uri)

@@ -20,6 +20,7 @@ mod kb;
 mod output;
 mod serve;
 mod stream;
+mod sync;
 mod thread;
 
 use super::App;

@@ -29,10 +29,10 @@ pub(crate) struct Embedded {
     pub calls: usize,
 }
 
-type Key = [u8; 32];
+pub(crate) type Key = [u8; 32];
 
 /// The text embedded for a passage: the passage prefix, its title, a blank line, its content.
-fn text_of(prefix: &str, title: &str, content: &str) -> String {
+pub(crate) fn text_of(prefix: &str, title: &str, content: &str) -> String {
     format!("{prefix}{title}\n\n{content}")
 }
 
@@ -131,7 +131,7 @@ pub(crate) async fn embed_passages(
 }
 
 /// One batch with bounded retries of transient failures; returns the vectors and the calls.
-async fn embed_with_retries(
+pub(crate) async fn embed_with_retries(
     embedder: &dyn Embedder,
     inputs: &[String],
     options: &IngestOptions<'_>,
@@ -211,7 +211,7 @@ impl Cache {
 }
 
 /// The record at `at`: key, vector and the offset after it; `None` at the end or when cut.
-fn record(bytes: &[u8], at: usize) -> Option<(Key, Vec<f32>, usize)> {
+pub(crate) fn record(bytes: &[u8], at: usize) -> Option<(Key, Vec<f32>, usize)> {
     let key: Key = bytes.get(at..at + 32)?.try_into().ok()?;
     let dims = u32::from_le_bytes(bytes.get(at + 32..at + 36)?.try_into().ok()?) as usize;
     let end = at + 36 + dims.checked_mul(4)?;

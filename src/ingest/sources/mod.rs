@@ -30,7 +30,8 @@ mod source_file;
 mod walk;
 
 pub(crate) use corpus::{build, load_dir, Corpus};
-pub(crate) use read::enable_parsers;
+pub(crate) use read::{enable_parsers, read_bytes, unread_skip, Outcome, ReadLimits};
 pub(crate) use source_file::SourceFile;
 #[cfg(test)]
 pub(crate) use walk::read_dir;
+pub(crate) use walk::reading_format;

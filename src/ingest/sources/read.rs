@@ -99,18 +99,44 @@ pub(crate) fn read_file(
     limits: &ReadLimits,
 ) -> Result<Outcome, RetrievalError> {
     let skip = |rel: String, reason| Ok(Outcome::Skipped(SkippedFile { path: rel, reason }));
-    let parsers = PARSERS.get().copied();
-    if format.is_some_and(|f| f.needs_parser()) && parsers.is_none() {
+    if format.is_some_and(|f| f.needs_parser()) && PARSERS.get().is_none() {
         return skip(rel, SkipReason::NoReader);
     }
     let size = fs::metadata(&path)
         .map_err(|e| RetrievalError::io(&path, e))?
         .len();
-    if format.is_some() && size > limits.max_document_bytes {
-        let limit = limits.max_document_bytes;
-        return skip(rel, SkipReason::TooLarge { bytes: size, limit });
+    if let Some(reason) = unread_skip(format, size, limits) {
+        return skip(rel, reason);
     }
     let bytes = fs::read(&path).map_err(|e| RetrievalError::io(&path, e))?;
+    read_bytes(path, rel, format, bytes, limits)
+}
+
+/// Why a file of `format` and `size` is skipped before a byte of it is read: no reader for
+/// its format, or over `MAX_DOCUMENT_BYTES`.
+pub(crate) fn unread_skip(
+    format: Option<Format>,
+    size: u64,
+    limits: &ReadLimits,
+) -> Option<SkipReason> {
+    if format.is_some_and(|f| f.needs_parser()) && PARSERS.get().is_none() {
+        return Some(SkipReason::NoReader);
+    }
+    let limit = limits.max_document_bytes;
+    (format.is_some() && size > limit).then_some(SkipReason::TooLarge { bytes: size, limit })
+}
+
+/// What the readers make of `bytes` (a file's whole content, its size already checked): the
+/// part of [`read_file`] after the read, shared with a sync that fetched the bytes from S3.
+pub(crate) fn read_bytes(
+    path: PathBuf,
+    rel: String,
+    format: Option<Format>,
+    bytes: Vec<u8>,
+    limits: &ReadLimits,
+) -> Result<Outcome, RetrievalError> {
+    let skip = |rel: String, reason| Ok(Outcome::Skipped(SkippedFile { path: rel, reason }));
+    let parsers = PARSERS.get().copied();
     let Some(format) = format else {
         let text = utf8(&path, bytes)?;
         return Ok(Outcome::Read(SourceFile::text(path, &rel, text)));

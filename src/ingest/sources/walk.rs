@@ -15,6 +15,17 @@ fn is_auxiliary(path: &Path) -> bool {
     metadata::is_sidecar(&path.to_string_lossy()) || jsonl::graph_kind(path).is_some()
 }
 
+/// How the file at `path` is read: `Ok(None)` as text (a graph file or metadata sidecar),
+/// `Ok(Some(format))` as a document, `Err` when ingest reads no such file.
+pub(crate) fn reading_format(path: &Path) -> Result<Option<Format>, SkipReason> {
+    if is_auxiliary(path) {
+        return Ok(None);
+    }
+    Format::of(path)
+        .map(Some)
+        .ok_or(SkipReason::UnknownExtension)
+}
+
 /// Reads every source file under `root`, sorted by relative path, and the files skipped.
 pub(crate) fn read_dir(
     root: &Path,
@@ -51,18 +62,11 @@ pub(crate) fn read_dir(
                 .map(|c| c.as_os_str().to_string_lossy())
                 .collect();
             let rel = rel.join("/");
-            let format = if is_auxiliary(&path) {
-                None
-            } else {
-                match Format::of(&path) {
-                    Some(format) => Some(format),
-                    None => {
-                        skipped.push(SkippedFile {
-                            path: rel,
-                            reason: SkipReason::UnknownExtension,
-                        });
-                        continue;
-                    }
+            let format = match reading_format(&path) {
+                Ok(format) => format,
+                Err(reason) => {
+                    skipped.push(SkippedFile { path: rel, reason });
+                    continue;
                 }
             };
             match read::read_file(path, rel, format, limits)? {

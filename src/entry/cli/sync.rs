@@ -1,0 +1,110 @@
+//! `bounded-rag kb sync SOURCE DEST [--json]`: the embedder built as `ingest` builds it, the
+//! source parsed (`s3://` or a folder), one call into `ingest::sync`, the summary printed.
+//! `bounded-rag kb sync-status DEST [--json]`: the sync function's records of DEST.
+use crate::config::Settings;
+use crate::entry::app::{build_embedder, load_secrets};
+use crate::ingest::sync::{sync, SyncSource};
+use crate::ingest::IngestOptions;
+use crate::search::s3::{self, BundleStore};
+use std::path::PathBuf;
+
+/// Runs `kb sync`; returns what to print.
+pub(crate) async fn sync_command(
+    sdk: &aws_config::SdkConfig,
+    source: &str,
+    dest: BundleStore,
+    json: bool,
+) -> Result<String, String> {
+    let source = if source.starts_with("s3://") {
+        SyncSource::S3 {
+            client: s3::client(sdk),
+            location: source.parse().map_err(|e| format!("SOURCE: {e}"))?,
+        }
+    } else {
+        SyncSource::Folder(PathBuf::from(source))
+    };
+    let settings = Settings::from_env().map_err(|e| e.to_string())?;
+    let secrets = load_secrets(&settings).await.map_err(|e| e.to_string())?;
+    let embedder = build_embedder(&settings, &secrets, None)
+        .await
+        .map_err(|e| e.to_string())?;
+    let tuning = &settings.embeddings_tuning;
+    let options = IngestOptions {
+        embedder: embedder.as_deref(),
+        batch_size: tuning.batch_size,
+        call_timeout: tuning.timeout,
+        concurrency: tuning.concurrency,
+        passage_prefix: tuning.passage_prefix.clone(),
+        query_prefix: tuning.query_prefix.clone(),
+        ..IngestOptions::default()
+    };
+    let summary = sync(&source, &dest, &options)
+        .await
+        .map_err(|e| format!("sync failed: {e}"))?;
+    if json {
+        return serde_json::to_string_pretty(&summary).map_err(|e| e.to_string());
+    }
+    Ok(format!("synced to {}: {summary}", dest.location()))
+}
+
+/// Runs `kb sync-status`; returns what to print.
+pub(crate) async fn sync_status_command(
+    sdk: &aws_config::SdkConfig,
+    dest: &crate::aws::S3Location,
+    json: bool,
+) -> Result<String, String> {
+    use crate::ingest::sync::job::{DocPhase, Ledger};
+    let table = std::env::var("SYNC_TABLE")
+        .ok()
+        .filter(|t| !t.is_empty())
+        .ok_or("SYNC_TABLE must name the sync function's table (the SyncTableName output)")?;
+    let ledger = Ledger::new(aws_sdk_dynamodb::Client::new(sdk), table, &dest.to_string());
+    let failed = |e: crate::ingest::sync::job::JobError| format!("kb sync-status failed: {e}");
+    let docs = ledger.docs().await.map_err(failed)?;
+    let jobs = ledger.jobs().await.map_err(failed)?;
+    let count = |phase| docs.iter().filter(|d| d.phase == phase).count();
+    let counts = [
+        ("processing", count(DocPhase::Processing)),
+        ("done", count(DocPhase::Done)),
+        ("failed", count(DocPhase::Failed)),
+        ("deleted", count(DocPhase::Deleted)),
+    ];
+    let failures: Vec<serde_json::Value> = docs
+        .iter()
+        .filter(|d| d.phase == DocPhase::Failed)
+        .map(|d| serde_json::json!({"path": d.rel, "reason": d.reason, "attempts": d.attempts}))
+        .collect();
+    if json {
+        let jobs: Vec<serde_json::Value> = jobs
+            .iter()
+            .map(|j| {
+                serde_json::json!({"job": j.number, "started_at_ms": j.started_at,
+                    "finished_at_ms": j.finished_at, "statistics": j.summary})
+            })
+            .collect();
+        let documents: serde_json::Map<String, serde_json::Value> = counts
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).into()))
+            .collect();
+        let out = serde_json::json!({"documents": documents, "failed": failures, "jobs": jobs});
+        return serde_json::to_string_pretty(&out).map_err(|e| e.to_string());
+    }
+    let mut out = format!("sync of {dest}: documents");
+    for (phase, n) in counts {
+        out.push_str(&format!(" {n} {phase},"));
+    }
+    out.pop();
+    for d in docs.iter().filter(|d| d.phase == DocPhase::Failed) {
+        let reason = d.reason.as_ref().map_or(String::new(), ToString::to_string);
+        out.push_str(&format!("\n  failed {}: {reason}", d.rel));
+    }
+    for j in jobs.iter().rev().take(10) {
+        out.push_str(&format!(
+            "\njob {} ({} ms): {}",
+            j.number,
+            j.finished_at.saturating_sub(j.started_at),
+            j.summary
+        ));
+    }
+    Ok(out)
+}

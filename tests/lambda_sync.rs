@@ -1,0 +1,545 @@
+//! The sync function (`src/bin/sync.rs`) black-box through `cargo lambda watch`, fed S3 event
+//! notifications (from `events/`) and its own messages over a moto SQS queue, recording in
+//! moto's DynamoDB, reading and publishing on moto's S3, embedding at the scripted
+//! embeddings server that counts every passage. A first sync, a modify and a delete with
+//! exact counts; a duplicate event and a redelivered message that change nothing; a crash in
+//! the middle of a document and a publisher that died holding the publish lease, both recovered; a poisoned file failed while the rest publish; a
+//! burst of 200 events over four concurrent function instances ending in a few publishes,
+//! never overlapping; a full sync fanned out over the queue.
+mod support;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_s3::primitives::ByteStream;
+use bounded_rag::aws::S3Location;
+use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
+use bounded_rag::ingest::sync::job::{DocPhase, JobRecord, Ledger};
+use bounded_rag::ingest::sync::FailReason;
+use bounded_rag::ingest::{ingest, IngestOptions};
+use bounded_rag::search::s3::{self, BundleStore};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use support::embeddings_server::{EmbedReply, ScriptedEmbeddings};
+use support::lambda_watch::LambdaWatch;
+use support::moto::{moto, unique_name};
+use support::scripted_http::Hold;
+use support::sync_pump::pump;
+
+const CREATED: &str = include_str!("../events/s3-object-created.json");
+const REMOVED: &str = include_str!("../events/s3-object-removed.json");
+const TEST_EVENT: &str = include_str!("../events/s3-test-event.json");
+const MODEL: &str = "concepts-7";
+
+/// A section of 90 words (a passage closes at 80 words and a new heading).
+fn section(heading: &str, words: &str) -> String {
+    let body: Vec<&str> = words.split(' ').cycle().take(90).collect();
+    format!("## {heading}\n\n{}.\n\n", body.join(" "))
+}
+
+/// Three sections: three passages.
+fn guide(drainage: &str) -> String {
+    format!(
+        "# Durian guide\n\n{}{}{}",
+        section("Canker", "dark lesions form on the trunk bark"),
+        section("Mealybugs", "white insects cluster on fruit stalks"),
+        section("Drainage", drainage),
+    )
+}
+
+/// One moto stack for one test: source bucket, destination, table, queue, embeddings.
+struct Stack {
+    s3: aws_sdk_s3::Client,
+    sqs: aws_sdk_sqs::Client,
+    source: String,
+    dest: S3Location,
+    table: String,
+    queue: String,
+    ledger: Ledger,
+    server: ScriptedEmbeddings,
+    sequencer: std::sync::atomic::AtomicU64,
+}
+
+impl Stack {
+    async fn new(replies: Vec<EmbedReply>) -> Self {
+        let moto = moto().await;
+        let sdk = moto.sdk_config().await;
+        let s3 = s3::client(&sdk);
+        let source = unique_name("docs").to_lowercase();
+        let kb = unique_name("kb").to_lowercase();
+        for bucket in [&source, &kb] {
+            s3.create_bucket().bucket(bucket).send().await.unwrap();
+        }
+        let sqs = moto.sqs().await;
+        let queue = sqs
+            .create_queue()
+            .queue_name(unique_name("sync"))
+            .attributes(
+                aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout,
+                "2",
+            )
+            .send()
+            .await
+            .unwrap()
+            .queue_url
+            .unwrap();
+        let table = moto.create_table().await;
+        let dest: S3Location = format!("s3://{kb}/durian").parse().unwrap();
+        let ledger = Ledger::new(moto.dynamodb().await, table.clone(), &dest.to_string());
+        Self {
+            s3,
+            sqs,
+            source,
+            dest,
+            table,
+            queue,
+            ledger,
+            server: ScriptedEmbeddings::start(replies).await,
+            sequencer: std::sync::atomic::AtomicU64::new(0x10),
+        }
+    }
+
+    fn env(&self, extra: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
+        let mut env = futures::executor::block_on(moto()).function_env();
+        env.extend([
+            ("SYNC_TABLE", self.table.clone()),
+            ("SYNC_QUEUE_URL", self.queue.clone()),
+            ("SYNC_SOURCE_URI", format!("s3://{}/docs", self.source)),
+            ("SYNC_DEST_URI", self.dest.to_string()),
+            ("SYNC_DEBOUNCE_SECONDS", "1".into()),
+            ("SYNC_LEASE_SECONDS", "3".into()),
+            ("EMBEDDINGS_BASE_URL", self.server.base_url()),
+            ("EMBEDDINGS_MODEL", MODEL.into()),
+            ("RUST_LOG", "bounded_rag=info,warn".into()),
+        ]);
+        env.extend(extra.iter().cloned());
+        env
+    }
+
+    /// Puts `docs/NAME`; returns its ETag.
+    async fn put(&self, name: &str, body: impl Into<Vec<u8>>) -> String {
+        let out = self
+            .s3
+            .put_object()
+            .bucket(&self.source)
+            .key(format!("docs/{name}"))
+            .body(ByteStream::from(body.into()))
+            .send()
+            .await
+            .unwrap();
+        out.e_tag().unwrap().trim_matches('"').to_owned()
+    }
+
+    fn next_sequencer(&self) -> String {
+        let n = self
+            .sequencer
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        format!("0055AED6DCD9{n:06X}")
+    }
+
+    /// The S3 notification (as S3 sends it to the queue) of a put of `docs/NAME`.
+    fn created(&self, name: &str, etag: &str) -> String {
+        let mut event: Value = serde_json::from_str(CREATED).unwrap();
+        let record = &mut event["Records"][0]["s3"];
+        record["bucket"]["name"] = self.source.clone().into();
+        record["object"]["key"] = format!("docs/{name}").into();
+        record["object"]["eTag"] = etag.into();
+        record["object"]["sequencer"] = self.next_sequencer().into();
+        event.to_string()
+    }
+
+    fn removed(&self, name: &str) -> String {
+        let mut event: Value = serde_json::from_str(REMOVED).unwrap();
+        let record = &mut event["Records"][0]["s3"];
+        record["bucket"]["name"] = self.source.clone().into();
+        record["object"]["key"] = format!("docs/{name}").into();
+        record["object"]["sequencer"] = self.next_sequencer().into();
+        event.to_string()
+    }
+
+    async fn send(&self, body: &str) {
+        self.sqs
+            .send_message()
+            .queue_url(&self.queue)
+            .message_body(body)
+            .send()
+            .await
+            .unwrap();
+    }
+
+    async fn pump(&self, watches: &[&LambdaWatch]) -> usize {
+        let pumped = pump(
+            &self.sqs,
+            &self.queue,
+            watches,
+            Duration::from_secs(4),
+            Duration::from_secs(300),
+        )
+        .await;
+        pumped.deliveries.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn embedded(&self) -> usize {
+        self.server.batches().iter().map(Vec::len).sum()
+    }
+
+    fn store(&self) -> BundleStore {
+        BundleStore::new(self.s3.clone(), self.dest.clone())
+    }
+
+    async fn jobs(&self) -> Vec<JobRecord> {
+        self.ledger.jobs().await.unwrap()
+    }
+}
+
+/// The version `ingest` gives `docs` (embedded at a server of its own, same model).
+async fn ingest_version(docs: &[(String, Vec<u8>)]) -> String {
+    let server = ScriptedEmbeddings::start([]).await;
+    let embedder = EmbeddingsClient::new(EmbeddingsConfig {
+        base_url: server.base_url(),
+        model: MODEL.into(),
+        api_key: None,
+    })
+    .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("src");
+    for (name, body) in docs {
+        let path = src.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+    }
+    let options = IngestOptions {
+        embedder: Some(&embedder),
+        ..IngestOptions::default()
+    };
+    let out = ingest(&src, &work.path().join("kb"), &options)
+        .await
+        .unwrap();
+    out.manifest.content_hash
+}
+
+fn no_overlap(jobs: &[JobRecord]) {
+    let mut spans: Vec<(u64, u64)> = jobs.iter().map(|j| (j.started_at, j.finished_at)).collect();
+    spans.sort_unstable();
+    for pair in spans.windows(2) {
+        assert!(
+            pair[0].1 <= pair[1].0,
+            "two publishes overlapped: {spans:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_sync_add_modify_delete_and_duplicates_or_redeliveries_do_nothing_twice() {
+    let stack = Stack::new(vec![]).await;
+    let watch = LambdaWatch::start(&stack.env(&[])).await;
+    let borer = "# Stem borer\n\nLarvae dig tunnels inside branches.";
+    let guide_v1 = guide("raised beds keep roots out of standing water");
+    let e1 = stack.put("guide.md", guide_v1.clone()).await;
+    let e2 = stack.put("borer.md", borer).await;
+    let first_guide = stack.created("guide.md", &e1);
+    stack.send(TEST_EVENT).await;
+    stack.send(&first_guide).await;
+    stack.send(&stack.created("borer.md", &e2)).await;
+    stack.pump(&[&watch]).await;
+
+    // Both documents recorded, 3 + 1 passages embedded, one publish for the burst.
+    let docs = stack.ledger.docs().await.unwrap();
+    assert_eq!(docs.len(), 2);
+    assert!(docs.iter().all(|d| d.phase == DocPhase::Done), "{docs:?}");
+    assert_eq!(stack.embedded(), 4);
+    let jobs = stack.jobs().await;
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    let first = &jobs[0].summary;
+    assert_eq!((first.new, first.modified, first.deleted), (2, 0, 0));
+    assert_eq!((first.embedded_passages, first.cached_passages), (4, 0));
+    let expected = ingest_version(&[
+        ("borer.md".into(), borer.into()),
+        ("guide.md".into(), guide_v1.clone().into_bytes()),
+    ])
+    .await;
+    assert_eq!(first.version.as_deref(), Some(expected.as_str()));
+    assert_eq!(stack.store().pointer().await.unwrap().version, expected);
+    let control = stack.ledger.control().await.unwrap();
+    assert_eq!((control.changes, control.publishes), (2, 1));
+
+    // The same event twice more (a duplicate from S3 and a redelivered message): nothing.
+    stack.send(&first_guide).await;
+    stack.send(&first_guide).await;
+    assert_eq!(stack.pump(&[&watch]).await, 2);
+    assert_eq!(stack.embedded(), 4);
+    assert_eq!(stack.jobs().await.len(), 1);
+    assert_eq!(stack.ledger.control().await.unwrap().changes, 2);
+
+    // One paragraph changes: one passage embedded, two from the cache, one publish.
+    let guide_v2 = guide("raised beds keep roots out of puddles");
+    let e3 = stack.put("guide.md", guide_v2.clone()).await;
+    stack.send(&stack.created("guide.md", &e3)).await;
+    stack.pump(&[&watch]).await;
+    assert_eq!(stack.embedded(), 5);
+    let jobs = stack.jobs().await;
+    assert_eq!(jobs.len(), 2);
+    let modified = &jobs[1].summary;
+    assert_eq!(
+        (modified.new, modified.modified, modified.unchanged),
+        (0, 1, 1)
+    );
+    assert_eq!(
+        (modified.embedded_passages, modified.cached_passages),
+        (1, 2)
+    );
+
+    // A delete: its passages leave the next version; an older event for it is stale.
+    stack
+        .s3
+        .delete_object()
+        .bucket(&stack.source)
+        .key("docs/borer.md")
+        .send()
+        .await
+        .unwrap();
+    stack.send(&stack.removed("borer.md")).await;
+    stack.pump(&[&watch]).await;
+    stack
+        .send(
+            &stack
+                .created("borer.md", &e2)
+                .replace("0055AED6DCD9", "0000"),
+        )
+        .await;
+    stack.pump(&[&watch]).await;
+    let jobs = stack.jobs().await;
+    assert_eq!(jobs.len(), 3, "{jobs:?}");
+    let deleted = &jobs[2].summary;
+    assert_eq!(
+        (
+            deleted.deleted,
+            deleted.unchanged,
+            deleted.embedded_passages
+        ),
+        (1, 1, 0)
+    );
+    let expected = ingest_version(&[("guide.md".into(), guide_v2.into_bytes())]).await;
+    assert_eq!(deleted.version.as_deref(), Some(expected.as_str()));
+    let current = stack.store().list().await.unwrap();
+    let current = current.iter().find(|p| p.current).unwrap();
+    let paths: Vec<&str> = current
+        .manifest
+        .documents
+        .iter()
+        .map(|d| d.path.as_str())
+        .collect();
+    assert_eq!(paths, ["guide.md"]);
+    assert_eq!(stack.embedded(), 5);
+    no_overlap(&stack.jobs().await);
+
+    // The CLI shows the records: documents by phase and every job.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bounded-rag"));
+    cmd.args(["kb", "sync-status", &stack.dest.to_string(), "--json"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("SYNC_TABLE", &stack.table);
+    for (key, value) in moto().await.function_env() {
+        cmd.env(key, value);
+    }
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        status["documents"],
+        serde_json::json!({"processing": 0, "done": 1, "failed": 0, "deleted": 1})
+    );
+    assert_eq!(status["jobs"].as_array().unwrap().len(), 3);
+    assert_eq!(status["jobs"][2]["statistics"]["deleted"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_mid_document_is_recovered_and_a_poisoned_file_fails_alone() {
+    let hold = Hold::new();
+    let stack = Stack::new(vec![
+        EmbedReply::vectors().held(&hold),
+        EmbedReply::vectors(),
+    ])
+    .await;
+    let env = stack.env(&[]);
+    let tunnels = "# Stem borer\n\nLarvae dig tunnels inside branches.";
+    let etag = stack.put("borer.md", tunnels).await;
+    stack.send(&stack.created("borer.md", &etag)).await;
+
+    // The first invocation claims the document, then dies while its passages are embedded.
+    let doomed = Arc::new(LambdaWatch::start(&env).await);
+    let message = stack
+        .sqs
+        .receive_message()
+        .queue_url(&stack.queue)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap()
+        .remove(0);
+    let event = serde_json::json!({"Records": [{
+        "messageId": message.message_id().unwrap(),
+        "receiptHandle": message.receipt_handle().unwrap(),
+        "body": message.body().unwrap(),
+        "attributes": {"ApproximateReceiveCount": "1"},
+        "messageAttributes": {},
+        "eventSource": "aws:sqs",
+    }]});
+    let invoking = {
+        let doomed = doomed.clone();
+        tokio::spawn(async move { doomed.invoke_raw("sync", &event).await })
+    };
+    for _ in 0..200 {
+        if stack.server.total_calls() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(stack.server.total_calls(), 1, "the embeddings call is held");
+    let pid = doomed.function_pid("sync").unwrap();
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    // The harness notices the process died before answering.
+    assert!(invoking.await.is_err());
+    let claimed = stack.ledger.doc("borer.md").await.unwrap().unwrap();
+    assert_eq!((claimed.phase, claimed.attempts), (DocPhase::Processing, 1));
+
+    // A publisher that died holding the publish lease (for 8 more seconds).
+    let crashed_until = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        + 8_000;
+    moto()
+        .await
+        .dynamodb()
+        .await
+        .update_item()
+        .table_name(&stack.table)
+        .key("pk", AttributeValue::S(format!("sync#{}", stack.dest)))
+        .key("sk", AttributeValue::S("control".into()))
+        .update_expression("SET lease_until = :u, lease_owner = :o")
+        .expression_attribute_values(":u", AttributeValue::N(crashed_until.to_string()))
+        .expression_attribute_values(":o", AttributeValue::S("crashed-publisher".into()))
+        .send()
+        .await
+        .unwrap();
+
+    // A poisoned file arrives meanwhile; another instance picks everything up.
+    let poison = stack.put("bad.txt", vec![0xff, 0xfe, b'x']).await;
+    stack.send(&stack.created("bad.txt", &poison)).await;
+    let rescuer = LambdaWatch::start(&env).await;
+    stack.pump(&[&rescuer]).await;
+    let borer = stack.ledger.doc("borer.md").await.unwrap().unwrap();
+    assert_eq!((borer.phase, borer.attempts), (DocPhase::Done, 2));
+    let bad = stack.ledger.doc("bad.txt").await.unwrap().unwrap();
+    assert_eq!(bad.phase, DocPhase::Failed);
+    assert!(
+        matches!(bad.reason, Some(FailReason::Unreadable { .. })),
+        "{bad:?}"
+    );
+    // The held call and its retry after the crash: the one passage, twice; nothing more.
+    let batches = stack.server.batches();
+    assert_eq!(batches.len(), 2);
+    assert_eq!(batches[0], batches[1]);
+    let jobs = stack.jobs().await;
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    // The publish waited for the dead publisher's lease to lapse, then took it over.
+    assert!(jobs[0].started_at >= crashed_until, "{jobs:?}");
+    assert_eq!(stack.ledger.control().await.unwrap().publishes, 1);
+    let summary = &jobs[0].summary;
+    assert_eq!(summary.failed.len(), 1);
+    assert_eq!(summary.failed[0].path, "bad.txt");
+    let expected = ingest_version(&[("borer.md".into(), tunnels.into())]).await;
+    assert_eq!(summary.version.as_deref(), Some(expected.as_str()));
+    drop(doomed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_200_events_ends_in_a_few_publishes_never_concurrent() {
+    let stack = Stack::new(vec![]).await;
+    let env = stack.env(&[]);
+    let mut docs = Vec::new();
+    let mut bodies = Vec::new();
+    for i in 0..200 {
+        let name = format!("notes/doc-{i:03}.md");
+        let body = format!("# Note {i}\n\nNote number {i} is about orchard block {i}.");
+        let etag = stack.put(&name, body.clone()).await;
+        bodies.push(stack.created(&name, &etag));
+        docs.push((name, body.into_bytes()));
+    }
+    let sends = bodies.iter().map(|b| stack.send(b));
+    futures::future::join_all(sends).await;
+    let watches = [
+        LambdaWatch::start(&env).await,
+        LambdaWatch::start(&env).await,
+        LambdaWatch::start(&env).await,
+        LambdaWatch::start(&env).await,
+    ];
+    let refs: Vec<&LambdaWatch> = watches.iter().collect();
+    stack.pump(&refs).await;
+    let records = stack.ledger.docs().await.unwrap();
+    assert_eq!(records.len(), 200);
+    assert!(records.iter().all(|d| d.phase == DocPhase::Done));
+    assert_eq!(stack.embedded(), 200, "every passage embedded exactly once");
+    let jobs = stack.jobs().await;
+    eprintln!("burst of 200: {} publishes, {} changes", jobs.len(), 200);
+    assert!((1..=4).contains(&jobs.len()), "{} publishes", jobs.len());
+    no_overlap(&jobs);
+    let control = stack.ledger.control().await.unwrap();
+    assert_eq!(control.changes, 200);
+    assert!(control.publishes as usize <= jobs.len());
+    let expected = ingest_version(&docs).await;
+    assert_eq!(stack.store().pointer().await.unwrap().version, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_sync_fans_out_over_the_queue_and_finds_deletions() {
+    let stack = Stack::new(vec![]).await;
+    let env = stack.env(&[]);
+    let mut docs = Vec::new();
+    for i in 0..20 {
+        let name = format!("doc-{i:02}.md");
+        let body = format!("# Doc {i}\n\nDocument {i} names tree {i}.");
+        stack.put(&name, body.clone()).await;
+        docs.push((name, body.into_bytes()));
+    }
+    let watches = [
+        LambdaWatch::start(&env).await,
+        LambdaWatch::start(&env).await,
+    ];
+    let refs: Vec<&LambdaWatch> = watches.iter().collect();
+    stack.send("{\"full_sync\":{}}").await;
+    // One full-sync message, 20 documents, then the publish(es).
+    let deliveries = stack.pump(&refs).await;
+    assert!(deliveries >= 22, "{deliveries}");
+    assert_eq!(stack.embedded(), 20);
+    let jobs = stack.jobs().await;
+    assert!((1..=2).contains(&jobs.len()), "{jobs:?}");
+    let expected = ingest_version(&docs).await;
+    assert_eq!(stack.store().pointer().await.unwrap().version, expected);
+
+    // Unchanged objects are not queued again; a deleted one is found and removed.
+    stack
+        .s3
+        .delete_object()
+        .bucket(&stack.source)
+        .key("docs/doc-07.md")
+        .send()
+        .await
+        .unwrap();
+    stack.send("{\"full_sync\":{}}").await;
+    stack.pump(&refs).await;
+    assert_eq!(stack.embedded(), 20);
+    let jobs = stack.jobs().await;
+    let last = &jobs.last().unwrap().summary;
+    assert_eq!((last.deleted, last.unchanged, last.new), (1, 19, 0));
+    docs.remove(7);
+    let expected = ingest_version(&docs).await;
+    assert_eq!(last.version.as_deref(), Some(expected.as_str()));
+}
