@@ -200,3 +200,7 @@ fn discard(graph: &RagGraph, state: &mut RagState, answer: SpeculativeAnswer) {
 #[cfg(test)]
 #[path = "speculation_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "speculation_unavailable_tests.rs"]
+mod unavailable_tests;

@@ -81,7 +81,7 @@ impl ChatModel for Gated {
     }
 }
 
-fn script(route: &str, grades: &[&str]) -> ScriptedModel {
+pub(super) fn script(route: &str, grades: &[&str]) -> ScriptedModel {
     let mut model = ScriptedModel::new()
         .reply(Task::RouteQuery, json!({ "data_source": route }))
         .raw(Task::GenerateAnswer, ANSWER)
@@ -93,18 +93,18 @@ fn script(route: &str, grades: &[&str]) -> ScriptedModel {
     model
 }
 
-struct Run {
-    response: RunResponse,
+pub(super) struct Run {
+    pub(super) response: RunResponse,
     events: Vec<RunEvent>,
     model: Arc<Gated>,
 }
 
 impl Run {
-    fn calls(&self, task: Task) -> usize {
+    pub(super) fn calls(&self, task: Task) -> usize {
         self.model.inner.calls(task)
     }
 
-    fn steps(&self) -> Vec<&str> {
+    pub(super) fn steps(&self) -> Vec<&str> {
         let steps = &self.response.workflow_steps;
         steps.iter().map(|s| s.name.as_str()).collect()
     }
@@ -134,7 +134,12 @@ impl Run {
 }
 
 /// Runs `request` with speculation `on`; `together` calls must be in flight at once first.
-async fn run(model: ScriptedModel, together: usize, on: Speculation, request: RunRequest) -> Run {
+pub(super) async fn run(
+    model: ScriptedModel,
+    together: usize,
+    on: Speculation,
+    request: RunRequest,
+) -> Run {
     let model = Arc::new(Gated::new(model, together));
     let kb = Arc::new(KnowledgeBase::embedded().unwrap());
     // One quick retry: the tests that fail a call count its two attempts exactly.
@@ -168,7 +173,7 @@ async fn run(model: ScriptedModel, together: usize, on: Speculation, request: Ru
     }
 }
 
-fn request() -> RunRequest {
+pub(super) fn request() -> RunRequest {
     RunRequest::new(QUESTION)
 }
 
@@ -439,80 +444,4 @@ async fn regenerations_cost_nothing_extra_when_the_speculative_answer_is_used() 
     assert_eq!(on.calls(Task::GenerateAnswer), 2);
     assert_eq!((m.speculation.used, m.speculation.discarded), (1, 0));
     assert!(on.position("discarded:1") < on.position("token:2"));
-}
-
-/// `request()` retrieving one document, so a failing grade is called exactly 1 + 1 times.
-fn one_document() -> RunRequest {
-    let mut request = request();
-    request.n_retrieved_documents = 1;
-    request
-}
-
-fn timed_out() -> LlmError {
-    LlmError::Timeout {
-        after: Duration::from_secs(30),
-    }
-}
-
-#[tokio::test]
-async fn a_grading_that_fails_is_abandoned_when_the_route_is_web_search() {
-    let model = script("web_search", &[]).fail(Task::GradeDocuments, timed_out());
-    let r = run(model, 0, Speculation::On, one_document()).await;
-    assert_ne!(
-        r.response.status,
-        crate::rag::RunStatus::Failed,
-        "{:?}",
-        r.response.error
-    );
-    assert_eq!(
-        r.steps(),
-        [
-            "kg_retrieval",
-            "route_question",
-            "grade_documents",
-            "generate",
-            "web_search",
-            "generate"
-        ]
-    );
-    assert_eq!(
-        [Task::RouteQuery, Task::GradeDocuments, Task::GenerateAnswer].map(|t| r.calls(t)),
-        [1, 2, 2],
-        "the grade and its one retry; the discarded answer and the one after web search"
-    );
-    let grading = &r.response.workflow_steps[2].details;
-    assert_eq!(grading["abandoned"], true, "{grading}");
-    assert!(
-        grading["error"].as_str().unwrap().contains("timed out"),
-        "{grading}"
-    );
-}
-
-#[tokio::test]
-async fn a_model_down_after_its_retries_ends_best_effort_quoting_the_documents() {
-    let model = script("kg_retrieval", &[]).fail(Task::GradeDocuments, timed_out());
-    let r = run(model, 0, Speculation::Off, one_document()).await;
-    let response = &r.response;
-    assert_eq!(response.status, crate::rag::RunStatus::BestEffort);
-    assert_eq!(
-        response.metadata.limits_hit,
-        [crate::rag::LimitHit::ModelUnavailable]
-    );
-    assert_eq!(r.steps(), ["route_question", "kg_retrieval"]);
-    assert_eq!(
-        [Task::RouteQuery, Task::GradeDocuments, Task::GenerateAnswer].map(|t| r.calls(t)),
-        [1, 2, 0]
-    );
-    assert!(
-        response.answer.contains("Phytophthora"),
-        "{}",
-        response.answer
-    );
-    assert_eq!(response.citations.len(), 1);
-
-    // With nothing found yet to answer from, the failure stays a (resumable) failure.
-    let model = ScriptedModel::new().fail(Task::RouteQuery, timed_out());
-    let r = run(model, 0, Speculation::Off, one_document()).await;
-    assert_eq!(r.response.status, crate::rag::RunStatus::Failed);
-    assert_eq!(r.calls(Task::RouteQuery), 2);
 }

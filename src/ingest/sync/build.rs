@@ -96,7 +96,12 @@ pub(crate) async fn build_and_publish(
     };
     let result = async {
         let calls = vectors.as_ref().map_or(0, |v| v.calls);
-        let summary = plan.finish(vectors, options.progress, (embedded, calls))?;
+        let summary = plan.finish(
+            vectors,
+            options.progress,
+            (embedded, calls),
+            options.description.as_deref(),
+        )?;
         let version = summary.manifest.content_hash;
         let current = objects.store.pointer().await.ok().map(|p| p.version);
         // The same documents as the version readers load: nothing to publish.

@@ -1,0 +1,85 @@
+//! A model that stays unavailable after its retries: a speculative branch the route made moot
+//! is abandoned, and a run with something to answer with ends `best_effort`
+//! (`model_unavailable`) instead of failing; exact calls and steps.
+
+use super::tests::{request, run, script};
+use crate::config::Speculation;
+use crate::llm::{LlmError, ScriptedModel, Task};
+use crate::rag::RunRequest;
+use std::time::Duration;
+
+/// `request()` retrieving one document, so a failing grade is called exactly 1 + 1 times.
+fn one_document() -> RunRequest {
+    let mut request = request();
+    request.n_retrieved_documents = 1;
+    request
+}
+
+fn timed_out() -> LlmError {
+    LlmError::Timeout {
+        after: Duration::from_secs(30),
+    }
+}
+
+#[tokio::test]
+async fn a_grading_that_fails_is_abandoned_when_the_route_is_web_search() {
+    let model = script("web_search", &[]).fail(Task::GradeDocuments, timed_out());
+    let r = run(model, 0, Speculation::On, one_document()).await;
+    assert_ne!(
+        r.response.status,
+        crate::rag::RunStatus::Failed,
+        "{:?}",
+        r.response.error
+    );
+    assert_eq!(
+        r.steps(),
+        [
+            "kg_retrieval",
+            "route_question",
+            "grade_documents",
+            "generate",
+            "web_search",
+            "generate"
+        ]
+    );
+    assert_eq!(
+        [Task::RouteQuery, Task::GradeDocuments, Task::GenerateAnswer].map(|t| r.calls(t)),
+        [1, 2, 2],
+        "the grade and its one retry; the discarded answer and the one after web search"
+    );
+    let grading = &r.response.workflow_steps[2].details;
+    assert_eq!(grading["abandoned"], true, "{grading}");
+    assert!(
+        grading["error"].as_str().unwrap().contains("timed out"),
+        "{grading}"
+    );
+}
+
+#[tokio::test]
+async fn a_model_down_after_its_retries_ends_best_effort_quoting_the_documents() {
+    let model = script("kg_retrieval", &[]).fail(Task::GradeDocuments, timed_out());
+    let r = run(model, 0, Speculation::Off, one_document()).await;
+    let response = &r.response;
+    assert_eq!(response.status, crate::rag::RunStatus::BestEffort);
+    assert_eq!(
+        response.metadata.limits_hit,
+        [crate::rag::LimitHit::ModelUnavailable]
+    );
+    assert_eq!(r.steps(), ["route_question", "kg_retrieval"]);
+    assert_eq!(
+        [Task::RouteQuery, Task::GradeDocuments, Task::GenerateAnswer].map(|t| r.calls(t)),
+        [1, 2, 0]
+    );
+    assert!(
+        response.answer.contains("Phytophthora"),
+        "{}",
+        response.answer
+    );
+    assert_eq!(response.citations.len(), 1);
+
+    // With nothing found yet to answer from, the failure stays a (resumable) failure.
+    let model = ScriptedModel::new().fail(Task::RouteQuery, timed_out());
+    let r = run(model, 0, Speculation::Off, one_document()).await;
+    assert_eq!(r.response.status, crate::rag::RunStatus::Failed);
+    assert_eq!(r.calls(Task::RouteQuery), 2);
+}
