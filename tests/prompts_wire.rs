@@ -177,6 +177,10 @@ async fn the_router_of_a_crate_readme_knowledge_base_reads_its_description_and_n
         format!("Question: {question}\n\nThe knowledge base:\n[[{marker} kb]]\n{about}\n[[/{marker} kb]]\n")
     );
     assert!(system.contains(&format!("[[{marker} n]]")), "{system}");
+    assert!(
+        !system.contains("web_search"),
+        "web search is not configured, so not offered: {system}"
+    );
     assert!(!names_the_sample(&system) && !names_the_sample(&user));
 
     // Given at ingest, recorded as given.

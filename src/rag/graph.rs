@@ -141,15 +141,20 @@ impl RagGraph {
         self
     }
 
-    /// What a `task` prompt says the knowledge base covers: the router's only (`None` for
-    /// every other task), `KB_DESCRIPTION`, else the knowledge base's own description.
-    pub(crate) fn about(&self, task: Task) -> Option<String> {
+    /// What the router is told (`None` for every other task): what the knowledge base covers
+    /// (`KB_DESCRIPTION`, else the knowledge base's own description) and whether web search is
+    /// configured.
+    pub(crate) fn routing(&self, task: Task) -> Option<super::prompts::Routing> {
         if task != Task::RouteQuery {
             return None;
         }
-        self.kb_description
-            .clone()
-            .or_else(|| self.kb.description())
+        Some(super::prompts::Routing {
+            about: self
+                .kb_description
+                .clone()
+                .or_else(|| self.kb.description()),
+            web: self.web.is_some(),
+        })
     }
 
     /// The same graph searching a fixed version of the knowledge base from the first step of

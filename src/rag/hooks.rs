@@ -57,7 +57,7 @@ impl Graph for RagGraph {
                 question,
                 documents,
                 answer,
-                self.about(task).as_deref(),
+                self.routing(task).as_ref(),
             )
             .iter()
             .map(|m| estimate_tokens(&m.content))

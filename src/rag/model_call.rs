@@ -3,6 +3,7 @@
 //! a server says the prompt is too long.
 
 use super::prompt_fit::{self, fit_documents, Fit, Room};
+use super::prompts::Routing;
 use super::{prompts, RagError, RagGraph};
 use crate::engine::StepCtx;
 use crate::llm::{ask_metered, ChatRequest, LlmError, Task, TaskInputs};
@@ -32,8 +33,8 @@ pub(super) async fn call_fitted<T: DeserializeOwned>(
     documents: &[Document],
     answer: Option<&str>,
 ) -> Result<(T, Fit), RagError> {
-    let about = graph.about(task);
-    let about = about.as_deref();
+    let routing = graph.routing(task);
+    let about = routing.as_ref();
     let fixed = fixed_tokens(task, question, answer, about);
     fitting(graph, task, |room| async move {
         let (documents, fit) = fit_documents(documents, room, fixed);
@@ -82,7 +83,7 @@ pub(super) fn fixed_tokens(
     task: Task,
     question: &str,
     answer: Option<&str>,
-    about: Option<&str>,
+    about: Option<&Routing>,
 ) -> u64 {
     prompts::messages(task, question, &[], answer, about)
         .iter()
@@ -97,7 +98,7 @@ pub(super) fn request<'a>(
     question: &'a str,
     documents: &'a [Document],
     answer: Option<&'a str>,
-    about: Option<&str>,
+    about: Option<&Routing>,
 ) -> ChatRequest<'a> {
     ChatRequest {
         task,
