@@ -8,7 +8,7 @@ mod support;
 
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use support::bedrock_server::{embed_exception, vectors, BedrockScript, ScriptedBedrock};
 use support::llm_server::{Reply, Script};
 
@@ -17,20 +17,9 @@ const CHAT_MODEL: &str = "us.anthropic.claude-3-5-haiku-20241022-v1:0";
 const EMBED_MODEL: &str = "amazon.titan-embed-text-v2:0";
 
 fn cli(state: &Path, server: &ScriptedBedrock, env: &[(&str, &str)], args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bounded-rag"));
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", state)
-        .env("STATE_DIR", state.join("runs"))
-        .env("RUST_LOG", "bounded_rag=info")
-        .args(args);
-    for (k, v) in server.env() {
-        cmd.env(k, v);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("binary runs")
+    let mut vars = vec![("RUST_LOG", "bounded_rag=info")];
+    vars.extend_from_slice(env);
+    support::bin::run(state, &server.env(), &vars, args)
 }
 
 fn stderr(o: &Output) -> String {

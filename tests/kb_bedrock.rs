@@ -8,28 +8,17 @@ mod support;
 
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use support::agent_server::{AgentReply, Answer, Passage, ScriptedAgent};
 use support::scripted_http::Reply;
 
 const QUESTION: &str = "What causes patch canker in durian?";
 
 fn cli(state: &Path, server: &ScriptedAgent, env: &[(&str, &str)], args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bounded-rag"));
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", state)
-        .env("STATE_DIR", state.join("runs"))
-        // The sequential path's exact calls.
-        .env("SPECULATION", "off")
-        .args(args);
-    for (k, v) in server.env() {
-        cmd.env(k, v);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("binary runs")
+    // The sequential path's exact calls.
+    let mut vars = vec![("SPECULATION", "off")];
+    vars.extend_from_slice(env);
+    support::bin::run(state, &server.env(), &vars, args)
 }
 
 fn json_of(o: &Output) -> Value {

@@ -4,6 +4,7 @@
 pub mod agent_server;
 pub mod app;
 pub mod bedrock_server;
+pub mod bin;
 pub mod counted;
 pub mod embeddings_server;
 pub mod event_source;

@@ -34,4 +34,4 @@ pub(crate) use read::{enable_parsers, read_bytes, unread_skip, Outcome, ReadLimi
 pub(crate) use source_file::SourceFile;
 #[cfg(test)]
 pub(crate) use walk::read_dir;
-pub(crate) use walk::reading_format;
+pub(crate) use walk::{files_under, reading_format};

@@ -8,7 +8,7 @@ use super::source_file::SourceFile;
 use crate::search::format::{Format, SkipReason, SkippedFile, MANIFEST};
 use crate::search::RetrievalError;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Whether a file is a graph file or a metadata sidecar (read as UTF-8 text, never a document).
 fn is_auxiliary(path: &Path) -> bool {
@@ -26,13 +26,12 @@ pub(crate) fn reading_format(path: &Path) -> Result<Option<Format>, SkipReason> 
         .ok_or(SkipReason::UnknownExtension)
 }
 
-/// Reads every source file under `root`, sorted by relative path, and the files skipped.
-pub(crate) fn read_dir(
-    root: &Path,
-    limits: &ReadLimits,
-) -> Result<(Vec<SourceFile>, Vec<SkippedFile>), RetrievalError> {
-    let mut files = Vec::new();
-    let mut skipped = Vec::new();
+/// Every file under `root` a source can be: its path and its `/`-separated path relative to
+/// `root`, in no particular order. Hidden entries (`.git`, dotfiles) and folders written by
+/// ingest (they hold an index, not sources) are passed over; symlinked files are followed,
+/// symlinked folders are not (no cycles).
+pub(crate) fn files_under(root: &Path) -> Result<Vec<(PathBuf, String)>, RetrievalError> {
+    let mut out = Vec::new();
     let mut pending = vec![root.to_path_buf()];
     while let Some(dir) = pending.pop() {
         let entries = fs::read_dir(&dir).map_err(|e| RetrievalError::io(&dir, e))?;
@@ -46,13 +45,11 @@ pub(crate) fn read_dir(
                 .file_type()
                 .map_err(|e| RetrievalError::io(&path, e))?;
             if file_type.is_dir() {
-                // A folder written by ingest holds an index, not sources.
                 if !path.join(MANIFEST).exists() {
                     pending.push(path);
                 }
                 continue;
             }
-            // Symlinked files are followed; symlinked folders are not (no cycles).
             if !path.is_file() {
                 continue;
             }
@@ -62,17 +59,30 @@ pub(crate) fn read_dir(
                 .map(|c| c.as_os_str().to_string_lossy())
                 .collect();
             let rel = rel.join("/");
-            let format = match reading_format(&path) {
-                Ok(format) => format,
-                Err(reason) => {
-                    skipped.push(SkippedFile { path: rel, reason });
-                    continue;
-                }
-            };
-            match read::read_file(path, rel, format, limits)? {
-                Outcome::Read(file) => files.push(file),
-                Outcome::Skipped(skip) => skipped.push(skip),
+            out.push((path, rel));
+        }
+    }
+    Ok(out)
+}
+
+/// Reads every source file under `root`, sorted by relative path, and the files skipped.
+pub(crate) fn read_dir(
+    root: &Path,
+    limits: &ReadLimits,
+) -> Result<(Vec<SourceFile>, Vec<SkippedFile>), RetrievalError> {
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    for (path, rel) in files_under(root)? {
+        let format = match reading_format(&path) {
+            Ok(format) => format,
+            Err(reason) => {
+                skipped.push(SkippedFile { path: rel, reason });
+                continue;
             }
+        };
+        match read::read_file(path, rel, format, limits)? {
+            Outcome::Read(file) => files.push(file),
+            Outcome::Skipped(skip) => skipped.push(skip),
         }
     }
     files.sort_by(|a, b| a.rel.cmp(&b.rel));

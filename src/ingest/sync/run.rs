@@ -141,32 +141,24 @@ async fn read_one(
         size,
         ..
     } = item;
-    if let Some(reason) = unread_skip(format, size, &limits) {
-        let status = DocStatus::Skipped { reason };
+    // A file never read has no hash.
+    let unread = |rel, status| {
         let hash = String::new();
-        return (
+        (
             rel,
             DocState {
-                fingerprint,
+                fingerprint: fingerprint.clone(),
                 hash,
                 status,
             },
-        );
+        )
+    };
+    if let Some(reason) = unread_skip(format, size, &limits) {
+        return unread(rel, DocStatus::Skipped { reason });
     }
     let bytes = match source.fetch(&rel).await {
         Ok(bytes) => bytes,
-        Err(reason) => {
-            let status = DocStatus::Failed { reason };
-            let hash = String::new();
-            return (
-                rel,
-                DocState {
-                    fingerprint,
-                    hash,
-                    status,
-                },
-            );
-        }
+        Err(reason) => return unread(rel, DocStatus::Failed { reason }),
     };
     let hash = hex(&Sha256::digest(&bytes));
     if let Some(prev) = previous.filter(|p| p.hash == hash) {

@@ -4,6 +4,7 @@
 //! hidden entries and folders holding a bundle (`kb-manifest.json`) are passed over.
 use super::state::FailReason;
 use crate::aws::S3Location;
+use crate::ingest::sources::files_under;
 use crate::search::format::MANIFEST;
 use crate::search::RetrievalError;
 use std::collections::HashSet;
@@ -118,48 +119,21 @@ fn hidden(rel: &str) -> bool {
 
 fn list_dir(root: &Path) -> Result<Vec<Listed>, RetrievalError> {
     let mut out = Vec::new();
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        for entry in fs::read_dir(&dir).map_err(|e| RetrievalError::io(&dir, e))? {
-            let entry = entry.map_err(|e| RetrievalError::io(&dir, e))?;
-            let path = entry.path();
-            if entry.file_name().to_string_lossy().starts_with('.') {
-                continue;
-            }
-            let file_type = entry
-                .file_type()
-                .map_err(|e| RetrievalError::io(&path, e))?;
-            if file_type.is_dir() {
-                // A folder written by ingest holds an index, not sources.
-                if !path.join(MANIFEST).exists() {
-                    pending.push(path);
-                }
-                continue;
-            }
-            // Symlinked files are followed; symlinked folders are not (no cycles).
-            let Ok(meta) = fs::metadata(&path) else {
-                continue;
-            };
-            if !meta.is_file() {
-                continue;
-            }
-            let rel = path.strip_prefix(root).unwrap_or(&path);
-            let rel: Vec<_> = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy())
-                .collect();
-            let modified = meta
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos());
-            out.push(Listed {
-                rel: rel.join("/"),
-                fingerprint: format!("{}:{modified}", meta.len()),
-                size: meta.len(),
-                modified: Some(modified),
-            });
-        }
+    for (path, rel) in files_under(root)? {
+        let Ok(meta) = fs::metadata(&path) else {
+            continue;
+        };
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        out.push(Listed {
+            rel,
+            fingerprint: format!("{}:{modified}", meta.len()),
+            size: meta.len(),
+            modified: Some(modified),
+        });
     }
     Ok(out)
 }
