@@ -11,6 +11,9 @@
 # schemathesis (property-based API tests from openapi.yaml; 4.x, whose CLI scripts/api-fuzz.sh
 # uses).
 #
+# Also PostgreSQL 16 with pgvector (a PyPI wheel, no apt) and pg8000 into .local/venv-pg, through
+# `scripts/pg.sh install`, for the PostgreSQL store tests and tests/support/rds_data_shim.py.
+#
 # Also Debian's headless Chromium and its WebDriver (packages `chromium`, `chromium-driver`) for
 # tests/playground_browser.rs, with apt-get (as root, or through sudo) when either is missing.
 #
@@ -83,5 +86,7 @@ for executable in chromium chromedriver; do
     fi
     command -v "$executable"
 done
+
+"$ROOT/scripts/pg.sh" install
 
 "$VENV/bin/cargo-lambda" lambda --version
