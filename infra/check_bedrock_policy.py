@@ -19,9 +19,16 @@ NO_VALUE = object()
 ACCOUNT, REGION = "123456789012", "us-east-1"
 
 
-def resolve(template, params):
+def evaluator(template, params):
+    """(ev, condition) for these parameter values: ev resolves CloudFormation's intrinsics in a
+    template fragment the way CloudFormation would (Fn::If branches not taken and AWS::NoValue
+    drop out), condition(name) says whether a condition holds. A resource's Ref resolves to
+    "<Name>", its Fn::GetAtt to "<Name.Attribute>"; a CommaDelimitedList parameter is a list."""
     values = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
     values.update(params)
+    for name, spec in template["Parameters"].items():
+        if spec.get("Type") == "CommaDelimitedList":
+            values[name] = [i for i in values[name].split(",") if i] if values[name] else [""]
     values.update({"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT})
     conditions = {}
 
@@ -32,14 +39,14 @@ def resolve(template, params):
 
     def sub(text, extra):
         return re.sub(
-            r"\$\{([^}]+)\}", lambda m: str(extra.get(m.group(1), values.get(m.group(1), "<?>"))), text
+            r"\$\{([^}]+)\}", lambda m: str(extra.get(m.group(1), values.get(m.group(1), f"<{m.group(1)}>"))), text
         )
 
     def ev(x):
         if isinstance(x, dict) and len(x) == 1:
             ((k, v),) = x.items()
             if k == "Ref":
-                return NO_VALUE if v == "AWS::NoValue" else values.get(v, "<resource>")
+                return NO_VALUE if v == "AWS::NoValue" else values.get(v, f"<{v}>")
             if k == "Fn::If":
                 return ev(v[1]) if condition(v[0]) else ev(v[2])
             if k == "Condition":
@@ -52,6 +59,8 @@ def resolve(template, params):
                 return all(ev(i) for i in v)
             if k == "Fn::Not":
                 return not ev(v[0])
+            if k == "Fn::Contains":
+                return ev(v[1]) in ev(v[0])
             if k == "Fn::Split":
                 return ev(v[1]).split(v[0])
             if k == "Fn::Select":
@@ -63,13 +72,18 @@ def resolve(template, params):
                     return sub(v, {})
                 return sub(v[0], {a: ev(b) for a, b in v[1].items()})
             if k == "Fn::GetAtt":
-                return "<attribute>"
+                return "<" + (v if isinstance(v, str) else ".".join(v)) + ">"
         if isinstance(x, dict):
             return {k: r for k, r in ((k, ev(v)) for k, v in x.items()) if r is not NO_VALUE}
         if isinstance(x, list):
             return [r for r in (ev(i) for i in x) if r is not NO_VALUE]
         return x
 
+    return ev, condition
+
+
+def resolve(template, params):
+    ev, _ = evaluator(template, params)
     statements = ev(template["Resources"]["RuntimeAccessPolicy"]["Properties"]["PolicyDocument"]["Statement"])
     bedrock = [s for s in statements if s.get("Sid") == "InvokeBedrockModels"]
     env = ev(template["Globals"]["Function"]["Environment"]["Variables"])

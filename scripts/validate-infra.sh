@@ -7,6 +7,7 @@
 #   5. python -m json.tool on every events/*.json, then payload-shape checks
 #   6. the routes `sam local start-api` would serve
 #   7. the Bedrock statement and environment, resolved for several parameter sets
+#   8. the Aurora knowledge store (cluster, Data API and secret grants, KB_URI, rules), likewise
 # Exits non-zero if any step fails; all steps run so one report shows every problem.
 set -uo pipefail
 
@@ -83,6 +84,7 @@ step "json.tool events/*.json" json_tool_all
 step "event payload shapes" "$VENV/bin/python" infra/check_events.py
 step "sam local start-api routes" "$VENV/bin/python" infra/check_sam_local_routes.py
 step "Bedrock permissions and environment" "$VENV/bin/python" infra/check_bedrock_policy.py
+step "Aurora knowledge store: resources, permissions, KB_URI" "$VENV/bin/python" infra/check_aurora_policy.py
 
 echo
 if ((${#failures[@]})); then
