@@ -19,6 +19,7 @@ mod kb_location;
 mod knowledge;
 mod model_window;
 mod speculation;
+mod sql_location;
 
 pub use kb_location::{BedrockKbLocation, BedrockSearch, KbLocation};
 pub(crate) use knowledge::{
@@ -30,6 +31,7 @@ pub use knowledge::{
 };
 pub(crate) use model_window::ModelWindow;
 pub use speculation::Speculation;
+pub use sql_location::{PgLocation, RdsDataLocation};
 mod threads;
 pub use threads::ThreadSettings;
 

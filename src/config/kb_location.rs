@@ -5,15 +5,20 @@
 //!   searched through its `Retrieve` API (`search` overrides the store's search type; without
 //!   it, Bedrock chooses).
 //!
+//! - `postgres://...` and `rds-data://...`: a PostgreSQL database with pgvector, directly or
+//!   through the RDS Data API (see [`super::sql_location`]).
+//!
 //! Any other scheme is refused with the schemes accepted, never taken for something else.
 
+use super::sql_location::{PgLocation, RdsDataLocation};
 use crate::aws::S3Location;
 use std::fmt;
 use std::str::FromStr;
 
 /// The schemes `KB_URI` accepts, for messages.
-pub(crate) const ACCEPTED: &str =
-    "s3://BUCKET/PREFIX (a published bundle) or bedrock-kb://KNOWLEDGE_BASE_ID[?search=hybrid|semantic]";
+pub(crate) const ACCEPTED: &str = "s3://BUCKET/PREFIX (a published bundle), \
+    postgres://USER@HOST:PORT/DATABASE, rds-data://CLUSTER_ARN/DATABASE?secret=SECRET_ARN or \
+    bedrock-kb://KNOWLEDGE_BASE_ID[?search=hybrid|semantic]";
 
 /// A knowledge store's location.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +27,10 @@ pub enum KbLocation {
     S3(S3Location),
     /// An Amazon Bedrock knowledge base.
     BedrockKb(BedrockKbLocation),
+    /// A PostgreSQL database, connected to directly.
+    Postgres(PgLocation),
+    /// An Aurora PostgreSQL database, through the RDS Data API.
+    RdsData(RdsDataLocation),
 }
 
 /// An Amazon Bedrock knowledge base and how to search it.
@@ -53,6 +62,8 @@ impl FromStr for KbLocation {
         match scheme {
             "s3" => s.parse().map(KbLocation::S3),
             "bedrock-kb" => bedrock_kb(rest).map(KbLocation::BedrockKb),
+            "postgres" | "postgresql" => PgLocation::parse(s).map(KbLocation::Postgres),
+            "rds-data" => RdsDataLocation::parse(rest).map(KbLocation::RdsData),
             other => Err(format!(
                 "`{other}://` is not a knowledge store this build searches; expected {ACCEPTED}"
             )),
@@ -91,6 +102,8 @@ impl fmt::Display for KbLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             KbLocation::S3(location) => location.fmt(f),
+            KbLocation::Postgres(location) => location.fmt(f),
+            KbLocation::RdsData(location) => location.fmt(f),
             KbLocation::BedrockKb(kb) => {
                 write!(f, "bedrock-kb://{}", kb.id)?;
                 match kb.search {
@@ -132,7 +145,7 @@ mod tests {
     #[test]
     fn other_schemes_and_bad_ids_are_refused_naming_what_is_accepted() {
         for (text, says) in [
-            ("postgres://db/kb", "`postgres://` is not a knowledge store"),
+            ("mysql://db/kb", "`mysql://` is not a knowledge store"),
             ("./kb", "expected s3://BUCKET/PREFIX"),
             ("bedrock-kb://", "is not a Bedrock knowledge base id"),
             (
@@ -145,7 +158,7 @@ mod tests {
             let err = text.parse::<KbLocation>().unwrap_err();
             assert!(err.contains(says), "{text}: {err}");
         }
-        let err = "postgres://db/kb".parse::<KbLocation>().unwrap_err();
+        let err = "mysql://db/kb".parse::<KbLocation>().unwrap_err();
         assert!(err.contains("bedrock-kb://KNOWLEDGE_BASE_ID"), "{err}");
     }
 }

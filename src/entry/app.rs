@@ -13,10 +13,11 @@ use crate::llm::{
 use crate::rag::{RagGraph, RagLimits};
 use crate::runs::{CompletionEvents, WorkQueue};
 use crate::runs::{RunIndexer, Runs, Workflow};
+use crate::search::postgres::SqlLocation;
 use crate::search::s3::{self, BundleStore};
 use crate::search::{
-    BedrockKnowledgeBase, BedrockReranker, KnowledgeBase, LiveKnowledge, LoadOptions, RerankClient,
-    RerankConfig, Reranker, Retriever, TavilyClient, TavilyConfig, WebSearch,
+    BedrockKnowledgeBase, BedrockReranker, KnowledgeBase, LiveKnowledge, LoadOptions, PgKnowledge,
+    RerankClient, RerankConfig, Reranker, Retriever, TavilyClient, TavilyConfig, WebSearch,
 };
 use crate::secrets::{SecretBundle, SecretsProvider};
 use crate::store::{CacheStore, CheckpointStore, DynamoStore, FileStore};
@@ -293,7 +294,7 @@ const KB_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The knowledge base: `KB_URI` (a Bedrock knowledge base, or S3, refreshed), else `KB_PATH`, else the bundled sample. Search
 /// opens an S3 or `KB_PATH` bundle; ingest reads a `KB_PATH` folder of sources or the compiled-in
 /// sample and indexes it in memory (`KnowledgeBase::load` / `embedded`), then search opens that.
-async fn build_kb(
+pub(crate) async fn build_kb(
     settings: &Settings,
     aws: Option<&aws_config::SdkConfig>,
 ) -> Result<Arc<dyn Retriever>, StartupError> {
@@ -308,6 +309,31 @@ async fn build_kb(
         let client = crate::bedrock::agent_client(sdk, crate::config::DEFAULT_LLM_CONNECT_TIMEOUT);
         let kb = BedrockKnowledgeBase::new(client, location.clone(), KB_CALL_TIMEOUT)
             .with_max_passages_per_document(settings.kb_max_passages_per_document);
+        return Ok(Arc::new(kb));
+    }
+    let sql = match &settings.kb_uri {
+        Some(KbLocation::Postgres(at)) => Some(SqlLocation::Postgres(at.clone())),
+        Some(KbLocation::RdsData(at)) => Some(SqlLocation::RdsData(at.clone())),
+        _ => None,
+    };
+    if let Some(location) = sql {
+        let db = crate::search::postgres::connect(&location, aws, KB_CALL_TIMEOUT).await?;
+        let kb = PgKnowledge::open(db)
+            .await?
+            .with_max_passages_per_document(settings.kb_max_passages_per_document);
+        let (provider, dimensions) = match &provider {
+            Some((provider, dimensions)) => (Some(provider.as_str()), *dimensions),
+            None => (None, None),
+        };
+        let origin = std::path::PathBuf::from(location.to_string());
+        let recorded = kb.embedding();
+        crate::search::check_vectors(
+            recorded.as_ref(),
+            &origin,
+            provider,
+            model.as_deref(),
+            dimensions,
+        )?;
         return Ok(Arc::new(kb));
     }
     if let (Some(KbLocation::S3(location)), Some(sdk)) = (&settings.kb_uri, aws) {

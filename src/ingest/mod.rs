@@ -9,6 +9,7 @@
 //! | `sources` | reading a folder: Markdown, text, HTML, reStructuredText, Word, PDF, CSV/TSV, the entity / relation / community JSONL, metadata sidecars |
 //! | `bundle` | writing a bundle: plan, embedding (resumable), BM25 index build, content hash, write |
 //! | `pipeline` | [`ingest`] and [`ingest_dir`]: sources to a bundle folder |
+//! | `into_store` | [`ingest_into_store`]: sources into PostgreSQL (`--out postgres://`, `rds-data://`) |
 //! | `options`, `summary` | how an ingest runs ([`IngestOptions`], [`Progress`]) and what it wrote ([`IngestSummary`]) |
 //! | `describe` | what a knowledge base covers, derived from its titles and headings for the router when `--description` is not given |
 //! | `in_memory` | `KnowledgeBase::embedded`, `load` and `from_documents`: sources indexed in memory |
@@ -18,6 +19,7 @@
 mod bundle;
 mod describe;
 mod in_memory;
+mod into_store;
 mod options;
 mod pipeline;
 mod publish;
@@ -25,6 +27,8 @@ mod sources;
 mod summary;
 pub mod sync;
 
+pub(crate) use into_store::ingest_into_store;
+pub use into_store::StoreIngestSummary;
 pub use options::{IngestOptions, Progress};
 pub use pipeline::{ingest, ingest_dir};
 pub(crate) use sources::enable_parsers;

@@ -122,7 +122,7 @@ impl Ordinal {
 }
 
 /// `YYYY-MM-DD` (anything after the tenth character, such as a time, is ignored) as a day.
-fn day(text: &str) -> Option<i64> {
+pub(crate) fn day(text: &str) -> Option<i64> {
     let head = text.get(..10)?;
     let rest = &text[10..];
     if !(rest.is_empty() || rest.starts_with(['T', 't', ' '])) {

@@ -243,12 +243,25 @@ pub(crate) fn check_embedding(
     model: Option<&str>,
     dimensions: Option<usize>,
 ) -> Result<(), RetrievalError> {
-    let Some(bundle) = kb.embedding() else {
+    let origin = kb.origin().map(PathBuf::from).unwrap_or_default();
+    check_vectors(kb.embedding(), &origin, provider, model, dimensions)
+}
+
+/// [`check_embedding`] for any store: `recorded` is what its vectors were made with, `origin`
+/// names the store in the message.
+pub(crate) fn check_vectors(
+    recorded: Option<&EmbeddingInfo>,
+    origin: &std::path::Path,
+    provider: Option<&str>,
+    model: Option<&str>,
+    dimensions: Option<usize>,
+) -> Result<(), RetrievalError> {
+    let Some(bundle) = recorded else {
         return Ok(());
     };
     let mismatch = |what: &str, recorded: &str, var: &str, configured: &str| {
         Err(RetrievalError::Invalid {
-            path: kb.origin().map(PathBuf::from).unwrap_or_default(),
+            path: origin.to_path_buf(),
             message: format!(
                 "incompatible bundle: its vectors come from {what} `{recorded}` but {var} is \
                  `{configured}`; ingest with the same settings or change {var}"

@@ -122,7 +122,7 @@ impl AskArgs {
 }
 
 /// `KEY=VALUE` of `--filter`.
-fn parse_filter(text: &str) -> Result<(String, String), String> {
+pub(super) fn parse_filter(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((key, value)) if !key.trim().is_empty() => {
             Ok((key.trim().to_owned(), value.trim().to_owned()))

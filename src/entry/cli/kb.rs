@@ -4,8 +4,9 @@
 use crate::aws::S3Location;
 use crate::config::Settings;
 use crate::entry::app::{build_embedder, load_secrets};
-use crate::ingest::{ingest, IngestOptions, Progress};
+use crate::ingest::{ingest, ingest_into_store, IngestOptions, Progress};
 use crate::search::format::{Format, Published};
+use crate::search::postgres::{connect, SqlLocation};
 use crate::search::s3::{self, BundleStore};
 use crate::search::RetrievalError;
 use clap::Subcommand;
@@ -51,6 +52,10 @@ pub(crate) enum KbCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Search the knowledge store the functions use (KB_URI, KB_PATH or the bundled sample)
+    /// directly, without the workflow or a model: hybrid when embeddings are configured and
+    /// the store has vectors.
+    Search(super::search::SearchArgs),
     /// Point readers at an already published version (a rollback).
     Use {
         /// Where: s3://BUCKET/PREFIX.
@@ -114,7 +119,13 @@ pub(crate) async fn ingest_command(
     strict: bool,
     description: Option<String>,
 ) -> Result<String, String> {
-    out_folder(out)?;
+    let store = match SqlLocation::parse(&out.to_string_lossy()) {
+        Some(parsed) => Some(parsed.map_err(|e| format!("--out: {e}"))?),
+        None => {
+            out_folder(out)?;
+            None
+        }
+    };
     let settings = Settings::from_env().map_err(|e| e.to_string())?;
     let secrets = load_secrets(&settings).await.map_err(|e| e.to_string())?;
     let embedder = build_embedder(&settings, &secrets, None)
@@ -134,6 +145,15 @@ pub(crate) async fn ingest_command(
         description,
         ..IngestOptions::default()
     };
+    if let Some(location) = store {
+        let sql = connect(&location, None, STORE_TIMEOUT)
+            .await
+            .map_err(|e| format!("ingest failed: {e}"))?;
+        let result = ingest_into_store(source, sql.as_ref(), &options).await;
+        bar.finish();
+        let summary = result.map_err(|e| format!("ingest failed: {e}"))?;
+        return Ok(format!("{summary}\nuse it with: KB_URI={location}"));
+    }
     let result = ingest(source, out, &options).await;
     bar.finish();
     let summary = result.map_err(|e| match e {
@@ -153,6 +173,9 @@ pub(crate) async fn ingest_command(
     ))
 }
 
+/// Longest wait for one statement of an ingest into a database (a document's transaction).
+const STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// `ingest --out` names a folder: a location with a scheme (`s3://...`) is refused with what to
 /// do instead, never written as a local folder named `s3:`.
 fn out_folder(out: &Path) -> Result<(), String> {
@@ -165,9 +188,10 @@ fn out_folder(out: &Path) -> Result<(), String> {
                     .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
         {
             Err(format!(
-                "--out {text}: ingest writes a bundle folder; `{scheme}://` locations are not \
-                 accepted here. Write a folder, then publish it: bounded-rag ingest SOURCE --out \
-                 FOLDER && bounded-rag kb publish FOLDER s3://BUCKET/PREFIX"
+                "--out {text}: ingest writes a bundle folder, postgres://... or rds-data://...; \
+                 `{scheme}://` locations are not accepted here. For S3, write a folder, then \
+                 publish it: bounded-rag ingest SOURCE --out FOLDER && bounded-rag kb publish \
+                 FOLDER s3://BUCKET/PREFIX"
             ))
         }
         _ => Ok(()),
@@ -176,6 +200,14 @@ fn out_folder(out: &Path) -> Result<(), String> {
 
 /// Runs a `kb` sub-command; returns what to print.
 pub(crate) async fn kb_command(command: KbCommand) -> Result<String, String> {
+    match command {
+        KbCommand::Search(args) => super::search::search_command(args).await,
+        other => bundle_command(other).await,
+    }
+}
+
+/// The `kb` sub-commands on S3 bundles.
+async fn bundle_command(command: KbCommand) -> Result<String, String> {
     let sdk = crate::tls::aws_sdk_config().await;
     let store = |uri: &S3Location| BundleStore::new(s3::client(&sdk), uri.clone());
     match command {
@@ -204,6 +236,7 @@ pub(crate) async fn kb_command(command: KbCommand) -> Result<String, String> {
                 .map_err(|e| format!("kb use failed: {e}"))?;
             Ok(format!("{uri} now serves version {version}"))
         }
+        KbCommand::Search(args) => super::search::search_command(args).await,
         KbCommand::List { uri, json } => {
             let list = store(&uri)
                 .list()

@@ -11,6 +11,7 @@
 //! | `stream.rs` | `ask --stream`: events printed as they come |
 //! | `thread.rs` | `thread show / list / delete` |
 //! | `kb.rs` | `ingest` and `kb publish / list / use / sync` |
+//! | `search.rs` | `kb search`: the knowledge store searched directly |
 //! | `eval.rs` | `eval`: a labelled question set through the workflow |
 //! | `serve.rs` | `serve` (the local server and playground) and `graph` (the workflow diagram) |
 
@@ -18,6 +19,7 @@ mod args;
 pub mod eval;
 mod kb;
 mod output;
+mod search;
 mod serve;
 mod stream;
 mod sync;

@@ -49,6 +49,30 @@ impl Plan {
         })
     }
 
+    /// Reads `source` for a store that is not a folder (a database): embeddings resume from
+    /// `staging`, nothing else is written there.
+    pub(crate) fn for_store(
+        source: &Path,
+        staging: PathBuf,
+        strict: bool,
+    ) -> Result<Self, RetrievalError> {
+        let source = source
+            .canonicalize()
+            .map_err(|e| RetrievalError::io(source, e))?;
+        let corpus = sources::load_dir(&source)?;
+        if strict && !corpus.skipped.is_empty() {
+            return Err(RetrievalError::Skipped {
+                files: corpus.skipped,
+            });
+        }
+        Ok(Self {
+            target: staging.clone(),
+            staging,
+            source,
+            corpus,
+        })
+    }
+
     /// The passages, in index order.
     pub(crate) fn passages(&self) -> impl Iterator<Item = &Document> {
         self.corpus

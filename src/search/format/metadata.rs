@@ -55,17 +55,22 @@ impl MetaTable {
     }
 
     /// The metadata at corpus position `id`.
-    #[cfg(test)]
     pub(crate) fn get(&self, id: DocId) -> Option<&Meta> {
+        // Spans are pushed in position order and never overlap: a binary search.
+        let at = self.spans.partition_point(|s| s.end <= id);
         self.spans
-            .iter()
-            .find(|s| (s.start..s.end).contains(&id))
+            .get(at)
+            .filter(|s| (s.start..s.end).contains(&id))
             .map(|s| &s.meta)
     }
 
     /// Parses a bundle's `metadata.json`.
     pub(crate) fn from_json(bytes: &[u8]) -> Result<Self, String> {
-        serde_json::from_slice(bytes).map_err(|e| format!("malformed {METADATA_FILE}: {e}"))
+        let mut table: Self =
+            serde_json::from_slice(bytes).map_err(|e| format!("malformed {METADATA_FILE}: {e}"))?;
+        // `get` searches by position: keep the spans in order whatever the file's order.
+        table.spans.sort_by_key(|s| s.start);
+        Ok(table)
     }
 }
 

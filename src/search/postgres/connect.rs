@@ -1,0 +1,116 @@
+//! From a location to a database: the transport chosen by the scheme, credentials from
+//! Secrets Manager when the location names a secret.
+use super::data_api::DataApiSql;
+use super::direct::DirectSql;
+use super::sql::{Sql, SqlError};
+use crate::config::{PgLocation, RdsDataLocation};
+use crate::search::RetrievalError;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A PostgreSQL location: `postgres://...` or `rds-data://...`.
+#[derive(Debug, Clone)]
+pub(crate) enum SqlLocation {
+    Postgres(PgLocation),
+    RdsData(RdsDataLocation),
+}
+
+impl SqlLocation {
+    /// Reads `postgres://...`, `postgresql://...` or `rds-data://...`; `None` for any other text.
+    pub(crate) fn parse(text: &str) -> Option<Result<Self, String>> {
+        let (scheme, rest) = text.split_once("://")?;
+        Some(match scheme {
+            "postgres" | "postgresql" => PgLocation::parse(text).map(SqlLocation::Postgres),
+            "rds-data" => RdsDataLocation::parse(rest).map(SqlLocation::RdsData),
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for SqlLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SqlLocation::Postgres(l) => l.fmt(f),
+            SqlLocation::RdsData(l) => l.fmt(f),
+        }
+    }
+}
+
+/// The database at `location`, not yet contacted (the direct path reads its secret now).
+/// `sdk` is needed for the Data API and for a secret; each statement is bounded by `timeout`.
+pub(crate) async fn connect(
+    location: &SqlLocation,
+    sdk: Option<&aws_config::SdkConfig>,
+    timeout: Duration,
+) -> Result<Arc<dyn Sql>, RetrievalError> {
+    let fail = |e: SqlError| RetrievalError::Store {
+        store: location.to_string(),
+        message: e.message,
+        class: e.class,
+    };
+    match location {
+        SqlLocation::Postgres(at) => {
+            let mut config: tokio_postgres::Config = at
+                .url
+                .parse()
+                .map_err(|e| fail(SqlError::permanent(format!("{e}"))))?;
+            if let Some(secret) = &at.secret {
+                let sdk = match sdk {
+                    Some(sdk) => sdk.clone(),
+                    None => crate::tls::aws_sdk_config().await,
+                };
+                let (user, password) = credentials(&sdk, secret).await.map_err(fail)?;
+                config.user(user).password(password);
+            }
+            config.application_name("bounded-rag");
+            Ok(Arc::new(DirectSql::new(config, timeout)))
+        }
+        SqlLocation::RdsData(at) => {
+            let sdk = match sdk {
+                Some(sdk) => sdk.clone(),
+                None => crate::tls::aws_sdk_config().await,
+            };
+            let config = aws_sdk_rdsdata::config::Builder::from(&sdk)
+                .timeout_config(crate::aws::timeouts(&sdk, timeout))
+                .build();
+            let client = aws_sdk_rdsdata::Client::from_conf(config);
+            Ok(Arc::new(DataApiSql::new(client, at.clone(), timeout)))
+        }
+    }
+}
+
+/// The user name and password in secret `id` (RDS's shape: `{"username", "password"}`).
+/// Messages name the secret, never its value.
+async fn credentials(sdk: &aws_config::SdkConfig, id: &str) -> Result<(String, String), SqlError> {
+    let config = aws_sdk_secretsmanager::config::Builder::from(sdk)
+        .timeout_config(crate::aws::timeouts(sdk, crate::aws::STARTUP_CALL))
+        .build();
+    let client = aws_sdk_secretsmanager::Client::from_conf(config);
+    let out = client
+        .get_secret_value()
+        .secret_id(id)
+        .send()
+        .await
+        .map_err(|e| {
+            let message = format!(
+                "GetSecretValue {id}: {}",
+                aws_smithy_types::error::display::DisplayErrorContext(&e)
+            );
+            match crate::aws::sdk_error_class(&e) {
+                crate::error::ErrorClass::Transient => SqlError::transient(message),
+                crate::error::ErrorClass::Permanent => SqlError::permanent(message),
+            }
+        })?;
+    let malformed = || {
+        SqlError::permanent(format!(
+            "secret {id} is not a JSON object with string fields username and password"
+        ))
+    };
+    let value: serde_json::Value = serde_json::from_str(out.secret_string().ok_or_else(malformed)?)
+        .map_err(|_| malformed())?;
+    let field = |name: &str| value.get(name).and_then(|v| v.as_str()).map(str::to_owned);
+    match (field("username"), field("password")) {
+        (Some(user), Some(password)) => Ok((user, password)),
+        _ => Err(malformed()),
+    }
+}

@@ -1,0 +1,156 @@
+//! The two searches as statements: full text alone, and full text fused with the nearest
+//! vectors by reciprocal rank fusion, both in one round trip. Filters come in as a
+//! [`Condition`] on `p`; the query, the kinds, the vector and the limit are parameters.
+//!
+//! Full text ranks with `ts_rank_cd` (cover density, divided by 1 + log of the passage's
+//! length) over the query's words joined by OR, the title's words weighted up, where tantivy
+//! uses BM25 over the words joined by OR.
+use super::filter::{condition, Condition};
+use super::sql::{SqlValue, Statement};
+use crate::search::filter::Filter;
+use crate::search::options::RetrievalOptions;
+use crate::search::DocKind;
+
+/// The RRF constant (as [`crate::search::hybrid`]'s).
+pub(crate) const RRF_K: u32 = 60;
+
+/// The selected columns, in order, of both statements.
+pub(crate) mod col {
+    pub const ID: usize = 0;
+    pub const TITLE: usize = 1;
+    pub const URL: usize = 2;
+    pub const CONTENT: usize = 3;
+    pub const KIND: usize = 4;
+    pub const DOCUMENT: usize = 5;
+    pub const SCORE: usize = 6;
+    /// Hybrid only: rank in the full-text list, in the vector list, full-text score, and the
+    /// full-text score of the second full-text hit.
+    pub const FTS_RANK: usize = 7;
+    pub const VEC_RANK: usize = 8;
+    pub const FTS_SCORE: usize = 9;
+    pub const FTS_SECOND: usize = 10;
+}
+
+/// The full-text query: the words of `$1` (stemmed, stop words dropped) joined by OR.
+const QUERY: &str = "q AS (SELECT CAST(replace(CAST(plainto_tsquery('english', CAST($1 AS text)) \
+                     AS text), ' & ', ' | ') AS tsquery) AS query)";
+/// The kinds searched: `$2`, a JSON array.
+const KINDS: &str = "p.kind IN (SELECT jsonb_array_elements_text(CAST($2 AS jsonb)))";
+const RANK: &str = "ts_rank_cd(p.tsv, q.query, 1)";
+
+/// The kinds `options` searches, as stored.
+fn kinds(options: &RetrievalOptions) -> String {
+    let mut kinds = Vec::new();
+    for (on, kind) in [
+        (options.episodes, DocKind::Episode),
+        (options.nodes, DocKind::Node),
+        (options.edges, DocKind::Edge),
+        (options.communities, DocKind::Community),
+    ] {
+        if on {
+            kinds.push(kind_name(kind));
+        }
+    }
+    serde_json::to_string(&kinds).expect("serializes")
+}
+
+/// A kind as the `kind` column stores it.
+pub(crate) fn kind_name(kind: DocKind) -> &'static str {
+    match kind {
+        DocKind::Episode => "episode",
+        DocKind::Node => "node",
+        DocKind::Edge => "edge",
+        DocKind::Community => "community",
+        DocKind::Web => "web",
+    }
+}
+
+/// ` AND (filter)` with its parameters numbered after `already`, or nothing.
+fn filtered(filter: Option<&Filter>, already: usize) -> Condition {
+    match filter {
+        Some(f) => {
+            let mut c = condition(f, already);
+            c.sql = format!(" AND {}", c.sql);
+            c
+        }
+        None => Condition {
+            sql: String::new(),
+            params: Vec::new(),
+        },
+    }
+}
+
+/// The best `candidates` by full text.
+pub(crate) fn fulltext(query: &str, options: &RetrievalOptions, candidates: usize) -> Statement {
+    let filter = filtered(options.filter.as_ref(), 3);
+    let sql = format!(
+        "WITH {QUERY} \
+         SELECT p.id, p.title, p.url, p.content, p.kind, p.document, CAST({RANK} AS float8) AS score \
+         FROM bounded_rag_passages p, q \
+         WHERE p.tsv @@ q.query AND {KINDS}{filter} \
+         ORDER BY score DESC, p.hash LIMIT CAST($3 AS int8)",
+        filter = filter.sql
+    );
+    let mut params = vec![
+        SqlValue::from(query),
+        SqlValue::Text(kinds(options)),
+        SqlValue::Int(candidates as i64),
+    ];
+    params.extend(filter.params);
+    Statement::new(sql, params)
+}
+
+/// The best `candidates` by reciprocal rank fusion of the full-text ranking and the passages
+/// nearest to `vector` (cosine distance, HNSW).
+pub(crate) fn hybrid(
+    query: &str,
+    vector: &[f32],
+    options: &RetrievalOptions,
+    candidates: usize,
+) -> Statement {
+    let filter = filtered(options.filter.as_ref(), 5);
+    let sql = format!(
+        "WITH {QUERY}, \
+         fts AS (SELECT p.hash, CAST({RANK} AS float8) AS s, \
+                   row_number() OVER (ORDER BY {RANK} DESC, p.hash) AS r \
+                 FROM bounded_rag_passages p, q \
+                 WHERE p.tsv @@ q.query AND {KINDS}{filter} \
+                 ORDER BY r LIMIT CAST($3 AS int8)), \
+         vec AS (SELECT hash, row_number() OVER () AS r FROM (\
+                   SELECT p.hash FROM bounded_rag_passages p \
+                   WHERE CAST($5 AS bool) AND p.kind = 'episode' AND p.embedding IS NOT NULL{filter} \
+                   ORDER BY p.embedding <=> CAST(CAST($4 AS text) AS vector) \
+                   LIMIT CAST($3 AS int8)) nearest) \
+         SELECT p.id, p.title, p.url, p.content, p.kind, p.document, \
+           CAST(COALESCE(1.0 / ({RRF_K} + fts.r), 0) + COALESCE(1.0 / ({RRF_K} + vec.r), 0) AS float8) AS score, \
+           CAST(fts.r AS int8), CAST(vec.r AS int8), fts.s, \
+           (SELECT s FROM fts WHERE r = 2) \
+         FROM fts FULL OUTER JOIN vec ON fts.hash = vec.hash \
+         JOIN bounded_rag_passages p ON p.hash = COALESCE(fts.hash, vec.hash) \
+         ORDER BY score DESC, fts.r NULLS LAST, p.hash LIMIT CAST($3 AS int8)",
+        filter = filter.sql
+    );
+    let mut params = vec![
+        SqlValue::from(query),
+        SqlValue::Text(kinds(options)),
+        SqlValue::Int(candidates as i64),
+        SqlValue::Text(vector_text(vector)),
+        SqlValue::Bool(options.episodes),
+    ];
+    params.extend(filter.params);
+    Statement::new(sql, params)
+}
+
+/// A vector as pgvector reads it: `[0.1,0.2,...]`.
+pub(crate) fn vector_text(vector: &[f32]) -> String {
+    let mut out = String::with_capacity(vector.len() * 10 + 2);
+    out.push('[');
+    for (i, x) in vector.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&x.to_string());
+    }
+    out.push(']');
+    out
+}

@@ -1,0 +1,179 @@
+//! The tables, created and versioned by this tool.
+//!
+//! - `bounded_rag_store`: one row, the schema version, the router's description of the
+//!   knowledge and the embedding model of the stored vectors (JSON, as in a bundle's manifest);
+//! - `bounded_rag_passages`: one row per passage (and per entity, relation or community of a
+//!   graph file), keyed by a hash of what it says. A generated full-text column with a GIN
+//!   index, a pgvector column with an HNSW index (cosine), the source's metadata as `jsonb` and
+//!   normalised for filters (its own GIN index).
+//!
+//! Another version than [`VERSION`] is refused with what to do. Put the tables in a schema of
+//! their own with the URL's `options=-c search_path=NAME` to keep several knowledge bases in one
+//! database.
+use super::sql::{Sql, SqlError, SqlValue, Statement};
+use crate::search::format::EmbeddingInfo;
+
+/// The schema this build reads and writes.
+pub(crate) const VERSION: i64 = 1;
+/// The SQLSTATE of a missing table.
+const UNDEFINED_TABLE: &str = "42P01";
+
+/// What the store row says.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct StoreInfo {
+    pub description: Option<String>,
+    pub embedding: Option<EmbeddingInfo>,
+}
+
+/// Why the tables cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SchemaError {
+    /// No tables: nothing was ingested here yet.
+    #[error("{store} holds no knowledge base yet: write one with `bounded-rag ingest DIR --out {store}`")]
+    Missing { store: String },
+    /// Tables of another version.
+    #[error("{store} holds knowledge tables of schema version {found}; this build uses version {VERSION}: {advice}")]
+    Version {
+        store: String,
+        found: i64,
+        advice: &'static str,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Sql(#[from] SqlError),
+}
+
+/// Reads the store row, checking the version.
+pub(crate) async fn read(sql: &dyn Sql) -> Result<StoreInfo, SchemaError> {
+    let rows = match sql
+        .query(&Statement::new(
+            "SELECT CAST(schema_version AS int8), description, CAST(embedding AS text) \
+             FROM bounded_rag_store",
+            vec![],
+        ))
+        .await
+    {
+        Err(e) if e.code.as_deref() == Some(UNDEFINED_TABLE) => {
+            return Err(SchemaError::Missing {
+                store: sql.name().to_owned(),
+            })
+        }
+        other => other?,
+    };
+    let Some(row) = rows.first() else {
+        return Err(SchemaError::Missing {
+            store: sql.name().to_owned(),
+        });
+    };
+    let found = row.first().and_then(SqlValue::int).unwrap_or(0);
+    if found != VERSION {
+        return Err(SchemaError::Version {
+            store: sql.name().to_owned(),
+            found,
+            advice: if found > VERSION {
+                "it was written by a newer bounded-rag; upgrade this one"
+            } else {
+                "re-ingest into an empty database or schema (`ingest DIR --out URL`) to migrate"
+            },
+        });
+    }
+    let embedding = row
+        .get(2)
+        .and_then(SqlValue::text)
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| SqlError::permanent(format!("bounded_rag_store.embedding: {e}")))?;
+    Ok(StoreInfo {
+        description: row.get(1).and_then(SqlValue::text).map(str::to_owned),
+        embedding,
+    })
+}
+
+/// Creates the tables when missing (vector column sized for `dimensions`), then checks the
+/// version and that stored vectors, if any, are of the same model and size.
+pub(crate) async fn ensure(
+    sql: &dyn Sql,
+    embedding: Option<&EmbeddingInfo>,
+) -> Result<StoreInfo, SchemaError> {
+    match read(sql).await {
+        Ok(info) => {
+            if let (Some(have), Some(want)) = (&info.embedding, embedding) {
+                if have.model != want.model || have.dimensions != want.dimensions {
+                    return Err(SchemaError::Sql(SqlError::permanent(format!(
+                        "{} holds vectors of {} ({} dimensions); this ingest embeds with {} ({}): \
+                         re-ingest into an empty database or schema",
+                        sql.name(),
+                        have.model,
+                        have.dimensions,
+                        want.model,
+                        want.dimensions
+                    ))));
+                }
+            }
+            return Ok(info);
+        }
+        Err(SchemaError::Missing { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    // The vector size is a number of this crate, not text from anywhere.
+    let vector = match embedding {
+        Some(e) => format!("vector({})", e.dimensions),
+        None => "vector".to_owned(),
+    };
+    let mut ddl = vec![
+        "CREATE EXTENSION IF NOT EXISTS vector".to_owned(),
+        "CREATE TABLE IF NOT EXISTS bounded_rag_store (\
+           singleton bool PRIMARY KEY DEFAULT true CHECK (singleton), \
+           schema_version int NOT NULL, \
+           description text, \
+           embedding jsonb, \
+           updated_at timestamptz NOT NULL DEFAULT now())"
+            .to_owned(),
+        format!(
+            "CREATE TABLE IF NOT EXISTS bounded_rag_passages (\
+               hash text PRIMARY KEY, \
+               document text NOT NULL, \
+               position int NOT NULL, \
+               kind text NOT NULL, \
+               id text NOT NULL, \
+               title text NOT NULL, \
+               url text NOT NULL, \
+               content text NOT NULL, \
+               meta jsonb NOT NULL DEFAULT '{{}}', \
+               meta_norm jsonb NOT NULL DEFAULT '{{}}', \
+               tsv tsvector GENERATED ALWAYS AS (\
+                 setweight(to_tsvector('english', title), 'A') || \
+                 to_tsvector('english', content)) STORED, \
+               embedding {vector})"
+        ),
+        "CREATE INDEX IF NOT EXISTS bounded_rag_passages_tsv ON bounded_rag_passages USING gin (tsv)"
+            .to_owned(),
+        "CREATE INDEX IF NOT EXISTS bounded_rag_passages_meta ON bounded_rag_passages \
+         USING gin (meta_norm jsonb_path_ops)"
+            .to_owned(),
+        "CREATE INDEX IF NOT EXISTS bounded_rag_passages_document ON bounded_rag_passages (document)"
+            .to_owned(),
+    ];
+    if embedding.is_some() {
+        ddl.push(
+            "CREATE INDEX IF NOT EXISTS bounded_rag_passages_embedding ON bounded_rag_passages \
+             USING hnsw (embedding vector_cosine_ops)"
+                .to_owned(),
+        );
+    }
+    let mut statements: Vec<Statement> =
+        ddl.into_iter().map(|s| Statement::new(s, vec![])).collect();
+    statements.push(Statement::new(
+        "INSERT INTO bounded_rag_store (schema_version, embedding) \
+         VALUES (CAST($1 AS int), CAST($2 AS jsonb)) ON CONFLICT (singleton) DO NOTHING",
+        vec![
+            SqlValue::Int(VERSION),
+            match embedding {
+                Some(e) => SqlValue::Text(serde_json::to_string(e).expect("serializes")),
+                None => SqlValue::Null,
+            },
+        ],
+    ));
+    sql.transaction(&statements).await?;
+    read(sql).await
+}

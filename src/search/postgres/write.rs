@@ -1,0 +1,188 @@
+//! Writing a knowledge base into PostgreSQL (ingest and sync): each source document in one
+//! transaction, its passages upserted by hash and its passages that are no longer there
+//! deleted; documents gone from the source deleted at the end.
+//!
+//! A passage's hash covers its document, kind, title, text and the how-manieth copy of that
+//! text in its document, so an unchanged passage keeps its row (and its vector) wherever it
+//! moves, and two equal passages of one document stay two rows. Rows travel as one JSON array
+//! per statement (`jsonb_to_recordset`), a few hundred at a time, through either transport.
+use super::query::{kind_name, vector_text};
+use super::sql::{Sql, SqlError, SqlValue, Statement};
+use crate::search::filter::Meta;
+use crate::search::Document;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+
+/// Most JSON bytes in one statement (the Data API takes requests up to a few MB).
+const BATCH_BYTES: usize = 512 * 1024;
+
+/// One row to write.
+pub(crate) struct Item<'a> {
+    pub doc: &'a Document,
+    pub meta: Option<&'a Meta>,
+    pub vector: Option<&'a [f32]>,
+}
+
+const UPSERT: &str = "INSERT INTO bounded_rag_passages \
+    (hash, document, position, kind, id, title, url, content, meta, meta_norm, embedding) \
+    SELECT r.hash, r.document, r.position, r.kind, r.id, r.title, r.url, r.content, \
+      COALESCE(r.meta, '{}'), COALESCE(r.meta_norm, '{}'), CAST(r.embedding AS vector) \
+    FROM jsonb_to_recordset(CAST($1 AS jsonb)) AS r(hash text, document text, position int, \
+      kind text, id text, title text, url text, content text, meta jsonb, meta_norm jsonb, \
+      embedding text) \
+    ON CONFLICT (hash) DO UPDATE SET document = EXCLUDED.document, \
+      position = EXCLUDED.position, id = EXCLUDED.id, url = EXCLUDED.url, \
+      meta = EXCLUDED.meta, meta_norm = EXCLUDED.meta_norm, \
+      embedding = COALESCE(EXCLUDED.embedding, bounded_rag_passages.embedding)";
+
+const DELETE_STALE: &str = "DELETE FROM bounded_rag_passages WHERE document = CAST($1 AS text) \
+    AND hash NOT IN (SELECT jsonb_array_elements_text(CAST($2 AS jsonb)))";
+
+const DELETE_OTHERS: &str = "DELETE FROM bounded_rag_passages \
+    WHERE document NOT IN (SELECT jsonb_array_elements_text(CAST($1 AS jsonb)))";
+
+/// Replaces what the store holds of `document` with `items`, in one transaction.
+pub(crate) async fn write_document(
+    sql: &dyn Sql,
+    document: &str,
+    items: &[Item<'_>],
+) -> Result<(), SqlError> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut hashes = Vec::with_capacity(items.len());
+    let mut rows = Vec::with_capacity(items.len());
+    for (position, item) in items.iter().enumerate() {
+        let kind = kind_name(item.doc.kind);
+        let base = hash(&[document, kind, &item.doc.title, &item.doc.content]);
+        let copy = seen.entry(base.clone()).or_insert(0);
+        *copy += 1;
+        let key = if *copy == 1 {
+            base
+        } else {
+            hash(&[&base, &copy.to_string()])
+        };
+        rows.push(json!({
+            "hash": key,
+            "document": document,
+            "position": position,
+            "kind": kind,
+            "id": item.doc.id,
+            "title": item.doc.title,
+            "url": item.doc.url,
+            "content": item.doc.content,
+            "meta": item.meta.map(|m| json!(m)),
+            "meta_norm": item.meta.map(super::filter::normalised),
+            "embedding": item.vector.map(vector_text),
+        }));
+        hashes.push(key);
+    }
+    let mut statements = vec![Statement::new(
+        DELETE_STALE,
+        vec![document.into(), json!(hashes).to_string().into()],
+    )];
+    statements.extend(batches(rows).map(|batch| Statement::new(UPSERT, vec![batch.into()])));
+    sql.transaction(&statements).await
+}
+
+/// Deletes every document but `keep` (those gone from the source); returns how many rows went.
+pub(crate) async fn keep_only(sql: &dyn Sql, keep: &[&str]) -> Result<i64, SqlError> {
+    let rows = sql
+        .query(&Statement::new(
+            format!("WITH gone AS ({DELETE_OTHERS} RETURNING 1) SELECT CAST(count(*) AS int8) FROM gone"),
+            vec![json!(keep).to_string().into()],
+        ))
+        .await?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(SqlValue::int)
+        .unwrap_or(0))
+}
+
+/// Records the router's description of the knowledge.
+pub(crate) async fn describe(sql: &dyn Sql, description: Option<&str>) -> Result<(), SqlError> {
+    sql.query(&Statement::new(
+        "UPDATE bounded_rag_store SET description = CAST($1 AS text), updated_at = now()",
+        vec![description.map_or(SqlValue::Null, SqlValue::from)],
+    ))
+    .await
+    .map(|_| ())
+}
+
+/// Rows in the store, by kind (tests and `kb` reports).
+#[cfg(test)]
+pub(crate) async fn counts(sql: &dyn Sql) -> Result<Vec<(String, i64)>, SqlError> {
+    let rows = sql
+        .query(&Statement::new(
+            "SELECT kind, CAST(count(*) AS int8) FROM bounded_rag_passages GROUP BY kind ORDER BY kind",
+            vec![],
+        ))
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            (
+                r.first()
+                    .and_then(SqlValue::text)
+                    .unwrap_or_default()
+                    .to_owned(),
+                r.get(1).and_then(SqlValue::int).unwrap_or(0),
+            )
+        })
+        .collect())
+}
+
+/// The rows as JSON arrays of at most [`BATCH_BYTES`] each.
+fn batches(rows: Vec<Value>) -> impl Iterator<Item = String> {
+    let mut out = Vec::new();
+    let mut current = String::from("[");
+    for row in rows {
+        let text = row.to_string();
+        if current.len() > 1 && current.len() + text.len() > BATCH_BYTES {
+            current.push(']');
+            out.push(std::mem::replace(&mut current, String::from("[")));
+        }
+        if current.len() > 1 {
+            current.push(',');
+        }
+        current.push_str(&text);
+    }
+    if current.len() > 1 {
+        current.push(']');
+        out.push(current);
+    }
+    out.into_iter()
+}
+
+fn hash(parts: &[&str]) -> String {
+    let mut h = Sha256::new();
+    for part in parts {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    h.finalize()
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_sent_in_bounded_batches() {
+        let rows: Vec<Value> = (0..3000)
+            .map(|i| json!({"hash": i, "content": "x".repeat(500)}))
+            .collect();
+        let batches: Vec<String> = batches(rows).collect();
+        assert!(batches.len() > 1);
+        let total: usize = batches
+            .iter()
+            .map(|b| serde_json::from_str::<Vec<Value>>(b).unwrap().len())
+            .sum();
+        assert_eq!(total, 3000);
+        assert!(batches.iter().all(|b| b.len() <= BATCH_BYTES + 600));
+    }
+}
