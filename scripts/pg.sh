@@ -16,7 +16,8 @@
 # tests, not for durability: fsync, synchronous_commit and full_page_writes off. Database
 # `bounded_rag` owned by role `bounded_rag` (LOGIN CREATEDB, not a superuser, like an Aurora
 # application user) with a random password kept in DIR/password; password (SCRAM) auth over
-# TCP; `CREATE EXTENSION vector` done in bounded_rag and checked. Exits 0 with the URL as its
+# TCP; `CREATE EXTENSION vector` done in bounded_rag and in template1 (so each database the
+# role creates, one per test, has it) and checked. Exits 0 with the URL as its
 # only line on stdout once the server accepts connections; everything else goes to stderr.
 # Starting a DIR whose server is running prints its URL again (parallel starts of one DIR wait
 # for each other).
@@ -177,6 +178,9 @@ CREATE DATABASE $DB OWNER $ROLE;
 EOF
     fi
     PGOPTIONS='-c client_min_messages=warning' "${psql[@]}" -d "$DB" -c 'CREATE EXTENSION IF NOT EXISTS vector' >/dev/null
+    # Also in template1, so a database the role creates (CREATEDB; one per test) has pgvector,
+    # which only a superuser may install.
+    PGOPTIONS='-c client_min_messages=warning' "${psql[@]}" -d template1 -c 'CREATE EXTENSION IF NOT EXISTS vector' >/dev/null
     # The extension works for the application role over TCP with its password.
     local got
     got="$(PGPASSWORD="$password" "$bin/psql" -X -tA -h 127.0.0.1 -p "$port" -U "$ROLE" -d "$DB" \

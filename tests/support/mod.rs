@@ -13,6 +13,7 @@ pub mod happy_path;
 pub mod lambda_watch;
 pub mod llm_server;
 pub mod moto;
+pub mod postgres;
 pub mod rerank_server;
 pub mod scripted_http;
 pub mod store_conformance;

@@ -49,7 +49,8 @@ pub(crate) async fn search_command(args: SearchArgs) -> Result<String, String> {
         });
     }
     if let Some(f) = &filter {
-        f.validate("filters").map_err(|e| format!("invalid filter: {e}"))?;
+        f.validate("filters")
+            .map_err(|e| format!("invalid filter: {e}"))?;
     }
     let options = RetrievalOptions {
         limit: args.limit,
@@ -82,7 +83,10 @@ pub(crate) async fn search_command(args: SearchArgs) -> Result<String, String> {
             let docs = kb.retrieve_hybrid(&args.query, &vector, &options).await;
             (RetrievalMode::Hybrid, docs)
         }
-        _ => (RetrievalMode::Bm25, kb.retrieve(&args.query, &options).await),
+        _ => (
+            RetrievalMode::Bm25,
+            kb.retrieve(&args.query, &options).await,
+        ),
     };
     let documents = documents.map_err(|e| format!("search failed: {e}"))?;
     if args.json {

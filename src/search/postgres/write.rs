@@ -109,29 +109,6 @@ pub(crate) async fn describe(sql: &dyn Sql, description: Option<&str>) -> Result
     .map(|_| ())
 }
 
-/// Rows in the store, by kind (tests and `kb` reports).
-#[cfg(test)]
-pub(crate) async fn counts(sql: &dyn Sql) -> Result<Vec<(String, i64)>, SqlError> {
-    let rows = sql
-        .query(&Statement::new(
-            "SELECT kind, CAST(count(*) AS int8) FROM bounded_rag_passages GROUP BY kind ORDER BY kind",
-            vec![],
-        ))
-        .await?;
-    Ok(rows
-        .iter()
-        .map(|r| {
-            (
-                r.first()
-                    .and_then(SqlValue::text)
-                    .unwrap_or_default()
-                    .to_owned(),
-                r.get(1).and_then(SqlValue::int).unwrap_or(0),
-            )
-        })
-        .collect())
-}
-
 /// The rows as JSON arrays of at most [`BATCH_BYTES`] each.
 fn batches(rows: Vec<Value>) -> impl Iterator<Item = String> {
     let mut out = Vec::new();

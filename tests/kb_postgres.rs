@@ -1,0 +1,419 @@
+//! PostgreSQL with pgvector as the knowledge store, for real: scripts/pg.sh's PostgreSQL 16 with
+//! pgvector 0.8, written by `bounded-rag ingest --out postgres://...` and searched by
+//! `bounded-rag kb search` and `ask`, directly and through the RDS Data API (the shim executes
+//! on the same database, so `aws-sdk-rdsdata` and its typed fields run for real).
+//!
+//! The store conformance cases: the same corpus ingested into a bundle, into PostgreSQL and
+//! into PostgreSQL through the Data API, the same queries and filters (equality, `in`, number
+//! and date ranges, loose equality, booleans, `or`, a tenant pin), with exact results: the
+//! documents each filter lets through, computed here from the metadata. Then what only a
+//! database has: hostile filter values that leave it untouched, re-ingest that deletes what
+//! left the folder and keeps what did not change, the schema version, exact Data API calls and
+//! a resuming database retried by the workflow.
+
+mod support;
+
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Output;
+use support::postgres::{database, sql, DataApiShim};
+
+/// The corpus: name, tenant, region, year, updated, pinned. Every document mentions "orchard",
+/// so a search for it returns every document its filter lets through.
+const DOCS: &[(&str, &str, &str, i64, &str, bool)] = &[
+    ("drainage", "alice", "my", 2019, "2023-05-01", false),
+    ("pruning", "alice", "th", 2021, "2024-02-10", true),
+    ("mulching", "bob", "my", 2022, "2024-07-30", false),
+    ("grafting", "bob", "vn", 2023, "2022-11-11", true),
+    ("pollination", "carol", "th", 2024, "2025-01-15", false),
+    ("harvest", "carol", "id", 2025, "2025-06-01", false),
+];
+
+fn write_corpus(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    for (name, tenant, region, year, updated, pinned) in DOCS {
+        let text = format!(
+            "---\ntenant: {tenant}\nregion: {region}\nyear: {year}\nupdated: {updated}\n\
+             pinned: {pinned}\n---\n# {name} in the orchard\n\nNotes on {name} for the durian \
+             orchard: when and how {name} is done, and what it changes for the trees.\n"
+        );
+        std::fs::write(dir.join(format!("{name}.md")), text).unwrap();
+    }
+}
+
+fn run(state: &Path, env: &[(&str, String)], args: &[&str]) -> Output {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    support::bin::run(state, &[], &env, args)
+}
+
+fn ok(o: Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// `kb search QUERY --json` with `filters` on the store `env` names: the documents.
+fn search(
+    state: &Path,
+    env: &[(&str, String)],
+    query: &str,
+    filters: Option<&Value>,
+) -> Vec<Value> {
+    let mut args = vec![
+        "kb",
+        "search",
+        query,
+        "--json",
+        "--limit",
+        "10",
+        "--passages-only",
+    ];
+    let text;
+    if let Some(f) = filters {
+        text = f.to_string();
+        args.extend(["--filters-json", &text]);
+    }
+    let out: Value = serde_json::from_str(&ok(run(state, env, &args))).unwrap();
+    out["documents"].as_array().unwrap().clone()
+}
+
+fn names(docs: &[Value]) -> Vec<String> {
+    let mut names: Vec<String> = docs
+        .iter()
+        .map(|d| {
+            let url = d["url"].as_str().unwrap();
+            url.trim_start_matches("kb://")
+                .split(['.', '#'])
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// The filter cases and the documents each lets through, computed from [`DOCS`].
+fn cases() -> Vec<(Value, Vec<String>)> {
+    let pick = |keep: &dyn Fn(&(&str, &str, &str, i64, &str, bool)) -> bool| {
+        let mut v: Vec<String> = DOCS
+            .iter()
+            .filter(|d| keep(d))
+            .map(|d| d.0.to_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    vec![
+        (
+            json!({"equals": {"key": "tenant", "value": "alice"}}),
+            pick(&|d| d.1 == "alice"),
+        ),
+        (
+            json!({"in": {"key": "region", "values": ["my", "th"]}}),
+            pick(&|d| d.2 == "my" || d.2 == "th"),
+        ),
+        (
+            json!({"range": {"key": "year", "gte": 2020, "lt": 2024}}),
+            pick(&|d| (2020..2024).contains(&d.3)),
+        ),
+        (
+            json!({"range": {"key": "updated", "gte": "2024-01-01", "lte": "2025-01-15"}}),
+            pick(&|d| ("2024-01-01"..="2025-01-15").contains(&d.4)),
+        ),
+        // Loose equality: the string "2021" equals the number 2021, "true" the boolean.
+        (
+            json!({"equals": {"key": "year", "value": "2021"}}),
+            pick(&|d| d.3 == 2021),
+        ),
+        (
+            json!({"equals": {"key": "pinned", "value": "true"}}),
+            pick(&|d| d.5),
+        ),
+        (
+            json!({"equals": {"key": "pinned", "value": false}}),
+            pick(&|d| !d.5),
+        ),
+        (
+            json!({"or": [{"equals": {"key": "tenant", "value": "bob"}},
+                          {"range": {"key": "year", "gte": 2025}}]}),
+            pick(&|d| d.1 == "bob" || d.3 >= 2025),
+        ),
+        (
+            json!({"and": [{"equals": {"key": "tenant", "value": "carol"}},
+                           {"in": {"key": "year", "values": [2024, "2030"]}}]}),
+            pick(&|d| d.1 == "carol" && d.3 == 2024),
+        ),
+        (json!({"equals": {"key": "missing", "value": "x"}}), vec![]),
+    ]
+}
+
+#[tokio::test]
+async fn bundle_postgres_and_the_data_api_return_the_same_filtered_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    write_corpus(&corpus);
+    let state = dir.path();
+    let bundle = dir.path().join("bundle");
+    ok(run(
+        state,
+        &[],
+        &[
+            "ingest",
+            corpus.to_str().unwrap(),
+            "--out",
+            bundle.to_str().unwrap(),
+        ],
+    ));
+    let direct_url = database("conformance_direct").await;
+    let api_url = database("conformance_api").await;
+    ok(run(
+        state,
+        &[],
+        &[
+            "-q",
+            "ingest",
+            corpus.to_str().unwrap(),
+            "--out",
+            &direct_url,
+        ],
+    ));
+    let shim = DataApiShim::start(&api_url);
+    let api_env = shim.env();
+    let uri = shim.kb_uri();
+    ok(run(
+        state,
+        &api_env,
+        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &uri],
+    ));
+
+    let stores: Vec<(&str, Vec<(&str, String)>)> = vec![
+        (
+            "bundle",
+            vec![("KB_PATH", bundle.to_str().unwrap().to_owned())],
+        ),
+        ("postgres", vec![("KB_URI", direct_url.clone())]),
+        ("rds-data", api_env.clone()),
+    ];
+    let all: Vec<String> = names(&search(state, &stores[0].1, "orchard", None));
+    assert_eq!(all.len(), DOCS.len(), "every document mentions the orchard");
+    for (filter, expected) in cases() {
+        let mut lists = Vec::new();
+        for (store, env) in &stores {
+            let docs = search(state, env, "orchard", Some(&filter));
+            assert_eq!(names(&docs), expected, "{store}, filter {filter}");
+            lists.push(docs);
+        }
+        // One database, two transports: the same documents, order and scores.
+        assert_eq!(
+            lists[1], lists[2],
+            "direct and Data API differ for {filter}"
+        );
+    }
+    // A tenant pin is a filter like any other: the pinned caller sees only its documents.
+    let pinned = search(
+        state,
+        &stores[1].1,
+        "pruning orchard",
+        Some(&json!({"equals": {"key": "tenant", "value": "bob"}})),
+    );
+    assert!(names(&pinned)
+        .iter()
+        .all(|n| n == "mulching" || n == "grafting"));
+}
+
+#[tokio::test]
+async fn hostile_filter_values_leave_the_database_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    write_corpus(&corpus);
+    let url = database("hostile").await;
+    let shim = DataApiShim::start(&url);
+    let state = dir.path();
+    ok(run(
+        state,
+        &[],
+        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &url],
+    ));
+    let count = "SELECT count(*) FROM bounded_rag_passages";
+    let before = sql(&url, count).await;
+    let hostile = [
+        "x'); DROP TABLE bounded_rag_passages; --",
+        "' OR '1'='1",
+        "\"; DELETE FROM bounded_rag_passages; --",
+        "$1) OR true --",
+        ":p1 OR 1=1",
+        "tenant') OR ('a'='a",
+    ];
+    for text in hostile {
+        let filters = [
+            json!({"equals": {"key": text, "value": text}}),
+            json!({"equals": {"key": "tenant", "value": text}}),
+            json!({"in": {"key": text, "values": [text, "alice"]}}),
+            json!({"in": {"key": "tenant", "values": [text, "' OR 'x'='x"]}}),
+            json!({"range": {"key": text, "gte": 0}}),
+            json!({"or": [{"equals": {"key": text, "value": true}},
+                          {"range": {"key": text, "lt": "2030-01-01"}}]}),
+        ];
+        for filter in &filters {
+            for env in [vec![("KB_URI", url.clone())], shim.env()] {
+                let docs = search(state, &env, text, Some(filter));
+                assert!(docs.is_empty(), "{filter} let documents through: {docs:?}");
+            }
+        }
+    }
+    assert_eq!(sql(&url, count).await, before, "the rows are all there");
+    // Through the Data API the hostile text only ever travelled as a parameter value.
+    for request in shim.requests().await {
+        if let Some(statement) = request["body"]["sql"].as_str() {
+            for text in hostile {
+                assert!(!statement.contains(text), "spliced into SQL: {statement}");
+            }
+            assert!(
+                !statement.contains("DROP")
+                    && !statement.contains("DELETE FROM bounded_rag_passages;")
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn reingest_deletes_what_left_the_folder_and_keeps_unchanged_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    write_corpus(&corpus);
+    let url = database("reingest").await;
+    let state = dir.path();
+    ok(run(
+        state,
+        &[],
+        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &url],
+    ));
+    let ctids = "SELECT document || ' ' || xmin::text FROM bounded_rag_passages ORDER BY document";
+    let first = sql(&url, ctids).await;
+    assert_eq!(first.len(), DOCS.len());
+    // One document removed, one changed, the others as they were.
+    std::fs::remove_file(corpus.join("harvest.md")).unwrap();
+    let pruning = corpus.join("pruning.md");
+    let changed = std::fs::read_to_string(&pruning)
+        .unwrap()
+        .replace("trees", "young trees");
+    std::fs::write(&pruning, changed).unwrap();
+    let out = ok(run(
+        state,
+        &[],
+        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &url],
+    ));
+    assert!(out.contains("1 rows of removed documents deleted"), "{out}");
+    let docs = names(&search(state, &[("KB_URI", url.clone())], "orchard", None));
+    assert!(!docs.contains(&"harvest".to_owned()));
+    assert_eq!(docs.len(), DOCS.len() - 1);
+    let young = search(state, &[("KB_URI", url.clone())], "young", None);
+    assert_eq!(names(&young), ["pruning"]);
+    assert_eq!(
+        sql(
+            &url,
+            "SELECT count(*) FROM bounded_rag_passages WHERE document = 'pruning.md'"
+        )
+        .await,
+        ["1"],
+        "the changed passage replaced, not added"
+    );
+}
+
+#[tokio::test]
+async fn tables_of_another_schema_version_are_refused_naming_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    write_corpus(&corpus);
+    let url = database("version").await;
+    let state = dir.path();
+    let env = vec![("KB_URI", url.clone())];
+    let empty = run(state, &env, &["kb", "search", "orchard"]);
+    assert!(!empty.status.success());
+    let says = String::from_utf8_lossy(&empty.stderr).into_owned();
+    assert!(
+        says.contains("holds no knowledge base yet") && says.contains("ingest DIR --out"),
+        "{says}"
+    );
+    ok(run(
+        state,
+        &[],
+        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &url],
+    ));
+    sql(&url, "UPDATE bounded_rag_store SET schema_version = 2").await;
+    let newer = run(state, &env, &["kb", "search", "orchard"]);
+    let says = String::from_utf8_lossy(&newer.stderr).into_owned();
+    assert!(!newer.status.success());
+    assert!(
+        says.contains("schema version 2") && says.contains("upgrade"),
+        "{says}"
+    );
+    let again = run(
+        state,
+        &[],
+        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &url],
+    );
+    assert!(
+        !again.status.success(),
+        "ingest refuses to write into another version"
+    );
+}
+
+#[tokio::test]
+async fn the_data_api_path_makes_exact_calls_and_the_workflow_retries_a_resuming_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    write_corpus(&corpus);
+    let url = database("data_api_calls").await;
+    let shim = DataApiShim::start(&url);
+    let state = dir.path();
+    let uri = shim.kb_uri();
+    ok(run(
+        state,
+        &shim.env(),
+        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &uri],
+    ));
+    let calls = shim.calls().await;
+    // The tables in one transaction, then one per document; never a rollback.
+    assert_eq!(calls["BeginTransaction"], json!(1 + DOCS.len()), "{calls}");
+    assert_eq!(calls["CommitTransaction"], json!(1 + DOCS.len()), "{calls}");
+    assert_eq!(
+        calls
+            .get("RollbackTransaction")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+        0
+    );
+
+    shim.reset().await;
+    search(state, &shim.env(), "orchard", None);
+    // The schema row at start-up, then the search: two statements.
+    assert_eq!(shim.calls().await["Execute"], json!(2));
+
+    // An Aurora cluster waking from zero: the search's first attempt is refused with
+    // DatabaseResumingException (a 400 the SDK does not retry); the workflow's node policy
+    // retries it once and the run completes.
+    shim.reset().await;
+    shim.fail("Execute", 400, "DatabaseResumingException", 1, 1)
+        .await;
+    let mut env = shim.env();
+    env.push(("SPECULATION", "off".into()));
+    let out = ok(run(
+        state,
+        &env,
+        &["-q", "ask", "How is pruning done in the orchard?", "--json"],
+    ));
+    let response: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(response["status"], "completed", "{response}");
+    let retries = response["metadata"]["infrastructure_retries"].as_u64();
+    assert_eq!(retries, Some(1), "{response}");
+    let execute = shim.calls().await["Execute"].as_u64().unwrap();
+    // Start-up read, the refused search, its retry, and the searches of the rest of the run.
+    assert!(execute >= 3, "{execute}");
+}
