@@ -20,7 +20,8 @@ use support::postgres::{database, sql, DataApiShim};
 
 /// The corpus: name, tenant, region, year, updated, pinned. Every document mentions "orchard",
 /// so a search for it returns every document its filter lets through.
-const DOCS: &[(&str, &str, &str, i64, &str, bool)] = &[
+type Doc = (&'static str, &'static str, &'static str, i64, &'static str, bool);
+const DOCS: &[Doc] = &[
     ("drainage", "alice", "my", 2019, "2023-05-01", false),
     ("pruning", "alice", "th", 2021, "2024-02-10", true),
     ("mulching", "bob", "my", 2022, "2024-07-30", false),
@@ -100,7 +101,7 @@ fn names(docs: &[Value]) -> Vec<String> {
 
 /// The filter cases and the documents each lets through, computed from [`DOCS`].
 fn cases() -> Vec<(Value, Vec<String>)> {
-    let pick = |keep: &dyn Fn(&(&str, &str, &str, i64, &str, bool)) -> bool| {
+    let pick = |keep: &dyn Fn(&Doc) -> bool| {
         let mut v: Vec<String> = DOCS
             .iter()
             .filter(|d| keep(d))
