@@ -137,6 +137,7 @@ pub(crate) async fn ingest_into_store(
     options.progress.advance(1);
     options.progress.finish();
     let rows_deleted = write::keep_only(sql, &names).await.map_err(store_error)?;
+    write::restate(sql).await.map_err(store_error)?;
     let description = options
         .description
         .clone()

@@ -2,9 +2,8 @@
 //! vectors by reciprocal rank fusion, both in one round trip. Filters come in as a
 //! [`Condition`] on `p`; the query, the kinds, the vector and the limit are parameters.
 //!
-//! Full text ranks with `ts_rank_cd` (cover density, divided by 1 + log of the passage's
-//! length) over the query's words joined by OR, the title's words weighted up, where tantivy
-//! uses BM25 over the words joined by OR.
+//! Full text ranks by BM25 computed in SQL ([`RANK`]): the inverse document frequencies come
+//! from `bounded_rag_terms`, kept by every write, the length norm from the store's average.
 use super::filter::{condition, Condition};
 use super::sql::{SqlValue, Statement};
 use crate::search::filter::Filter;
@@ -31,12 +30,33 @@ pub(crate) mod col {
     pub const FTS_SECOND: usize = 10;
 }
 
-/// The full-text query: the words of `$1` (stemmed, stop words dropped) joined by OR.
-const QUERY: &str = "q AS (SELECT CAST(replace(CAST(plainto_tsquery('english', CAST($1 AS text)) \
-                     AS text), ' & ', ' | ') AS tsquery) AS query)";
+/// The query's terms and the full-text query that finds candidates.
+///
+/// `terms`: each distinct lexeme of `$1` (English stemming, stop words dropped, as the stored
+/// column), as a one-lexeme `tsquery` (quoted by the database's own tsvector output), with its
+/// BM25 inverse document frequency from `bounded_rag_terms` and the store's row count. `q`:
+/// the OR of the terms, leaving out the very common ones (in more than a tenth of the rows,
+/// whose weight is near zero) while rarer ones remain, so a query's candidates stay few on a
+/// large store.
+const QUERY: &str = "stats AS (SELECT GREATEST(CAST(passages AS float8), 1) AS n, \
+       GREATEST(avg_length, 1) AS avg_length FROM bounded_rag_store), \
+     words AS (SELECT DISTINCT lexeme FROM \
+       unnest(tsvector_to_array(to_tsvector('english', CAST($1 AS text)))) AS lexeme), \
+     terms AS (SELECT CAST(CAST(array_to_tsvector(ARRAY[w.lexeme]) AS text) AS tsquery) AS q, \
+       ln(1 + (s.n - COALESCE(t.df, 0) + 0.5) / (COALESCE(t.df, 0) + 0.5)) AS idf, \
+       COALESCE(t.df, 0) <= s.n / 10 AS rare \
+       FROM words w CROSS JOIN stats s LEFT JOIN bounded_rag_terms t ON t.lexeme = w.lexeme), \
+     q AS (SELECT COALESCE(\
+       (SELECT CAST(string_agg(CAST(q AS text), ' | ') AS tsquery) FROM terms WHERE rare), \
+       (SELECT CAST(string_agg(CAST(q AS text), ' | ') AS tsquery) FROM terms), \
+       CAST('' AS tsquery)) AS query)";
 /// The kinds searched: `$2`, a JSON array.
 const KINDS: &str = "p.kind IN (SELECT jsonb_array_elements_text(CAST($2 AS jsonb)))";
-const RANK: &str = "ts_rank_cd(p.tsv, q.query, 1)";
+/// BM25 with each term counted once per passage (k1 1.2, b 0.75): the sum of the idf of the
+/// query's terms the passage holds, damped by its length against the average. Term counts
+/// within one passage of a few hundred words matter little next to which terms it holds.
+const RANK: &str = "((SELECT COALESCE(sum(t.idf), 0) FROM terms t WHERE p.tsv @@ t.q) \
+     * 2.2 / (1 + 1.2 * (0.25 + 0.75 * length(p.tsv) / (SELECT avg_length FROM stats))))";
 
 /// The kinds `options` searches, as stored.
 fn kinds(options: &RetrievalOptions) -> String {

@@ -2,6 +2,8 @@
 //!
 //! - `bounded_rag_store`: one row, the schema version, the router's description of the
 //!   knowledge and the embedding model of the stored vectors (JSON, as in a bundle's manifest);
+//! - `bounded_rag_terms`: how many rows hold each word (its document frequency, for BM25's
+//!   idf), kept by every write; the store row also keeps the row count and average length;
 //! - `bounded_rag_passages`: one row per passage (and per entity, relation or community of a
 //!   graph file), keyed by a hash of what it says. A generated full-text column with a GIN
 //!   index, a pgvector column with an HNSW index (cosine), the source's metadata as `jsonb` and
@@ -127,7 +129,13 @@ pub(crate) async fn ensure(
            schema_version int NOT NULL, \
            description text, \
            embedding jsonb, \
+           passages int8 NOT NULL DEFAULT 0, \
+           avg_length float8 NOT NULL DEFAULT 1, \
            updated_at timestamptz NOT NULL DEFAULT now())"
+            .to_owned(),
+        "CREATE TABLE IF NOT EXISTS bounded_rag_terms (\
+           lexeme text PRIMARY KEY, \
+           df int8 NOT NULL)"
             .to_owned(),
         format!(
             "CREATE TABLE IF NOT EXISTS bounded_rag_passages (\

@@ -24,7 +24,9 @@ pub(crate) struct Item<'a> {
     pub vector: Option<&'a [f32]>,
 }
 
-const UPSERT: &str = "INSERT INTO bounded_rag_passages \
+/// Inserts or updates rows (`$1`, a JSON array); the words of rows new to the store count in
+/// `bounded_rag_terms` (a row updated in place has the same hash, so the same words).
+const UPSERT: &str = "WITH up AS (INSERT INTO bounded_rag_passages \
     (hash, document, position, kind, id, title, url, content, meta, meta_norm, embedding) \
     SELECT r.hash, r.document, r.position, r.kind, r.id, r.title, r.url, r.content, \
       COALESCE(r.meta, '{}'), COALESCE(r.meta_norm, '{}'), CAST(r.embedding AS vector) \
@@ -34,13 +36,34 @@ const UPSERT: &str = "INSERT INTO bounded_rag_passages \
     ON CONFLICT (hash) DO UPDATE SET document = EXCLUDED.document, \
       position = EXCLUDED.position, id = EXCLUDED.id, url = EXCLUDED.url, \
       meta = EXCLUDED.meta, meta_norm = EXCLUDED.meta_norm, \
-      embedding = COALESCE(EXCLUDED.embedding, bounded_rag_passages.embedding)";
+      embedding = COALESCE(EXCLUDED.embedding, bounded_rag_passages.embedding) \
+    RETURNING CAST(xmax AS text) = '0' AS fresh, tsv), \
+  words AS (SELECT lexeme, count(*) AS n FROM up, unnest(tsvector_to_array(up.tsv)) AS lexeme \
+    WHERE up.fresh GROUP BY lexeme) \
+  INSERT INTO bounded_rag_terms (lexeme, df) SELECT lexeme, n FROM words ORDER BY lexeme \
+  ON CONFLICT (lexeme) DO UPDATE SET df = bounded_rag_terms.df + EXCLUDED.df";
 
-const DELETE_STALE: &str = "DELETE FROM bounded_rag_passages WHERE document = CAST($1 AS text) \
+/// Deletes rows by a condition (`WHERE` follows), taking their words out of the counts.
+const DELETE: &str = "WITH gone AS (DELETE FROM bounded_rag_passages WHERE ";
+const DELETE_COUNTED: &str = " RETURNING tsv), \
+  words AS (SELECT lexeme, count(*) AS n FROM gone, unnest(tsvector_to_array(gone.tsv)) AS lexeme \
+    GROUP BY lexeme), \
+  counted AS (UPDATE bounded_rag_terms t SET df = t.df - w.n FROM words w \
+    WHERE t.lexeme = w.lexeme RETURNING 1) \
+  SELECT CAST(count(*) AS int8) FROM gone";
+
+const STALE: &str = "document = CAST($1 AS text) \
     AND hash NOT IN (SELECT jsonb_array_elements_text(CAST($2 AS jsonb)))";
 
-const DELETE_OTHERS: &str = "DELETE FROM bounded_rag_passages \
-    WHERE document NOT IN (SELECT jsonb_array_elements_text(CAST($1 AS jsonb)))";
+const OTHERS: &str =
+    "document NOT IN (SELECT jsonb_array_elements_text(CAST($1 AS jsonb)))";
+
+/// Recounts the rows and their average length, and forgets words no row holds, after a write.
+const RESTATE: &str = "WITH s AS (SELECT count(*) AS n, avg(length(tsv)) AS len \
+    FROM bounded_rag_passages), \
+  forgotten AS (DELETE FROM bounded_rag_terms WHERE df <= 0 RETURNING 1) \
+  UPDATE bounded_rag_store SET passages = s.n, avg_length = COALESCE(s.len, 1), \
+    updated_at = now() FROM s";
 
 /// Replaces what the store holds of `document` with `items`, in one transaction.
 pub(crate) async fn write_document(
@@ -77,7 +100,7 @@ pub(crate) async fn write_document(
         hashes.push(key);
     }
     let mut statements = vec![Statement::new(
-        DELETE_STALE,
+        format!("{DELETE}{STALE}{DELETE_COUNTED}"),
         vec![document.into(), json!(hashes).to_string().into()],
     )];
     statements.extend(batches(rows).map(|batch| Statement::new(UPSERT, vec![batch.into()])));
@@ -88,7 +111,7 @@ pub(crate) async fn write_document(
 pub(crate) async fn keep_only(sql: &dyn Sql, keep: &[&str]) -> Result<i64, SqlError> {
     let rows = sql
         .query(&Statement::new(
-            format!("WITH gone AS ({DELETE_OTHERS} RETURNING 1) SELECT CAST(count(*) AS int8) FROM gone"),
+            format!("{DELETE}{OTHERS}{DELETE_COUNTED}"),
             vec![json!(keep).to_string().into()],
         ))
         .await?;
@@ -97,6 +120,11 @@ pub(crate) async fn keep_only(sql: &dyn Sql, keep: &[&str]) -> Result<i64, SqlEr
         .and_then(|r| r.first())
         .and_then(SqlValue::int)
         .unwrap_or(0))
+}
+
+/// Brings the store's row count, average length and word counts up to date (after writing).
+pub(crate) async fn restate(sql: &dyn Sql) -> Result<(), SqlError> {
+    sql.query(&Statement::new(RESTATE, vec![])).await.map(|_| ())
 }
 
 /// Records the router's description of the knowledge.
