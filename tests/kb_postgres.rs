@@ -16,6 +16,7 @@ mod support;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Output;
+use support::embeddings_server::{EmbedReply, ScriptedEmbeddings};
 use support::postgres::{database, sql, DataApiShim};
 
 /// The corpus: name, tenant, region, year, updated, pinned. Every document mentions "orchard",
@@ -226,6 +227,54 @@ async fn bundle_postgres_and_the_data_api_return_the_same_filtered_documents() {
     assert!(names(&pinned)
         .iter()
         .all(|n| n == "mulching" || n == "grafting"));
+}
+
+/// Hybrid on every store: vectors from the scripted embeddings server (a word's concept
+/// counts), fused with full text by reciprocal rank fusion in the bundle and in one SQL
+/// statement in PostgreSQL. A query none of the documents words matches but whose concept one
+/// holds ("waterlogged" is the concept of "drainage") finds it on every store, and the filters
+/// let through exactly the same documents as in full text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hybrid_search_finds_the_same_documents_on_every_store() {
+    let embeddings = ScriptedEmbeddings::start([EmbedReply::vectors()]).await;
+    let vectors = vec![
+        ("EMBEDDINGS_BASE_URL", embeddings.base_url()),
+        ("EMBEDDINGS_MODEL", "concepts".to_owned()),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    write_corpus(&corpus);
+    let state = dir.path();
+    let source = corpus.to_str().unwrap();
+    let bundle = dir.path().join("bundle");
+    ok(run(state, &vectors, &["-q", "ingest", source, "--out", bundle.to_str().unwrap()]));
+    let direct_url = database("hybrid_direct").await;
+    ok(run(state, &vectors, &["-q", "ingest", source, "--out", &direct_url]));
+    let api_url = database("hybrid_api").await;
+    let shim = DataApiShim::start(&api_url);
+    let mut api_env = shim.env();
+    api_env.extend(vectors.clone());
+    ok(run(state, &api_env, &["-q", "ingest", source, "--out", &shim.kb_uri()]));
+    let with = |mut env: Vec<(&'static str, String)>| {
+        env.extend(vectors.clone());
+        env
+    };
+    let stores = [
+        ("bundle", with(vec![("KB_PATH", bundle.to_str().unwrap().to_owned())])),
+        ("postgres", with(vec![("KB_URI", direct_url.clone())])),
+        ("rds-data", api_env),
+    ];
+    for (store, env) in &stores {
+        let args = ["kb", "search", "waterlogged", "--json", "--limit", "3", "--passages-only"];
+        let out: Value = serde_json::from_str(&ok(run(state, env, &args))).unwrap();
+        assert_eq!(out["mode"], "hybrid", "{store}");
+        let first = out["documents"][0]["url"].as_str().unwrap_or_default();
+        assert!(first.starts_with("kb://drainage.md"), "{store}: {out}");
+        for (filter, expected) in cases() {
+            let docs = search(state, env, "orchard", Some(&filter));
+            assert_eq!(names(&docs), expected, "{store}, hybrid, filter {filter}");
+        }
+    }
 }
 
 #[tokio::test]
