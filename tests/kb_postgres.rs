@@ -21,7 +21,14 @@ use support::postgres::{database, sql, DataApiShim};
 
 /// The corpus: name, tenant, region, year, updated, pinned. Every document mentions "orchard",
 /// so a search for it returns every document its filter lets through.
-type Doc = (&'static str, &'static str, &'static str, i64, &'static str, bool);
+type Doc = (
+    &'static str,
+    &'static str,
+    &'static str,
+    i64,
+    &'static str,
+    bool,
+);
 const DOCS: &[Doc] = &[
     ("drainage", "alice", "my", 2019, "2023-05-01", false),
     ("pruning", "alice", "th", 2021, "2024-02-10", true),
@@ -247,25 +254,48 @@ async fn hybrid_search_finds_the_same_documents_on_every_store() {
     let state = dir.path();
     let source = corpus.to_str().unwrap();
     let bundle = dir.path().join("bundle");
-    ok(run(state, &vectors, &["-q", "ingest", source, "--out", bundle.to_str().unwrap()]));
+    ok(run(
+        state,
+        &vectors,
+        &["-q", "ingest", source, "--out", bundle.to_str().unwrap()],
+    ));
     let direct_url = database("hybrid_direct").await;
-    ok(run(state, &vectors, &["-q", "ingest", source, "--out", &direct_url]));
+    ok(run(
+        state,
+        &vectors,
+        &["-q", "ingest", source, "--out", &direct_url],
+    ));
     let api_url = database("hybrid_api").await;
     let shim = DataApiShim::start(&api_url);
     let mut api_env = shim.env();
     api_env.extend(vectors.clone());
-    ok(run(state, &api_env, &["-q", "ingest", source, "--out", &shim.kb_uri()]));
+    ok(run(
+        state,
+        &api_env,
+        &["-q", "ingest", source, "--out", &shim.kb_uri()],
+    ));
     let with = |mut env: Vec<(&'static str, String)>| {
         env.extend(vectors.clone());
         env
     };
     let stores = [
-        ("bundle", with(vec![("KB_PATH", bundle.to_str().unwrap().to_owned())])),
+        (
+            "bundle",
+            with(vec![("KB_PATH", bundle.to_str().unwrap().to_owned())]),
+        ),
         ("postgres", with(vec![("KB_URI", direct_url.clone())])),
         ("rds-data", api_env),
     ];
     for (store, env) in &stores {
-        let args = ["kb", "search", "waterlogged", "--json", "--limit", "3", "--passages-only"];
+        let args = [
+            "kb",
+            "search",
+            "waterlogged",
+            "--json",
+            "--limit",
+            "3",
+            "--passages-only",
+        ];
         let out: Value = serde_json::from_str(&ok(run(state, env, &args))).unwrap();
         assert_eq!(out["mode"], "hybrid", "{store}");
         let first = out["documents"][0]["url"].as_str().unwrap_or_default();

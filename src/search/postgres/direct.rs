@@ -71,6 +71,9 @@ impl DirectSql {
                     tracing::warn!(error = %e, "the PostgreSQL connection ended");
                 }
             });
+            if let Err(e) = client.batch_execute(super::schema::SESSION).await {
+                tracing::warn!(error = %e, "pgvector's iterative scans are off (pgvector < 0.8)");
+            }
             *slot = Some(client);
         }
         Ok(slot.as_mut().expect("connected above"))

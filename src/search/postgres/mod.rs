@@ -10,6 +10,8 @@
 //!
 //! Writing (ingest, sync) is [`write`]'s; the tables are [`schema`]'s.
 
+#[cfg(test)]
+mod bench;
 mod connect;
 pub(crate) mod data_api;
 pub(crate) mod direct;

@@ -45,6 +45,24 @@ pub(crate) enum SchemaError {
     Sql(#[from] SqlError),
 }
 
+/// The vector index (cosine), created when missing after every write; a no-op once it exists.
+/// Only on a sized vector column: a store without vectors has none.
+pub(crate) const VECTOR_INDEX: &str = "DO $$ BEGIN \
+    IF (SELECT atttypmod FROM pg_attribute \
+        WHERE attrelid = to_regclass('bounded_rag_passages') AND attname = 'embedding') > 0 THEN \
+      CREATE INDEX IF NOT EXISTS bounded_rag_passages_embedding ON bounded_rag_passages \
+        USING hnsw (embedding vector_cosine_ops); \
+    END IF; END $$";
+
+/// Session settings of every connection: pgvector 0.8's iterative index scans, so a filtered
+/// or long nearest-neighbour list keeps scanning the HNSW graph until it has its rows, in
+/// exact order (older pgvector ignores an unknown setting).
+pub(crate) const SESSION: &str = "SET hnsw.iterative_scan = strict_order";
+
+/// [`SESSION`] as the database's default (its name quoted by the database: `%I`).
+const DATABASE_SETTING: &str = "DO $$ BEGIN EXECUTE format(\
+    'ALTER DATABASE %I SET hnsw.iterative_scan = strict_order', current_database()); END $$";
+
 /// Reads the store row, checking the version.
 pub(crate) async fn read(sql: &dyn Sql) -> Result<StoreInfo, SchemaError> {
     let rows = match sql
@@ -122,7 +140,7 @@ pub(crate) async fn ensure(
         Some(e) => format!("vector({})", e.dimensions),
         None => "vector".to_owned(),
     };
-    let mut ddl = vec![
+    let ddl = vec![
         "CREATE EXTENSION IF NOT EXISTS vector".to_owned(),
         "CREATE TABLE IF NOT EXISTS bounded_rag_store (\
            singleton bool PRIMARY KEY DEFAULT true CHECK (singleton), \
@@ -162,13 +180,8 @@ pub(crate) async fn ensure(
         "CREATE INDEX IF NOT EXISTS bounded_rag_passages_document ON bounded_rag_passages (document)"
             .to_owned(),
     ];
-    if embedding.is_some() {
-        ddl.push(
-            "CREATE INDEX IF NOT EXISTS bounded_rag_passages_embedding ON bounded_rag_passages \
-             USING hnsw (embedding vector_cosine_ops)"
-                .to_owned(),
-        );
-    }
+    // The HNSW index comes after the first load ([`VECTOR_INDEX`], run by `restate`): built
+    // once over the rows, it is several times faster than kept up row by row.
     let mut statements: Vec<Statement> =
         ddl.into_iter().map(|s| Statement::new(s, vec![])).collect();
     statements.push(Statement::new(
@@ -183,5 +196,11 @@ pub(crate) async fn ensure(
         ],
     ));
     sql.transaction(&statements).await?;
+    // The Data API keeps no session: the setting goes on the database, for every connection
+    // (the owner may; another user's warning says what the searches miss).
+    if let Err(e) = sql.query(&Statement::new(DATABASE_SETTING, vec![])).await {
+        tracing::warn!(error = %e, "could not turn on pgvector's iterative scans for the database; \
+            filtered vector searches may return fewer rows");
+    }
     read(sql).await
 }

@@ -55,8 +55,7 @@ const DELETE_COUNTED: &str = " RETURNING tsv), \
 const STALE: &str = "document = CAST($1 AS text) \
     AND hash NOT IN (SELECT jsonb_array_elements_text(CAST($2 AS jsonb)))";
 
-const OTHERS: &str =
-    "document NOT IN (SELECT jsonb_array_elements_text(CAST($1 AS jsonb)))";
+const OTHERS: &str = "document NOT IN (SELECT jsonb_array_elements_text(CAST($1 AS jsonb)))";
 
 /// Recounts the rows and their average length, and forgets words no row holds, after a write.
 const RESTATE: &str = "WITH s AS (SELECT count(*) AS n, avg(length(tsv)) AS len \
@@ -122,9 +121,16 @@ pub(crate) async fn keep_only(sql: &dyn Sql, keep: &[&str]) -> Result<i64, SqlEr
         .unwrap_or(0))
 }
 
-/// Brings the store's row count, average length and word counts up to date (after writing).
+/// Brings the store's row count, average length and word counts up to date, builds the vector
+/// index when missing and refreshes the planner's statistics (after writing).
 pub(crate) async fn restate(sql: &dyn Sql) -> Result<(), SqlError> {
-    sql.query(&Statement::new(RESTATE, vec![])).await.map(|_| ())
+    sql.query(&Statement::new(RESTATE, vec![])).await?;
+    sql.query(&Statement::new(super::schema::VECTOR_INDEX, vec![]))
+        .await?;
+    // Fresh statistics, or the planner may not pick the vector index after a large load.
+    sql.query(&Statement::new("ANALYZE bounded_rag_passages", vec![]))
+        .await
+        .map(|_| ())
 }
 
 /// Records the router's description of the knowledge.
