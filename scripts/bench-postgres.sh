@@ -3,7 +3,8 @@
 # scripts/pg.sh through the ingest path and times searches (src/search/postgres/bench.rs).
 #   scripts/bench-postgres.sh                 # 1,000,000 passages full text; 100,000 hybrid
 #   FTS_PASSAGES=100000 HYBRID_PASSAGES=20000 scripts/bench-postgres.sh
-# Cost on a 2-core machine: about 10 minutes at the defaults (most of it writing).
+# Cost on a 2-core machine: about 8 minutes at the defaults (most of it writing).
+# BENCH_REUSE=1 searches what the last run wrote (the databases stay in target/tmp/pg-bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir="${CARGO_TARGET_DIR:-target}/tmp/pg-bench"
@@ -11,9 +12,11 @@ url="$(scripts/pg.sh start "$dir")"
 trap 'scripts/pg.sh stop "$dir" >/dev/null 2>&1 || true' EXIT
 bin="$(ls -d .local/venv-pg/lib/python*/site-packages/*pgserver/pginstall/bin | head -1)"
 base="${url%/*}"
-for db in bench_fts bench_hybrid; do
-    "$bin/psql" -X -q "$url" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
-done
+if [[ -z "${BENCH_REUSE:-}" ]]; then
+    for db in bench_fts bench_hybrid; do
+        "$bin/psql" -X -q "$url" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+    done
+fi
 BOUNDED_RAG_PG_URL="$base/bench_fts" BENCH_PASSAGES="${FTS_PASSAGES:-1000000}" \
     cargo test --lib -q postgres::bench::full_text_at_scale -- --ignored --nocapture
 BOUNDED_RAG_PG_URL="$base/bench_hybrid" BENCH_PASSAGES="${HYBRID_PASSAGES:-100000}" \

@@ -497,3 +497,128 @@ async fn the_data_api_path_makes_exact_calls_and_the_workflow_retries_a_resuming
     // Start-up read, the refused search, its retry, and the searches of the rest of the run.
     assert!(execute >= 3, "{execute}");
 }
+
+/// `postgres://USER@HOST/DB?secret=ID`: the user name and password come from a Secrets
+/// Manager secret (moto's server here), never from the URL; the password never reaches a
+/// message, and a secret of the wrong shape is refused naming the secret only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_come_from_secrets_manager() {
+    let moto = support::moto::moto().await;
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    write_corpus(&corpus);
+    let state = dir.path();
+    let url = database("secret").await;
+    ok(run(
+        state,
+        &[],
+        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &url],
+    ));
+    // postgres://bounded_rag:PASSWORD@HOST:PORT/t_secret
+    let rest = url.strip_prefix("postgres://").unwrap();
+    let (credentials, at) = rest.split_once('@').unwrap();
+    let (user, password) = credentials.split_once(':').unwrap();
+    let secret = json!({"username": user, "password": password, "engine": "postgres"});
+    let secret_id = moto.create_secret(&secret.to_string()).await;
+    let mut env = moto.function_env();
+    env.push((
+        "KB_URI",
+        format!("postgres://nobody@{at}?secret={secret_id}"),
+    ));
+    let docs = search(state, &env, "orchard", None);
+    assert_eq!(
+        docs.len(),
+        DOCS.len(),
+        "signed in with the secret's user and password"
+    );
+
+    let bad = moto
+        .create_secret(&json!({"password": password}).to_string())
+        .await;
+    let mut env = moto.function_env();
+    env.push(("KB_URI", format!("postgres://nobody@{at}?secret={bad}")));
+    let out = run(state, &env, &["kb", "search", "orchard"]);
+    let says = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success());
+    assert!(
+        says.contains(&bad) && says.contains("username and password"),
+        "{says}"
+    );
+    assert!(
+        !says.contains(password),
+        "the password is never printed: {says}"
+    );
+}
+
+/// `kb sync SOURCE postgres://...`: the first sync writes everything; the next reads and
+/// writes only what changed, embeds only the passages the store holds no vector for, deletes
+/// what left the folder; a sync with nothing new writes and embeds nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kb_sync_into_postgres_writes_and_embeds_only_what_changed() {
+    let embeddings = ScriptedEmbeddings::start([EmbedReply::vectors()]).await;
+    let env = vec![
+        ("EMBEDDINGS_BASE_URL", embeddings.base_url()),
+        ("EMBEDDINGS_MODEL", "concepts".to_owned()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    write_corpus(&corpus);
+    let state = dir.path();
+    let url = database("sync").await;
+    let source = corpus.to_str().unwrap();
+    let sync = |env: &[(&str, String)]| -> Value {
+        serde_json::from_str(&ok(run(
+            state,
+            env,
+            &["-q", "kb", "sync", source, &url, "--json"],
+        )))
+        .unwrap()
+    };
+    let embedded = |e: &ScriptedEmbeddings| e.batches().iter().map(Vec::len).sum::<usize>();
+
+    let first = sync(&env);
+    assert_eq!(first["new"], json!(DOCS.len()), "{first}");
+    assert_eq!(first["embedded_passages"], json!(DOCS.len()));
+    assert_eq!(embedded(&embeddings), DOCS.len());
+
+    // One changed, one removed, one added (files written more than the racy window apart
+    // from the listing are told by fingerprint).
+    std::fs::remove_file(corpus.join("harvest.md")).unwrap();
+    let pruning = corpus.join("pruning.md");
+    let changed = std::fs::read_to_string(&pruning)
+        .unwrap()
+        .replace("trees", "young trees");
+    std::fs::write(&pruning, changed).unwrap();
+    std::fs::write(
+        corpus.join("irrigation.md"),
+        "# irrigation in the orchard\n\nDrip irrigation keeps the orchard soil moist.\n",
+    )
+    .unwrap();
+    let second = sync(&env);
+    assert_eq!(
+        (&second["new"], &second["modified"], &second["deleted"]),
+        (&json!(1), &json!(1), &json!(1)),
+        "{second}"
+    );
+    assert_eq!(
+        second["embedded_passages"],
+        json!(2),
+        "only the two new passages"
+    );
+    assert_eq!(embedded(&embeddings), DOCS.len() + 2);
+    // Full text (no embeddings configured for the search): what the words say.
+    let reader = [("KB_URI", url.clone())];
+    let docs = names(&search(state, &reader, "orchard", None));
+    assert!(docs.contains(&"irrigation".to_owned()) && !docs.contains(&"harvest".to_owned()));
+    assert_eq!(names(&search(state, &reader, "young", None)), ["pruning"]);
+
+    let third = sync(&env);
+    assert_eq!(third["embedded_passages"], json!(0), "{third}");
+    assert_eq!(
+        third["new"].as_u64().unwrap() + third["modified"].as_u64().unwrap(),
+        0
+    );
+    assert_eq!(embedded(&embeddings), DOCS.len() + 2, "no embeddings call");
+}

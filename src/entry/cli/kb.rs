@@ -37,8 +37,9 @@ pub(crate) enum KbCommand {
     Sync {
         /// A folder, or s3://BUCKET/PREFIX.
         source: String,
-        /// Where the bundles are: s3://BUCKET/PREFIX.
-        dest: S3Location,
+        /// Where the bundles are (s3://BUCKET/PREFIX), or a PostgreSQL store
+        /// (postgres://... or rds-data://...).
+        dest: String,
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -224,7 +225,16 @@ async fn bundle_command(command: KbCommand) -> Result<String, String> {
             ))
         }
         KbCommand::Sync { source, dest, json } => {
-            super::sync::sync_command(&sdk, &source, store(&dest), json).await
+            let dest = match SqlLocation::parse(&dest) {
+                Some(location) => {
+                    let location = location.map_err(|e| format!("DEST: {e}"))?;
+                    super::sync::SyncDest::Store(location)
+                }
+                None => super::sync::SyncDest::Bundles(store(
+                    &dest.parse().map_err(|e| format!("DEST: {e}"))?,
+                )),
+            };
+            super::sync::sync_command(&sdk, &source, dest, json).await
         }
         KbCommand::SyncStatus { dest, json } => {
             super::sync::sync_status_command(&sdk, &dest, json).await

@@ -3,16 +3,28 @@
 //! `bounded-rag kb sync-status DEST [--json]`: the sync function's records of DEST.
 use crate::config::Settings;
 use crate::entry::app::{build_embedder, load_secrets};
-use crate::ingest::sync::{sync, SyncSource};
+use crate::ingest::sync::{sync, sync_into_store, SyncSource};
 use crate::ingest::IngestOptions;
+use crate::search::postgres::{connect, SqlLocation};
 use crate::search::s3::{self, BundleStore};
 use std::path::PathBuf;
+
+/// Longest wait for one statement of a sync into a database (a document's transaction).
+const STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Where `kb sync` writes.
+pub(crate) enum SyncDest {
+    /// Published bundles on S3.
+    Bundles(BundleStore),
+    /// A PostgreSQL store.
+    Store(SqlLocation),
+}
 
 /// Runs `kb sync`; returns what to print.
 pub(crate) async fn sync_command(
     sdk: &aws_config::SdkConfig,
     source: &str,
-    dest: BundleStore,
+    dest: SyncDest,
     json: bool,
 ) -> Result<String, String> {
     let source = if source.starts_with("s3://") {
@@ -38,13 +50,26 @@ pub(crate) async fn sync_command(
         query_prefix: tuning.query_prefix.clone(),
         ..IngestOptions::default()
     };
-    let summary = sync(&source, &dest, &options)
-        .await
-        .map_err(|e| format!("sync failed: {e}"))?;
+    let (summary, at) = match dest {
+        SyncDest::Bundles(dest) => (
+            sync(&source, &dest, &options).await,
+            dest.location().to_string(),
+        ),
+        SyncDest::Store(location) => {
+            let sql = connect(&location, Some(sdk), STORE_TIMEOUT)
+                .await
+                .map_err(|e| format!("sync failed: {e}"))?;
+            (
+                sync_into_store(&source, sql.as_ref(), &options).await,
+                location.to_string(),
+            )
+        }
+    };
+    let summary = summary.map_err(|e| format!("sync failed: {e}"))?;
     if json {
         return serde_json::to_string_pretty(&summary).map_err(|e| e.to_string());
     }
-    Ok(format!("synced to {}: {summary}", dest.location()))
+    Ok(format!("synced to {at}: {summary}"))
 }
 
 /// Runs `kb sync-status`; returns what to print.

@@ -30,6 +30,8 @@ mod source_file;
 mod walk;
 
 pub(crate) use corpus::{build, load_dir, Corpus};
+pub(crate) use jsonl::graph_kind;
+pub(crate) use metadata::is_sidecar;
 pub(crate) use read::{enable_parsers, read_bytes, unread_skip, Outcome, ReadLimits};
 pub(crate) use source_file::SourceFile;
 #[cfg(test)]

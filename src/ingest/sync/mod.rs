@@ -11,11 +11,13 @@
 //! | `cache` | the embedding cache beside the knowledge base |
 //! | `build` | the state to a bundle, written as ingest writes it, and published |
 //! | `run` | [`sync`]: compare, read, build, publish, remember |
+//! | `into_store` | `kb sync SOURCE postgres://...`: the same comparison, the changed documents written into PostgreSQL |
 //! | `summary` | [`SyncSummary`]: the job statistics |
 //! | `job` | the sync function's work: changes from S3 events, the debounced single-flight publish, full-sync fan-out |
 //! | `objects` | the sync's objects under `PREFIX/.sync/` |
 mod build;
 mod cache;
+mod into_store;
 pub mod job;
 mod objects;
 mod reader;
@@ -24,6 +26,7 @@ mod source;
 mod state;
 mod summary;
 
+pub(crate) use into_store::sync_into_store;
 pub use run::sync;
 pub use source::SyncSource;
 pub use state::{DocStatus, FailReason};

@@ -21,6 +21,26 @@ use std::path::Path;
 /// Files fetched and read at once.
 const READ_CONCURRENCY: usize = 8;
 
+/// What a comparison of a source with the last synced state found.
+pub(crate) struct Compared {
+    /// The state to store once the changes are written.
+    pub next: SyncState,
+    /// Relative paths of the documents added or modified (and read again).
+    pub changed: HashSet<String>,
+    /// Files of no format ingest reads.
+    pub unknown: Vec<SkippedFile>,
+    /// The counts so far.
+    pub summary: SyncSummary,
+}
+
+impl Compared {
+    /// Whether nothing was added, modified or deleted since a state that has been written.
+    pub(crate) fn nothing_new(&self, old: &SyncState) -> bool {
+        self.summary.new + self.summary.modified + self.summary.deleted == 0
+            && old.version.is_some()
+    }
+}
+
 /// Syncs `source` to the knowledge base published at `dest`, embedding with
 /// `options.embedder` when set (BM25 only otherwise).
 pub async fn sync(
@@ -29,9 +49,42 @@ pub async fn sync(
     options: &IngestOptions<'_>,
 ) -> Result<SyncSummary, RetrievalError> {
     enable_parsers();
-    let limits = ReadLimits::from_env()?;
     let objects = SyncObjects::new(dest.clone());
     let old = objects.load_state().await?;
+    let Compared {
+        mut next,
+        changed,
+        unknown,
+        mut summary,
+    } = match compare(source, &old).await? {
+        c if c.nothing_new(&old) => {
+            if c.next != old {
+                // Only fingerprints moved (a file touched): remember them, publish nothing.
+                objects.save_state(&c.next).await?;
+            }
+            let mut summary = c.summary;
+            summary.version = old.version;
+            return Ok(summary);
+        }
+        c => c,
+    };
+    let built =
+        build_and_publish(&next, &source.root(), &unknown, &objects, options, &changed).await?;
+    summary.published = built.published;
+    summary.embedded_passages = built.embedded;
+    summary.cached_passages = built.cached;
+    next.version = Some(built.version.clone());
+    summary.version = Some(built.version);
+    objects.save_state(&next).await?;
+    Ok(summary)
+}
+
+/// Lists `source`, compares it with `old` and reads the files whose fingerprint moved.
+pub(crate) async fn compare(
+    source: &SyncSource,
+    old: &SyncState,
+) -> Result<Compared, RetrievalError> {
+    let limits = ReadLimits::from_env()?;
     let listed_at = super::source::now_ns();
     let listed = source.list().await?;
     let mut summary = SyncSummary {
@@ -89,23 +142,12 @@ pub async fn sync(
         .filter(|rel| !next.documents.contains_key(*rel))
         .count();
     report_files(&next, unknown.clone(), &mut summary);
-    if summary.new + summary.modified + summary.deleted == 0 && old.version.is_some() {
-        if next != old {
-            // Only fingerprints moved (a file touched): remember them, publish nothing.
-            objects.save_state(&next).await?;
-        }
-        summary.version = old.version;
-        return Ok(summary);
-    }
-    let built =
-        build_and_publish(&next, &source.root(), &unknown, &objects, options, &changed).await?;
-    summary.published = built.published;
-    summary.embedded_passages = built.embedded;
-    summary.cached_passages = built.cached;
-    next.version = Some(built.version.clone());
-    summary.version = Some(built.version);
-    objects.save_state(&next).await?;
-    Ok(summary)
+    Ok(Compared {
+        next,
+        changed,
+        unknown,
+        summary,
+    })
 }
 
 /// The failed and skipped files of `state` (and the `unknown` ones) into `summary`.

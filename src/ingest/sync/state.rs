@@ -121,31 +121,42 @@ pub enum FailReason {
     },
 }
 
+impl SyncState {
+    /// The stored form: gzip of the JSON.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let json = serde_json::to_vec(self).expect("sync state serializes");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&json).expect("writing to memory");
+        gz.finish().expect("writing to memory")
+    }
+
+    /// Reads the stored form, checking the format.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let mut json = Vec::new();
+        flate2::read::GzDecoder::new(bytes)
+            .read_to_end(&mut json)
+            .map_err(|e| format!("the sync state is not gzip: {e}"))?;
+        let state: SyncState = serde_json::from_slice(&json)
+            .map_err(|e| format!("the sync state is not valid: {e}"))?;
+        if state.format != STATE_FORMAT {
+            return Err(format!("unknown sync state {}", state.format));
+        }
+        Ok(state)
+    }
+}
+
 impl SyncObjects {
     /// The last sync's state, or an empty one when this destination was never synced.
     pub(crate) async fn load_state(&self) -> Result<SyncState, RetrievalError> {
         let Some(bytes) = self.get(STATE).await? else {
             return Ok(SyncState::default());
         };
-        let mut json = Vec::new();
-        flate2::read::GzDecoder::new(&bytes[..])
-            .read_to_end(&mut json)
-            .map_err(|e| self.invalid(STATE, format!("the sync state is not gzip: {e}")))?;
-        let state: SyncState = serde_json::from_slice(&json)
-            .map_err(|e| self.invalid(STATE, format!("the sync state is not valid: {e}")))?;
-        if state.format != STATE_FORMAT {
-            return Err(self.invalid(STATE, format!("unknown sync state {}", state.format)));
-        }
-        Ok(state)
+        SyncState::decode(&bytes).map_err(|e| self.invalid(STATE, e))
     }
 
     /// Replaces the stored state (one `PutObject`: readers see the old one or this one).
     pub(crate) async fn save_state(&self, state: &SyncState) -> Result<(), RetrievalError> {
-        let json = serde_json::to_vec(state).expect("sync state serializes");
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gz.write_all(&json).expect("writing to memory");
-        let bytes = gz.finish().expect("writing to memory");
-        self.put(STATE, bytes).await
+        self.put(STATE, state.encode()).await
     }
 }
 

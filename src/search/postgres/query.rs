@@ -35,28 +35,37 @@ pub(crate) mod col {
 /// `terms`: each distinct lexeme of `$1` (English stemming, stop words dropped, as the stored
 /// column), as a one-lexeme `tsquery` (quoted by the database's own tsvector output), with its
 /// BM25 inverse document frequency from `bounded_rag_terms` and the store's row count. `q`:
-/// the OR of the terms, leaving out the very common ones (in more than a tenth of the rows,
-/// whose weight is near zero) while rarer ones remain, so a query's candidates stay few on a
-/// large store.
+/// the OR of the rarest terms, taken by ascending document frequency while the rows they hold
+/// add up to at most 5,000 (`CANDIDATE_ROWS`; the rarest always), so a query's candidates stay few on a
+/// large store: a passage that holds only the query's common words scores too low to rank.
+/// Below that many rows every term is a candidate term, and the ranking is exact BM25.
 const QUERY: &str = "stats AS (SELECT GREATEST(CAST(passages AS float8), 1) AS n, \
-       GREATEST(avg_length, 1) AS avg_length FROM bounded_rag_store), \
+       avg_lengths FROM bounded_rag_store), \
      words AS (SELECT DISTINCT lexeme FROM \
        unnest(tsvector_to_array(to_tsvector('english', CAST($1 AS text)))) AS lexeme), \
      terms AS (SELECT CAST(CAST(array_to_tsvector(ARRAY[w.lexeme]) AS text) AS tsquery) AS q, \
        ln(1 + (s.n - COALESCE(t.df, 0) + 0.5) / (COALESCE(t.df, 0) + 0.5)) AS idf, \
-       COALESCE(t.df, 0) <= s.n / 10 AS rare \
+       (sum(COALESCE(t.df, 0)) OVER (ORDER BY COALESCE(t.df, 0), w.lexeme) <= 5000 \
+         OR sum(COALESCE(t.df, 0)) OVER (ORDER BY COALESCE(t.df, 0), w.lexeme) = COALESCE(t.df, 0)) \
+         AS rare \
        FROM words w CROSS JOIN stats s LEFT JOIN bounded_rag_terms t ON t.lexeme = w.lexeme), \
      q AS (SELECT COALESCE(\
        (SELECT CAST(string_agg(CAST(q AS text), ' | ') AS tsquery) FROM terms WHERE rare), \
        (SELECT CAST(string_agg(CAST(q AS text), ' | ') AS tsquery) FROM terms), \
        CAST('' AS tsquery)) AS query)";
+/// The candidate-term budget of [`QUERY`], in rows (written out in its text; a test keeps the
+/// two equal).
+#[cfg(test)]
+const CANDIDATE_ROWS: usize = 5_000;
 /// The kinds searched: `$2`, a JSON array.
 const KINDS: &str = "p.kind IN (SELECT jsonb_array_elements_text(CAST($2 AS jsonb)))";
 /// BM25 with each term counted once per passage (k1 1.2, b 0.75): the sum of the idf of the
-/// query's terms the passage holds, damped by its length against the average. Term counts
+/// query's terms the passage holds, damped by its length against the average of its kind
+/// (a relation of five words is not a better match than a passage for being short). Term counts
 /// within one passage of a few hundred words matter little next to which terms it holds.
 const RANK: &str = "((SELECT COALESCE(sum(t.idf), 0) FROM terms t WHERE p.tsv @@ t.q) \
-     * 2.2 / (1 + 1.2 * (0.25 + 0.75 * length(p.tsv) / (SELECT avg_length FROM stats))))";
+     * 2.2 / (1 + 1.2 * (0.25 + 0.75 * length(p.tsv) / \
+       GREATEST(CAST((SELECT avg_lengths FROM stats) ->> p.kind AS float8), 1))))";
 
 /// The kinds `options` searches, as stored.
 fn kinds(options: &RetrievalOptions) -> String {
@@ -173,4 +182,27 @@ pub(crate) fn vector_text(vector: &[f32]) -> String {
     }
     out.push(']');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_candidate_budget_is_the_one_in_the_statement() {
+        assert!(QUERY.contains(&format!("<= {CANDIDATE_ROWS} ")));
+    }
+
+    #[test]
+    fn user_text_is_a_parameter_of_both_statements() {
+        let hostile = "x'); DROP TABLE bounded_rag_passages; --";
+        let options = RetrievalOptions::default();
+        for statement in [
+            fulltext(hostile, &options, 10),
+            hybrid(hostile, &[0.5, 0.5], &options, 10),
+        ] {
+            assert!(!statement.sql.contains("DROP"));
+            assert_eq!(statement.params[0], SqlValue::Text(hostile.into()));
+        }
+    }
 }

@@ -3,7 +3,8 @@
 //! - `bounded_rag_store`: one row, the schema version, the router's description of the
 //!   knowledge and the embedding model of the stored vectors (JSON, as in a bundle's manifest);
 //! - `bounded_rag_terms`: how many rows hold each word (its document frequency, for BM25's
-//!   idf), kept by every write; the store row also keeps the row count and average length;
+//!   idf), kept by every write; the store row also keeps the row count and the average length of each kind (passages,
+//!   entities, relations: BM25 normalises each against its own kind, as a bundle's fields do);
 //! - `bounded_rag_passages`: one row per passage (and per entity, relation or community of a
 //!   graph file), keyed by a hash of what it says. A generated full-text column with a GIN
 //!   index, a pgvector column with an HNSW index (cosine), the source's metadata as `jsonb` and
@@ -60,7 +61,8 @@ pub(crate) const VECTOR_INDEX: &str = "DO $$ BEGIN \
 pub(crate) const SESSION: &str = "SET hnsw.iterative_scan = strict_order";
 
 /// [`SESSION`] as the database's default (its name quoted by the database: `%I`).
-const DATABASE_SETTING: &str = "DO $$ BEGIN EXECUTE format(\
+/// (A vector cast first loads pgvector, which defines the setting as one any owner may set.)
+const DATABASE_SETTING: &str = "DO $$ BEGIN PERFORM CAST('[1]' AS vector); EXECUTE format(\
     'ALTER DATABASE %I SET hnsw.iterative_scan = strict_order', current_database()); END $$";
 
 /// Reads the store row, checking the version.
@@ -148,7 +150,7 @@ pub(crate) async fn ensure(
            description text, \
            embedding jsonb, \
            passages int8 NOT NULL DEFAULT 0, \
-           avg_length float8 NOT NULL DEFAULT 1, \
+           avg_lengths jsonb NOT NULL DEFAULT '{}', \
            updated_at timestamptz NOT NULL DEFAULT now())"
             .to_owned(),
         "CREATE TABLE IF NOT EXISTS bounded_rag_terms (\

@@ -57,12 +57,14 @@ const STALE: &str = "document = CAST($1 AS text) \
 
 const OTHERS: &str = "document NOT IN (SELECT jsonb_array_elements_text(CAST($1 AS jsonb)))";
 
-/// Recounts the rows and their average length, and forgets words no row holds, after a write.
-const RESTATE: &str = "WITH s AS (SELECT count(*) AS n, avg(length(tsv)) AS len \
-    FROM bounded_rag_passages), \
+/// Recounts the rows and the average length of each kind, and forgets words no row holds,
+/// after a write.
+const RESTATE: &str = "WITH k AS (SELECT kind, count(*) AS n, avg(length(tsv)) AS len \
+    FROM bounded_rag_passages GROUP BY kind), \
+  s AS (SELECT COALESCE(sum(n), 0) AS n, \
+    COALESCE(jsonb_object_agg(kind, len) FILTER (WHERE kind IS NOT NULL), '{}') AS lens FROM k), \
   forgotten AS (DELETE FROM bounded_rag_terms WHERE df <= 0 RETURNING 1) \
-  UPDATE bounded_rag_store SET passages = s.n, avg_length = COALESCE(s.len, 1), \
-    updated_at = now() FROM s";
+  UPDATE bounded_rag_store SET passages = s.n, avg_lengths = s.lens, updated_at = now() FROM s";
 
 /// Replaces what the store holds of `document` with `items`, in one transaction.
 pub(crate) async fn write_document(
@@ -70,19 +72,10 @@ pub(crate) async fn write_document(
     document: &str,
     items: &[Item<'_>],
 ) -> Result<(), SqlError> {
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut hashes = Vec::with_capacity(items.len());
+    let hashes = row_hashes(document, items.iter().map(|i| i.doc));
     let mut rows = Vec::with_capacity(items.len());
-    for (position, item) in items.iter().enumerate() {
+    for ((position, item), key) in items.iter().enumerate().zip(&hashes) {
         let kind = kind_name(item.doc.kind);
-        let base = hash(&[document, kind, &item.doc.title, &item.doc.content]);
-        let copy = seen.entry(base.clone()).or_insert(0);
-        *copy += 1;
-        let key = if *copy == 1 {
-            base
-        } else {
-            hash(&[&base, &copy.to_string()])
-        };
         rows.push(json!({
             "hash": key,
             "document": document,
@@ -96,7 +89,6 @@ pub(crate) async fn write_document(
             "meta_norm": item.meta.map(super::filter::normalised),
             "embedding": item.vector.map(vector_text),
         }));
-        hashes.push(key);
     }
     let mut statements = vec![Statement::new(
         format!("{DELETE}{STALE}{DELETE_COUNTED}"),
@@ -104,6 +96,47 @@ pub(crate) async fn write_document(
     )];
     statements.extend(batches(rows).map(|batch| Statement::new(UPSERT, vec![batch.into()])));
     sql.transaction(&statements).await
+}
+
+/// The row keys of `document`'s items, in order (see the module docs).
+pub(crate) fn row_hashes<'a>(
+    document: &str,
+    docs: impl Iterator<Item = &'a Document>,
+) -> Vec<String> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    docs.map(|doc| {
+        let base = hash(&[document, kind_name(doc.kind), &doc.title, &doc.content]);
+        let copy = seen.entry(base.clone()).or_insert(0);
+        *copy += 1;
+        if *copy == 1 {
+            base
+        } else {
+            hash(&[&base, &copy.to_string()])
+        }
+    })
+    .collect()
+}
+
+/// Which of `hashes` the store holds with a vector (so a sync embeds only the others).
+pub(crate) async fn with_vectors(
+    sql: &dyn Sql,
+    hashes: &[String],
+) -> Result<std::collections::HashSet<String>, SqlError> {
+    let mut out = std::collections::HashSet::new();
+    for chunk in hashes.chunks(5_000) {
+        let rows = sql
+            .query(&Statement::new(
+                "SELECT hash FROM bounded_rag_passages WHERE embedding IS NOT NULL \
+                 AND hash IN (SELECT jsonb_array_elements_text(CAST($1 AS jsonb)))",
+                vec![json!(chunk).to_string().into()],
+            ))
+            .await?;
+        out.extend(
+            rows.iter()
+                .filter_map(|r| r.first().and_then(SqlValue::text).map(str::to_owned)),
+        );
+    }
+    Ok(out)
 }
 
 /// Deletes every document but `keep` (those gone from the source); returns how many rows went.
