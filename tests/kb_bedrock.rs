@@ -161,7 +161,7 @@ fn an_unknown_store_scheme_is_a_start_up_error_naming_the_accepted_ones() {
     let out = cli(
         dir.path(),
         &server,
-        &[("KB_URI", "postgres://db.example.com/kb")],
+        &[("KB_URI", "mysql://db.example.com/kb")],
         &["ask", QUESTION],
     );
     assert_eq!(out.status.code(), Some(2));

@@ -47,6 +47,18 @@ pub enum StartupError {
         /// What failed, naming the `s3://bucket/key` tried.
         source: crate::search::RetrievalError,
     },
+    /// The PostgreSQL store at `KB_URI` could not be opened.
+    #[error(
+        "knowledge base: cannot open KB_URI={uri}: {source}; check that the database is \
+         reachable, its user and password (in the URL or its `secret=`), and that `bounded-rag \
+         ingest DIR --out URL` wrote it"
+    )]
+    KbStore {
+        /// `KB_URI`, without its password.
+        uri: String,
+        /// What failed.
+        source: crate::search::RetrievalError,
+    },
     /// A model client could not be built.
     #[error("model client: {0}; check LLM_PROVIDER, LLM_BASE_URL and LLM_MODEL")]
     Llm(#[from] crate::llm::LlmError),
@@ -317,9 +329,16 @@ pub(crate) async fn build_kb(
         _ => None,
     };
     if let Some(location) = sql {
-        let db = crate::search::postgres::connect(&location, aws, KB_CALL_TIMEOUT).await?;
+        let failed = |source| StartupError::KbStore {
+            uri: location.to_string(),
+            source,
+        };
+        let db = crate::search::postgres::connect(&location, aws, KB_CALL_TIMEOUT)
+            .await
+            .map_err(failed)?;
         let kb = PgKnowledge::open(db)
-            .await?
+            .await
+            .map_err(failed)?
             .with_max_passages_per_document(settings.kb_max_passages_per_document);
         let (provider, dimensions) = match &provider {
             Some((provider, dimensions)) => (Some(provider.as_str()), *dimensions),

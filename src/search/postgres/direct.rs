@@ -85,7 +85,7 @@ impl DirectSql {
                 SqlError::of_sqlstate(db.code().code(), format!("{}: {}", self.name, db.message()))
             }
             // No SQLSTATE: the connection (refused, reset, closed), retried on a new one.
-            None => SqlError::transient(format!("{}: {e}", self.name)),
+            None => SqlError::transient(format!("{}: {}", self.name, crate::http::error_chain(e))),
         }
     }
 
