@@ -3,8 +3,9 @@
 //! The CLI and the Lambda functions share this wiring; [`App`] is what `main` builds with it.
 
 use super::adapters::{EventBridgeSink, SqsQueue};
+pub(crate) use super::knowledge::build_kb;
 use crate::aws;
-use crate::config::{EmbeddingsProvider, KbLocation, LlmProvider, RerankProvider, Settings};
+use crate::config::{EmbeddingsProvider, LlmProvider, RerankProvider, Settings};
 use crate::embed::{BedrockEmbeddings, Embedder, EmbeddingsClient, EmbeddingsConfig};
 use crate::engine::{Budget, Clock, SystemClock};
 use crate::llm::{
@@ -13,65 +14,15 @@ use crate::llm::{
 use crate::rag::{RagGraph, RagLimits};
 use crate::runs::{CompletionEvents, WorkQueue};
 use crate::runs::{RunIndexer, Runs, Workflow};
-use crate::search::postgres::SqlLocation;
-use crate::search::s3::{self, BundleStore};
 use crate::search::{
-    BedrockKnowledgeBase, BedrockReranker, KnowledgeBase, LiveKnowledge, LoadOptions, PgKnowledge,
-    RerankClient, RerankConfig, Reranker, Retriever, TavilyClient, TavilyConfig, WebSearch,
+    BedrockReranker, RerankClient, RerankConfig, Reranker, Retriever, TavilyClient, TavilyConfig,
+    WebSearch,
 };
 use crate::secrets::{SecretBundle, SecretsProvider};
 use crate::store::{CacheStore, CheckpointStore, DynamoStore, FileStore};
 use std::sync::Arc;
 
-/// Why the application could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartupError {
-    /// Bad configuration.
-    #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
-    /// The knowledge base could not be loaded.
-    #[error(
-        "knowledge base: {0}; check KB_PATH (a folder of documents, or the output of \
-         `bounded-rag ingest`), or unset it for the bundled sample"
-    )]
-    Kb(#[from] crate::search::RetrievalError),
-    /// The knowledge base published at `KB_URI` could not be loaded.
-    #[error(
-        "knowledge base: cannot load KB_URI={uri}: {source}; check the AWS credentials, the region and \
-         endpoint (AWS_REGION, AWS_ENDPOINT_URL), and that a bundle was published there with \
-         `bounded-rag kb publish`"
-    )]
-    KbUri {
-        /// `KB_URI` as set.
-        uri: String,
-        /// What failed, naming the `s3://bucket/key` tried.
-        source: crate::search::RetrievalError,
-    },
-    /// The PostgreSQL store at `KB_URI` could not be opened.
-    #[error(
-        "knowledge base: cannot open KB_URI={uri}: {source}; check that the database is \
-         reachable, its user and password (in the URL or its `secret=`), and that `bounded-rag \
-         ingest DIR --out URL` wrote it"
-    )]
-    KbStore {
-        /// `KB_URI`, without its password.
-        uri: String,
-        /// What failed.
-        source: crate::search::RetrievalError,
-    },
-    /// A model client could not be built.
-    #[error("model client: {0}; check LLM_PROVIDER, LLM_BASE_URL and LLM_MODEL")]
-    Llm(#[from] crate::llm::LlmError),
-    /// The checkpoint store could not be opened.
-    #[error("checkpoint store: {0}; check that STATE_DIR is a writable folder")]
-    Store(#[from] crate::store::StoreError),
-    /// Secrets Manager could not be read.
-    #[error(
-        "secrets: {0}; check SECRETS_ID, the AWS region and credentials, and that the secret \
-         is a JSON object"
-    )]
-    Secrets(#[from] crate::secrets::SecretsError),
-}
+pub use super::startup_error::StartupError;
 
 /// The dependencies of every entry point, built once per process (in `main`): the run life
 /// cycle ([`Runs`]: the workflow's clients, budget rules and admission limits), the largest
@@ -297,90 +248,6 @@ pub(crate) async fn load_secrets(settings: &Settings) -> Result<SecretBundle, St
         return Ok(SecretBundle::default());
     }
     read_secrets(settings, Some(&crate::tls::aws_sdk_config().await)).await
-}
-
-/// Longest wait for one search of a remote knowledge store (a Bedrock knowledge base); the
-/// node's retry policy retries a timeout within the run's budget.
-const KB_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// The knowledge base: `KB_URI` (a Bedrock knowledge base, or S3, refreshed), else `KB_PATH`, else the bundled sample. Search
-/// opens an S3 or `KB_PATH` bundle; ingest reads a `KB_PATH` folder of sources or the compiled-in
-/// sample and indexes it in memory (`KnowledgeBase::load` / `embedded`), then search opens that.
-pub(crate) async fn build_kb(
-    settings: &Settings,
-    aws: Option<&aws_config::SdkConfig>,
-) -> Result<Arc<dyn Retriever>, StartupError> {
-    let model = settings.embeddings.as_ref().map(|e| e.model.clone());
-    let provider = settings.embeddings.as_ref().map(|e| match e.provider {
-        EmbeddingsProvider::OpenAi { .. } => ("openai".to_owned(), None),
-        EmbeddingsProvider::Bedrock { dimensions } => {
-            ("bedrock".to_owned(), Some(dimensions as usize))
-        }
-    });
-    if let (Some(KbLocation::BedrockKb(location)), Some(sdk)) = (&settings.kb_uri, aws) {
-        let client = crate::bedrock::agent_client(sdk, crate::config::DEFAULT_LLM_CONNECT_TIMEOUT);
-        let kb = BedrockKnowledgeBase::new(client, location.clone(), KB_CALL_TIMEOUT)
-            .with_max_passages_per_document(settings.kb_max_passages_per_document);
-        return Ok(Arc::new(kb));
-    }
-    let sql = match &settings.kb_uri {
-        Some(KbLocation::Postgres(at)) => Some(SqlLocation::Postgres(at.clone())),
-        Some(KbLocation::RdsData(at)) => Some(SqlLocation::RdsData(at.clone())),
-        _ => None,
-    };
-    if let Some(location) = sql {
-        let failed = |source| StartupError::KbStore {
-            uri: location.to_string(),
-            source,
-        };
-        let db = crate::search::postgres::connect(&location, aws, KB_CALL_TIMEOUT)
-            .await
-            .map_err(failed)?;
-        let kb = PgKnowledge::open(db)
-            .await
-            .map_err(failed)?
-            .with_max_passages_per_document(settings.kb_max_passages_per_document);
-        let (provider, dimensions) = match &provider {
-            Some((provider, dimensions)) => (Some(provider.as_str()), *dimensions),
-            None => (None, None),
-        };
-        let origin = std::path::PathBuf::from(location.to_string());
-        let recorded = kb.embedding();
-        crate::search::check_vectors(
-            recorded.as_ref(),
-            &origin,
-            provider,
-            model.as_deref(),
-            dimensions,
-        )?;
-        return Ok(Arc::new(kb));
-    }
-    if let (Some(KbLocation::S3(location)), Some(sdk)) = (&settings.kb_uri, aws) {
-        let store = BundleStore::new(s3::client(sdk), location.clone());
-        let options = LoadOptions {
-            embedding_model: model,
-            embedding_provider: provider,
-            refresh_every: settings.kb_refresh,
-            max_passages_per_document: settings.kb_max_passages_per_document,
-            ..LoadOptions::default()
-        };
-        let live = LiveKnowledge::open(store, options).await;
-        return Ok(Arc::new(live.map_err(|source| StartupError::KbUri {
-            uri: location.to_string(),
-            source,
-        })?));
-    }
-    let kb = match &settings.kb_path {
-        Some(path) => KnowledgeBase::load(path)?,
-        None => KnowledgeBase::embedded()?,
-    }
-    .with_max_passages_per_document(settings.kb_max_passages_per_document);
-    let (provider, dimensions) = match &provider {
-        Some((provider, dimensions)) => (Some(provider.as_str()), *dimensions),
-        None => (None, None),
-    };
-    crate::search::check_embedding(&kb, provider, model.as_deref(), dimensions)?;
-    Ok(Arc::new(kb))
 }
 
 /// A bundle's vectors were made with the prefixes its manifest records, so queries use its

@@ -7,6 +7,8 @@
 //! | module | owns |
 //! |---|---|
 //! | `app.rs` | [`App`]: every client built once from the settings |
+//! | `knowledge.rs` | the knowledge store opened from the settings (`KB_URI`, `KB_PATH`, the sample) |
+//! | `startup_error.rs` | [`StartupError`]: why the application could not start, with what to check |
 //! | `http/` | the HTTP API handler (routing, input, the one refusal-to-status mapping) |
 //! | `stream.rs`, `stream_resume.rs`, `sse.rs` | the stream function: a run as server-sent events, a resumed stream, SSE framing |
 //! | `sqs.rs` | the SQS worker: records to runs, outcomes to batch item failures |
@@ -22,12 +24,14 @@ mod app;
 pub(crate) mod caller;
 pub mod cli;
 pub mod http;
+mod knowledge;
 pub mod logging;
 pub(crate) mod messages;
 pub(crate) mod metrics;
 mod serve;
 pub mod sqs;
 mod sse;
+mod startup_error;
 pub mod stream;
 mod stream_resume;
 pub mod sweeper;
