@@ -50,6 +50,23 @@ fn write_corpus(dir: &Path) {
     }
 }
 
+/// A temporary folder holding the corpus (in `corpus/`) and the test's state.
+fn corpus_dir() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    write_corpus(&corpus);
+    (dir, corpus)
+}
+
+/// `ingest CORPUS --out TARGET` with `env`, which must succeed.
+fn ingest(state: &Path, env: &[(&str, String)], corpus: &Path, target: &str) -> String {
+    ok(run(
+        state,
+        env,
+        &["-q", "ingest", corpus.to_str().unwrap(), "--out", target],
+    ))
+}
+
 fn run(state: &Path, env: &[(&str, String)], args: &[&str]) -> Output {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     support::bin::run(state, &[], &env, args)
@@ -164,42 +181,17 @@ fn cases() -> Vec<(Value, Vec<String>)> {
 
 #[tokio::test]
 async fn bundle_postgres_and_the_data_api_return_the_same_filtered_documents() {
-    let dir = tempfile::tempdir().unwrap();
-    let corpus = dir.path().join("corpus");
-    write_corpus(&corpus);
+    let (dir, corpus) = corpus_dir();
     let state = dir.path();
     let bundle = dir.path().join("bundle");
-    ok(run(
-        state,
-        &[],
-        &[
-            "ingest",
-            corpus.to_str().unwrap(),
-            "--out",
-            bundle.to_str().unwrap(),
-        ],
-    ));
+    ingest(state, &[], &corpus, bundle.to_str().unwrap());
     let direct_url = database("conformance_direct").await;
     let api_url = database("conformance_api").await;
-    ok(run(
-        state,
-        &[],
-        &[
-            "-q",
-            "ingest",
-            corpus.to_str().unwrap(),
-            "--out",
-            &direct_url,
-        ],
-    ));
+    ingest(state, &[], &corpus, &direct_url);
     let shim = DataApiShim::start(&api_url);
     let api_env = shim.env();
     let uri = shim.kb_uri();
-    ok(run(
-        state,
-        &api_env,
-        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &uri],
-    ));
+    ingest(state, &api_env, &corpus, &uri);
 
     let stores: Vec<(&str, Vec<(&str, String)>)> = vec![
         (
@@ -248,32 +240,17 @@ async fn hybrid_search_finds_the_same_documents_on_every_store() {
         ("EMBEDDINGS_BASE_URL", embeddings.base_url()),
         ("EMBEDDINGS_MODEL", "concepts".to_owned()),
     ];
-    let dir = tempfile::tempdir().unwrap();
-    let corpus = dir.path().join("corpus");
-    write_corpus(&corpus);
+    let (dir, corpus) = corpus_dir();
     let state = dir.path();
-    let source = corpus.to_str().unwrap();
     let bundle = dir.path().join("bundle");
-    ok(run(
-        state,
-        &vectors,
-        &["-q", "ingest", source, "--out", bundle.to_str().unwrap()],
-    ));
+    ingest(state, &vectors, &corpus, bundle.to_str().unwrap());
     let direct_url = database("hybrid_direct").await;
-    ok(run(
-        state,
-        &vectors,
-        &["-q", "ingest", source, "--out", &direct_url],
-    ));
+    ingest(state, &vectors, &corpus, &direct_url);
     let api_url = database("hybrid_api").await;
     let shim = DataApiShim::start(&api_url);
     let mut api_env = shim.env();
     api_env.extend(vectors.clone());
-    ok(run(
-        state,
-        &api_env,
-        &["-q", "ingest", source, "--out", &shim.kb_uri()],
-    ));
+    ingest(state, &api_env, &corpus, &shim.kb_uri());
     let with = |mut env: Vec<(&'static str, String)>| {
         env.extend(vectors.clone());
         env
@@ -309,17 +286,11 @@ async fn hybrid_search_finds_the_same_documents_on_every_store() {
 
 #[tokio::test]
 async fn hostile_filter_values_leave_the_database_untouched() {
-    let dir = tempfile::tempdir().unwrap();
-    let corpus = dir.path().join("corpus");
-    write_corpus(&corpus);
+    let (dir, corpus) = corpus_dir();
     let url = database("hostile").await;
     let shim = DataApiShim::start(&url);
     let state = dir.path();
-    ok(run(
-        state,
-        &[],
-        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &url],
-    ));
+    ingest(state, &[], &corpus, &url);
     let count = "SELECT count(*) FROM bounded_rag_passages";
     let before = sql(&url, count).await;
     let hostile = [
@@ -364,16 +335,10 @@ async fn hostile_filter_values_leave_the_database_untouched() {
 
 #[tokio::test]
 async fn reingest_deletes_what_left_the_folder_and_keeps_unchanged_rows() {
-    let dir = tempfile::tempdir().unwrap();
-    let corpus = dir.path().join("corpus");
-    write_corpus(&corpus);
+    let (dir, corpus) = corpus_dir();
     let url = database("reingest").await;
     let state = dir.path();
-    ok(run(
-        state,
-        &[],
-        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &url],
-    ));
+    ingest(state, &[], &corpus, &url);
     let ctids = "SELECT document || ' ' || xmin::text FROM bounded_rag_passages ORDER BY document";
     let first = sql(&url, ctids).await;
     assert_eq!(first.len(), DOCS.len());
@@ -384,11 +349,7 @@ async fn reingest_deletes_what_left_the_folder_and_keeps_unchanged_rows() {
         .unwrap()
         .replace("trees", "young trees");
     std::fs::write(&pruning, changed).unwrap();
-    let out = ok(run(
-        state,
-        &[],
-        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &url],
-    ));
+    let out = ingest(state, &[], &corpus, &url);
     assert!(out.contains("1 rows of removed documents deleted"), "{out}");
     let docs = names(&search(state, &[("KB_URI", url.clone())], "orchard", None));
     assert!(!docs.contains(&"harvest".to_owned()));
@@ -408,9 +369,7 @@ async fn reingest_deletes_what_left_the_folder_and_keeps_unchanged_rows() {
 
 #[tokio::test]
 async fn tables_of_another_schema_version_are_refused_naming_what_to_do() {
-    let dir = tempfile::tempdir().unwrap();
-    let corpus = dir.path().join("corpus");
-    write_corpus(&corpus);
+    let (dir, corpus) = corpus_dir();
     let url = database("version").await;
     let state = dir.path();
     let env = vec![("KB_URI", url.clone())];
@@ -421,11 +380,7 @@ async fn tables_of_another_schema_version_are_refused_naming_what_to_do() {
         says.contains("holds no knowledge base yet") && says.contains("ingest DIR --out"),
         "{says}"
     );
-    ok(run(
-        state,
-        &[],
-        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &url],
-    ));
+    ingest(state, &[], &corpus, &url);
     sql(&url, "UPDATE bounded_rag_store SET schema_version = 2").await;
     let newer = run(state, &env, &["kb", "search", "orchard"]);
     let says = String::from_utf8_lossy(&newer.stderr).into_owned();
@@ -447,18 +402,12 @@ async fn tables_of_another_schema_version_are_refused_naming_what_to_do() {
 
 #[tokio::test]
 async fn the_data_api_path_makes_exact_calls_and_the_workflow_retries_a_resuming_database() {
-    let dir = tempfile::tempdir().unwrap();
-    let corpus = dir.path().join("corpus");
-    write_corpus(&corpus);
+    let (dir, corpus) = corpus_dir();
     let url = database("data_api_calls").await;
     let shim = DataApiShim::start(&url);
     let state = dir.path();
     let uri = shim.kb_uri();
-    ok(run(
-        state,
-        &shim.env(),
-        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &uri],
-    ));
+    ingest(state, &shim.env(), &corpus, &uri);
     let calls = shim.calls().await;
     // The tables in one transaction, then one per document; never a rollback.
     assert_eq!(calls["BeginTransaction"], json!(1 + DOCS.len()), "{calls}");
@@ -504,16 +453,10 @@ async fn the_data_api_path_makes_exact_calls_and_the_workflow_retries_a_resuming
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn credentials_come_from_secrets_manager() {
     let moto = support::moto::moto().await;
-    let dir = tempfile::tempdir().unwrap();
-    let corpus = dir.path().join("corpus");
-    write_corpus(&corpus);
+    let (dir, corpus) = corpus_dir();
     let state = dir.path();
     let url = database("secret").await;
-    ok(run(
-        state,
-        &[],
-        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &url],
-    ));
+    ingest(state, &[], &corpus, &url);
     // postgres://bounded_rag:PASSWORD@HOST:PORT/t_secret
     let rest = url.strip_prefix("postgres://").unwrap();
     let (credentials, at) = rest.split_once('@').unwrap();
@@ -562,9 +505,7 @@ async fn kb_sync_into_postgres_writes_and_embeds_only_what_changed() {
         ("AWS_REGION", "us-east-1".to_owned()),
         ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
     ];
-    let dir = tempfile::tempdir().unwrap();
-    let corpus = dir.path().join("corpus");
-    write_corpus(&corpus);
+    let (dir, corpus) = corpus_dir();
     let state = dir.path();
     let url = database("sync").await;
     let source = corpus.to_str().unwrap();

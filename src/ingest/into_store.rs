@@ -13,9 +13,6 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-/// The document name graph items (entities, relations, communities) are stored under.
-const GRAPH_DOCUMENT: &str = "#graph";
-
 /// What an ingest into a database wrote.
 #[derive(Debug, Clone, Serialize)]
 pub struct StoreIngestSummary {
@@ -73,7 +70,7 @@ pub(crate) async fn ingest_into_store(
     enable_parsers();
     let staging = std::env::temp_dir().join(format!(
         "bounded-rag-ingest-{}",
-        &hex(&Sha256::digest(
+        &crate::search::format::hex(&Sha256::digest(
             format!("{}\n{}", source.display(), sql.name()).as_bytes()
         ))[..16]
     ));
@@ -129,10 +126,10 @@ pub(crate) async fn ingest_into_store(
         })
         .collect();
     if !graph.is_empty() {
-        write::write_document(sql, GRAPH_DOCUMENT, &graph)
+        write::write_document(sql, write::GRAPH_DOCUMENT, &graph)
             .await
             .map_err(store_error)?;
-        names.push(GRAPH_DOCUMENT);
+        names.push(write::GRAPH_DOCUMENT);
     }
     options.progress.advance(1);
     options.progress.finish();
@@ -156,8 +153,4 @@ pub(crate) async fn ingest_into_store(
         embedded: embedded.as_ref().map_or(0, |e| e.embedded),
         embedding_calls: embedded.as_ref().map_or(0, |e| e.calls),
     })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

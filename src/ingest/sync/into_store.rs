@@ -22,11 +22,6 @@ use base64::Engine as _;
 use std::collections::HashMap;
 use std::path::Path;
 
-/// The document name graph items are stored under (as `ingest --out` stores them).
-const GRAPH_DOCUMENT: &str = "#graph";
-/// The SQLSTATE of a missing table.
-const UNDEFINED_TABLE: &str = "42P01";
-
 /// Syncs `source` into the store `sql`.
 pub(crate) async fn sync_into_store(
     source: &SyncSource,
@@ -70,7 +65,7 @@ pub(crate) async fn sync_into_store(
         .filter(|i| corpus.docs[*i].kind != DocKind::Episode)
         .collect();
     if everything && !graph.is_empty() {
-        groups.push((GRAPH_DOCUMENT.to_owned(), graph.clone()));
+        groups.push((write::GRAPH_DOCUMENT.to_owned(), graph.clone()));
     }
 
     // Vectors for the passages written whose row holds none yet.
@@ -156,7 +151,7 @@ pub(crate) async fn sync_into_store(
     }
     let mut names: Vec<&str> = corpus.documents.iter().map(|d| d.path.as_str()).collect();
     if !graph.is_empty() {
-        names.push(GRAPH_DOCUMENT);
+        names.push(write::GRAPH_DOCUMENT);
     }
     write::keep_only(sql, &names).await.map_err(fail)?;
     write::restate(sql).await.map_err(fail)?;
@@ -193,7 +188,9 @@ async fn load(sql: &dyn Sql) -> Result<SyncState, SqlError> {
         ))
         .await
     {
-        Err(e) if e.code.as_deref() == Some(UNDEFINED_TABLE) => return Ok(SyncState::default()),
+        Err(e) if e.code.as_deref() == Some(schema::UNDEFINED_TABLE) => {
+            return Ok(SyncState::default())
+        }
         other => other?,
     };
     let Some(text) = rows

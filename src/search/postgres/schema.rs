@@ -19,7 +19,7 @@ use crate::search::format::EmbeddingInfo;
 /// The schema this build reads and writes.
 pub(crate) const VERSION: i64 = 1;
 /// The SQLSTATE of a missing table.
-const UNDEFINED_TABLE: &str = "42P01";
+pub(crate) const UNDEFINED_TABLE: &str = "42P01";
 
 /// What the store row says.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -14,6 +14,9 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 
+/// The document name graph items (entities, relations, communities) are stored under.
+pub(crate) const GRAPH_DOCUMENT: &str = "#graph";
+
 /// Most JSON bytes in one statement (the Data API takes requests up to a few MB).
 const BATCH_BYTES: usize = 512 * 1024;
 
