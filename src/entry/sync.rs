@@ -103,15 +103,7 @@ impl SyncFunction {
 
     /// The job, borrowing the clients.
     pub fn job(&self) -> SyncJob<'_> {
-        let tuning = &self.settings.embeddings_tuning;
-        let options = IngestOptions {
-            batch_size: tuning.batch_size,
-            call_timeout: tuning.timeout,
-            concurrency: tuning.concurrency,
-            passage_prefix: tuning.passage_prefix.clone(),
-            query_prefix: tuning.query_prefix.clone(),
-            ..IngestOptions::default()
-        };
+        let options = IngestOptions::tuned(&self.settings.embeddings_tuning);
         let dest = BundleStore::new(self.s3.clone(), self.dest.clone());
         let ledger = Ledger::new(
             self.dynamodb.clone(),

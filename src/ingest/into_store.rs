@@ -6,8 +6,9 @@ use super::bundle::plan::Plan;
 use super::describe;
 use super::options::IngestOptions;
 use super::sources::enable_parsers;
+use super::sources::Corpus;
 use crate::search::format::{EmbeddingInfo, KbStats, SkippedFile};
-use crate::search::postgres::{schema, schema_error, write, Sql};
+use crate::search::postgres::{schema, schema_error, write, Sql, SqlError};
 use crate::search::{DocKind, RetrievalError};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -80,77 +81,100 @@ pub(crate) async fn ingest_into_store(
         None => None,
     };
     let info = embedded.as_ref().map(|e| e.info.clone());
-    let fail = |e| schema_error(sql.name(), e);
-    schema::ensure(sql, info.as_ref()).await.map_err(fail)?;
-    let store_error = |e: crate::search::postgres::SqlError| {
-        schema_error(sql.name(), schema::SchemaError::Sql(e))
-    };
+    schema::ensure(sql, info.as_ref())
+        .await
+        .map_err(|e| schema_error(sql.name(), e))?;
 
     let corpus = &plan.corpus;
     let vectors = embedded.as_ref().map(|e| &e.vectors);
-    let mut at = 0; // corpus position
-    let mut passage = 0; // passage number (vectors are per passage)
-    let mut names: Vec<&str> = Vec::new();
-    options
-        .progress
-        .stage("writing", corpus.documents.len() as u64 + 1);
-    for info in &corpus.documents {
-        let items: Vec<write::Item<'_>> = (at..at + info.passages)
-            .map(|i| {
-                let item = write::Item {
-                    doc: &corpus.docs[i],
-                    meta: corpus.meta.get(i as u32),
-                    vector: vectors
-                        .and_then(|v| v.get(passage + i - at))
-                        .map(Vec::as_slice),
-                };
-                item
-            })
-            .collect();
-        write::write_document(sql, &info.path, &items)
-            .await
-            .map_err(store_error)?;
-        names.push(&info.path);
-        at += info.passages;
-        passage += info.passages;
-        options.progress.advance(1);
-    }
-    let graph: Vec<write::Item<'_>> = corpus.docs[at..]
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| d.kind != DocKind::Episode)
-        .map(|(i, doc)| write::Item {
-            doc,
-            meta: corpus.meta.get((at + i) as u32),
-            vector: None,
-        })
-        .collect();
-    if !graph.is_empty() {
-        write::write_document(sql, write::GRAPH_DOCUMENT, &graph)
-            .await
-            .map_err(store_error)?;
-        names.push(write::GRAPH_DOCUMENT);
-    }
-    options.progress.advance(1);
-    options.progress.finish();
-    let rows_deleted = write::keep_only(sql, &names).await.map_err(store_error)?;
-    write::restate(sql).await.map_err(store_error)?;
-    let description = options
-        .description
-        .clone()
-        .or_else(|| describe::derive(&corpus.docs));
-    write::describe(sql, description.as_deref())
-        .await
-        .map_err(store_error)?;
+    // Passages come first in a corpus, in the order of their vectors.
+    let groups = documents(corpus, |_| true);
+    let rows_deleted = write_documents(
+        sql,
+        corpus,
+        &groups,
+        |i| vectors.and_then(|v| v.get(i)).map(Vec::as_slice),
+        options,
+    )
+    .await?;
     Ok(StoreIngestSummary {
         source: plan.source.clone(),
         store: sql.name().to_owned(),
         stats: corpus.stats,
-        documents_written: names.len(),
+        documents_written: groups.len(),
         rows_deleted,
         skipped: corpus.skipped.clone(),
         embedding: info,
         embedded: embedded.as_ref().map_or(0, |e| e.embedded),
         embedding_calls: embedded.as_ref().map_or(0, |e| e.calls),
     })
+}
+
+/// The documents of `corpus` for which `selected(path)` holds, each with its items' corpus
+/// positions; the graph items (entities, relations, communities) as one document,
+/// [`write::GRAPH_DOCUMENT`], when it is selected.
+pub(crate) fn documents(
+    corpus: &Corpus,
+    selected: impl Fn(&str) -> bool,
+) -> Vec<(String, Vec<usize>)> {
+    let mut groups = Vec::new();
+    let mut at = 0;
+    for info in &corpus.documents {
+        if selected(&info.path) {
+            groups.push((info.path.clone(), (at..at + info.passages).collect()));
+        }
+        at += info.passages;
+    }
+    let graph: Vec<usize> = (at..corpus.docs.len())
+        .filter(|i| corpus.docs[*i].kind != DocKind::Episode)
+        .collect();
+    if !graph.is_empty() && selected(write::GRAPH_DOCUMENT) {
+        groups.push((write::GRAPH_DOCUMENT.to_owned(), graph));
+    }
+    groups
+}
+
+/// Writes `groups` of `corpus` (each document in one transaction, the vector of position `i`
+/// being `vector(i)`), deletes the documents `corpus` no longer holds, brings the store's
+/// counts up to date and records the description (`options.description`, else derived).
+/// Returns the rows deleted.
+pub(crate) async fn write_documents<'v>(
+    sql: &dyn Sql,
+    corpus: &Corpus,
+    groups: &[(String, Vec<usize>)],
+    vector: impl Fn(usize) -> Option<&'v [f32]>,
+    options: &IngestOptions<'_>,
+) -> Result<i64, RetrievalError> {
+    let fail = |e: SqlError| schema_error(sql.name(), schema::SchemaError::Sql(e));
+    options.progress.stage("writing", groups.len() as u64);
+    for (document, positions) in groups {
+        let items: Vec<write::Item<'_>> = positions
+            .iter()
+            .map(|i| write::Item {
+                doc: &corpus.docs[*i],
+                meta: corpus.meta.get(*i as u32),
+                vector: vector(*i),
+            })
+            .collect();
+        write::write_document(sql, document, &items)
+            .await
+            .map_err(fail)?;
+        options.progress.advance(1);
+    }
+    options.progress.finish();
+    let names: Vec<String> = documents(corpus, |_| true)
+        .into_iter()
+        .map(|g| g.0)
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let rows_deleted = write::keep_only(sql, &names).await.map_err(fail)?;
+    write::restate(sql).await.map_err(fail)?;
+    let description = options
+        .description
+        .clone()
+        .or_else(|| describe::derive(&corpus.docs));
+    write::describe(sql, description.as_deref())
+        .await
+        .map_err(fail)?;
+    Ok(rows_deleted)
 }

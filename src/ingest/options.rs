@@ -55,15 +55,22 @@ impl Default for IngestOptions<'_> {
     /// BM25 only, with config's defaults for the embeddings settings (`EMBEDDINGS_*` unset)
     /// and the batch retries.
     fn default() -> Self {
-        let tuning = EmbeddingsTuning::default();
+        Self::tuned(&EmbeddingsTuning::default())
+    }
+}
+
+impl IngestOptions<'_> {
+    /// BM25 only, with the embeddings settings `tuning` (`EMBEDDINGS_*`) for when an embedder
+    /// is set, and the batch retries.
+    pub(crate) fn tuned(tuning: &EmbeddingsTuning) -> Self {
         Self {
             embedder: None,
             batch_size: tuning.batch_size,
             retry: DEFAULT_INGEST_RETRY,
             call_timeout: tuning.timeout,
             concurrency: tuning.concurrency,
-            passage_prefix: tuning.passage_prefix,
-            query_prefix: tuning.query_prefix,
+            passage_prefix: tuning.passage_prefix.clone(),
+            query_prefix: tuning.query_prefix.clone(),
             progress: &NoProgress,
             strict: false,
             description: None,

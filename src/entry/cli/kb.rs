@@ -6,7 +6,7 @@ use crate::config::Settings;
 use crate::entry::app::{build_embedder, load_secrets};
 use crate::ingest::{ingest, ingest_into_store, IngestOptions, Progress};
 use crate::search::format::{Format, Published};
-use crate::search::postgres::{connect, SqlLocation};
+use crate::search::postgres::{connect, SqlLocation, WRITE_TIMEOUT};
 use crate::search::s3::{self, BundleStore};
 use crate::search::RetrievalError;
 use clap::Subcommand;
@@ -137,17 +137,13 @@ pub(crate) async fn ingest_command(
     let options = IngestOptions {
         embedder: embedder.as_deref(),
         batch_size: batch_size.unwrap_or(tuning.batch_size),
-        call_timeout: tuning.timeout,
-        concurrency: tuning.concurrency,
-        passage_prefix: tuning.passage_prefix.clone(),
-        query_prefix: tuning.query_prefix.clone(),
         progress: &bar,
         strict,
         description,
-        ..IngestOptions::default()
+        ..IngestOptions::tuned(tuning)
     };
     if let Some(location) = store {
-        let sql = connect(&location, None, STORE_TIMEOUT)
+        let sql = connect(&location, None, WRITE_TIMEOUT)
             .await
             .map_err(|e| format!("ingest failed: {e}"))?;
         let result = ingest_into_store(source, sql.as_ref(), &options).await;
@@ -173,9 +169,6 @@ pub(crate) async fn ingest_command(
         out.display()
     ))
 }
-
-/// Longest wait for one statement of an ingest into a database (a document's transaction).
-const STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// `ingest --out` names a folder: a location with a scheme (`s3://...`) is refused with what to
 /// do instead, never written as a local folder named `s3:`.

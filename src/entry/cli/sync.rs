@@ -5,12 +5,9 @@ use crate::config::Settings;
 use crate::entry::app::{build_embedder, load_secrets};
 use crate::ingest::sync::{sync, sync_into_store, SyncSource};
 use crate::ingest::IngestOptions;
-use crate::search::postgres::{connect, SqlLocation};
+use crate::search::postgres::{connect, SqlLocation, WRITE_TIMEOUT};
 use crate::search::s3::{self, BundleStore};
 use std::path::PathBuf;
-
-/// Longest wait for one statement of a sync into a database (a document's transaction).
-const STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Where `kb sync` writes.
 pub(crate) enum SyncDest {
@@ -40,15 +37,9 @@ pub(crate) async fn sync_command(
     let embedder = build_embedder(&settings, &secrets, None)
         .await
         .map_err(|e| e.to_string())?;
-    let tuning = &settings.embeddings_tuning;
     let options = IngestOptions {
         embedder: embedder.as_deref(),
-        batch_size: tuning.batch_size,
-        call_timeout: tuning.timeout,
-        concurrency: tuning.concurrency,
-        passage_prefix: tuning.passage_prefix.clone(),
-        query_prefix: tuning.query_prefix.clone(),
-        ..IngestOptions::default()
+        ..IngestOptions::tuned(&settings.embeddings_tuning)
     };
     let (summary, at) = match dest {
         SyncDest::Bundles(dest) => (
@@ -56,7 +47,7 @@ pub(crate) async fn sync_command(
             dest.location().to_string(),
         ),
         SyncDest::Store(location) => {
-            let sql = connect(&location, Some(sdk), STORE_TIMEOUT)
+            let sql = connect(&location, Some(sdk), WRITE_TIMEOUT)
                 .await
                 .map_err(|e| format!("sync failed: {e}"))?;
             (

@@ -11,7 +11,7 @@ use super::state::SyncState;
 use super::summary::SyncSummary;
 use super::SyncSource;
 use crate::ingest::bundle::embedding::{embed_with_retries, text_of};
-use crate::ingest::describe;
+use crate::ingest::into_store::{documents, write_documents};
 use crate::ingest::options::IngestOptions;
 use crate::ingest::sources::{enable_parsers, graph_kind, is_sidecar};
 use crate::search::format::EmbeddingInfo;
@@ -52,21 +52,7 @@ pub(crate) async fn sync_into_store(
             .iter()
             .any(|rel| is_sidecar(rel) || graph_kind(Path::new(rel)).is_some());
 
-    // The documents to write, each with its items' corpus positions.
-    let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
-    let mut at = 0;
-    for info in &corpus.documents {
-        if everything || changed.contains(&info.path) {
-            groups.push((info.path.clone(), (at..at + info.passages).collect()));
-        }
-        at += info.passages;
-    }
-    let graph: Vec<usize> = (at..corpus.docs.len())
-        .filter(|i| corpus.docs[*i].kind != DocKind::Episode)
-        .collect();
-    if everything && !graph.is_empty() {
-        groups.push((write::GRAPH_DOCUMENT.to_owned(), graph.clone()));
-    }
+    let groups = documents(&corpus, |path| everything || changed.contains(path));
 
     // Vectors for the passages written whose row holds none yet.
     let mut vectors: HashMap<usize, Vec<f32>> = HashMap::new();
@@ -136,28 +122,14 @@ pub(crate) async fn sync_into_store(
         .await
         .map_err(|e| schema_error(sql.name(), e))?;
 
-    for (document, positions) in &groups {
-        let items: Vec<write::Item<'_>> = positions
-            .iter()
-            .map(|i| write::Item {
-                doc: &corpus.docs[*i],
-                meta: corpus.meta.get(*i as u32),
-                vector: vectors.get(i).map(Vec::as_slice),
-            })
-            .collect();
-        write::write_document(sql, document, &items)
-            .await
-            .map_err(fail)?;
-    }
-    let mut names: Vec<&str> = corpus.documents.iter().map(|d| d.path.as_str()).collect();
-    if !graph.is_empty() {
-        names.push(write::GRAPH_DOCUMENT);
-    }
-    write::keep_only(sql, &names).await.map_err(fail)?;
-    write::restate(sql).await.map_err(fail)?;
-    write::describe(sql, describe::derive(&corpus.docs).as_deref())
-        .await
-        .map_err(fail)?;
+    write_documents(
+        sql,
+        &corpus,
+        &groups,
+        |i| vectors.get(&i).map(Vec::as_slice),
+        options,
+    )
+    .await?;
     let version = content_version(&next);
     next.version = Some(version.clone());
     save(sql, &next).await.map_err(fail)?;

@@ -35,6 +35,9 @@ use sql::{Row, SqlValue};
 pub(crate) use sql::{Sql, SqlError};
 use std::sync::Arc;
 
+/// Longest wait for one statement of a write (ingest or sync: a document's transaction).
+pub(crate) const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Candidates ranked per search, enough to fill the list under the per-document cap (as the
 /// bundle's `FUSION_CANDIDATES`).
 const CANDIDATES: usize = 50;
