@@ -223,9 +223,12 @@ async fn bundle_command(command: KbCommand) -> Result<String, String> {
                     let location = location.map_err(|e| format!("DEST: {e}"))?;
                     super::sync::SyncDest::Store(location)
                 }
-                None => super::sync::SyncDest::Bundles(store(
-                    &dest.parse().map_err(|e| format!("DEST: {e}"))?,
-                )),
+                None => super::sync::SyncDest::Bundles(store(&dest.parse().map_err(|e| {
+                    format!(
+                        "DEST: {e}; or a PostgreSQL store: postgres://USER@HOST:PORT/DATABASE \
+                         or rds-data://CLUSTER_ARN/DATABASE?secret=SECRET_ARN"
+                    )
+                })?)),
             };
             super::sync::sync_command(&sdk, &source, dest, json).await
         }
