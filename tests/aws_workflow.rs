@@ -1,7 +1,7 @@
 //! The workflow on the real wire protocols of its AWS services, served by moto: checkpoints in
 //! DynamoDB, continuations through SQS, racing invocations, idempotency.
 
-mod support;
+use crate::support;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use bounded_rag::engine::{Budget, Clock, EngineError, SystemClock};

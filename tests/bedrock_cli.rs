@@ -4,7 +4,7 @@
 //! Titan embeddings (`InvokeModel`) build a bundle that records them, serve hybrid queries, and
 //! a bundle of other embeddings is a clear start-up error.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::Path;

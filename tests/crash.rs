@@ -9,7 +9,7 @@
 //! never after a guessed delay. The only wait is for the lease to lapse, computed from the
 //! lease the checkpoint holds.
 
-mod support;
+use crate::support;
 
 use bounded_rag::entry::adapters::SqsQueue;
 use bounded_rag::rag::{RagCheckpoint, RunRequest};

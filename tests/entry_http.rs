@@ -1,6 +1,6 @@
 //! The HTTP function's handler, driven with the real API Gateway v2 events of `events/`.
 
-mod support;
+use crate::support;
 
 use bounded_rag::entry::{http, sqs};
 use bounded_rag::rag::RunStatus;

@@ -1,7 +1,7 @@
 //! The SQS worker: concurrent batches, partial batch failures, poison messages, duplicate
 //! deliveries and racing workers.
 
-mod support;
+use crate::support;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use bounded_rag::entry::sqs;

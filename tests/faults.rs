@@ -18,7 +18,7 @@
 //! model call it made is accounted for: the fault-free calls its checkpoint records, plus the
 //! calls of steps whose checkpoint write failed (at most one step per failed write).
 
-mod support;
+use crate::support;
 
 use bounded_rag::aws;
 use bounded_rag::config::Settings;

@@ -2,7 +2,7 @@
 //! admitted exactly up to the limit in each one-minute window; the rest get 429 with
 //! `Retry-After` until the window ends, and reads are never counted.
 
-mod support;
+use crate::support;
 
 use bounded_rag::engine::Clock;
 use bounded_rag::entry::http;

@@ -4,7 +4,7 @@
 //! (results asked for, search type, filters), citations with S3 locations and pages, retries
 //! of transient failures only, and the exact calls of each case.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! hybrid search and graph expansion; metadata from front matter, `.meta.json` sidecars and
 //! JSONL `metadata`, kept through a bundle; and `KB_TENANT_KEY` isolating two callers through
 //! the HTTP handler whatever filter they send.
-mod support;
+use crate::support;
 
 use bounded_rag::config::Settings;
 use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};

@@ -2,7 +2,7 @@
 //! passage in batches and resumes after an interruption with exactly the remaining batches;
 //! a hybrid search fuses the BM25 and vector rankings; a hybrid run embeds its question once,
 //! as a counted and retried model call.
-mod support;
+use crate::support;
 
 use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};

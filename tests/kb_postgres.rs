@@ -11,7 +11,7 @@
 //! left the folder and keeps what did not change, the schema version, exact Data API calls and
 //! a resuming database retried by the workflow.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use std::path::Path;

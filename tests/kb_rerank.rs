@@ -1,7 +1,7 @@
 //! The rerank stage through a scripted `/rerank` server on loopback: the request's shape,
 //! exact call counts, one retry on a 503, none on a 400 (which falls back to the fused order,
 //! visibly), and `metadata.retrieval` naming `bm25+rerank` / `hybrid+rerank`.
-mod support;
+use crate::support;
 
 use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};

@@ -1,7 +1,7 @@
 //! Knowledge bundles on S3 (moto's S3 on loopback): publish, list, load at start, swap between
 //! runs while another run is in progress, and keep serving the last good version when the
 //! pointer or a bundle goes bad.
-mod support;
+use crate::support;
 
 use async_trait::async_trait;
 use bounded_rag::aws::S3Location;

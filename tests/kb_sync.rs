@@ -3,7 +3,7 @@
 //! change; the same version hash as `ingest` of the same documents, from a folder and from
 //! `s3://`; a poisoned file failed with its typed reason while the rest publish; the cache
 //! shared by a machine with no sync state; the `--json` summary's field names.
-mod support;
+use crate::support;
 
 use bounded_rag::aws::S3Location;
 use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};

@@ -2,7 +2,7 @@
 //! `EMBEDDINGS_BATCH_SIZE` batches exactly, `EMBEDDINGS_CONCURRENCY` batches in flight at
 //! once, the passage prefix sent at ingest and the query prefix recorded in the manifest and
 //! used by a hybrid run, and a timeout that names the setting to raise.
-mod support;
+use crate::support;
 
 use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};

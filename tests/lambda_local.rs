@@ -5,7 +5,7 @@
 //!
 //! Needs `scripts/setup-test-tools.sh` (moto_server and cargo-lambda in `.local/venv`).
 
-mod support;
+use crate::support;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Value};

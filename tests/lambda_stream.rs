@@ -6,7 +6,7 @@
 //!
 //! Needs `scripts/setup-test-tools.sh` (moto_server and cargo-lambda in `.local/venv`).
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! the middle of a document and a publisher that died holding the publish lease, both recovered; a poisoned file failed while the rest publish; a
 //! burst of 200 events over four concurrent function instances ending in a few publishes,
 //! never overlapping; a full sync fanned out over the queue.
-mod support;
+use crate::support;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_s3::primitives::ByteStream;

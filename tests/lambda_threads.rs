@@ -8,7 +8,7 @@
 //!
 //! Needs `scripts/setup-test-tools.sh` (moto_server and cargo-lambda in `.local/venv`).
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use support::lambda_watch::{HttpResponse, LambdaWatch};

@@ -2,7 +2,7 @@
 //! (forced tool, system, alternating turns), error classification, the bounded re-ask, timeouts,
 //! usage, and `ConverseStream` replies read from real event-stream frames.
 
-mod support;
+use crate::support;
 
 use bounded_rag::engine::{Meter, Usage};
 use bounded_rag::error::{Classify, ErrorClass};

@@ -2,7 +2,7 @@
 //! settings exactly as the binaries build it (local file store in a temporary `STATE_DIR`),
 //! against a scripted OpenAI-compatible server on loopback.
 
-mod support;
+use crate::support;
 
 use bounded_rag::config::Settings;
 use bounded_rag::entry::App;

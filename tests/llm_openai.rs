@@ -2,7 +2,7 @@
 //! wire format, error classification, the bounded re-ask, timeouts, reported usage and
 //! streamed replies.
 
-mod support;
+use crate::support;
 
 use bounded_rag::engine::{Meter, Usage};
 use bounded_rag::error::{Classify, ErrorClass};

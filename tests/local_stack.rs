@@ -2,7 +2,7 @@
 //! functions, how long `sqs_pump.py` lets an invocation run, and what it says when a function
 //! stops answering.
 
-mod support;
+use crate::support;
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use std::io::{BufRead, BufReader};

@@ -6,7 +6,7 @@
 //! every documented status code of every operation must have been produced by some answer,
 //! so the document cannot describe responses that no longer exist.
 
-mod support;
+use crate::support;
 
 use async_trait::async_trait;
 use bounded_rag::entry::{http, stream, App};

@@ -4,7 +4,7 @@
 //! one per retrieval under their step, and the continuation under the span that queued it.
 //! Export is off unless a layer is installed, as here (`OTEL_EXPORTER_OTLP_ENDPOINT` in Lambda).
 
-mod support;
+use crate::support;
 
 use axum::routing::post;
 use axum::{Json, Router};

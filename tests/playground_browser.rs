@@ -6,12 +6,9 @@
 //! naming its limit, a dropped stream picked back up with `Last-Event-ID`, and a server that
 //! stopped. With `PLAYGROUND_SCREENSHOTS=DIR` it also saves the README's screenshots there.
 
-#[path = "playground/browser.rs"]
-mod browser;
-#[path = "playground/proxy.rs"]
-mod proxy;
-#[path = "playground/server.rs"]
-mod server;
+use crate::playground::browser;
+use crate::playground::proxy;
+use crate::playground::server;
 
 use browser::Browser;
 use fantoccini::Locator;

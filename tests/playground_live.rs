@@ -4,13 +4,10 @@
 //! (the id of the last event the tab received), and the cancel button ends the run
 //! `cancelled`.
 
-#[path = "playground/browser.rs"]
-mod browser;
-#[path = "playground/proxy.rs"]
-mod proxy;
-#[path = "playground/server.rs"]
-mod server;
-mod support;
+use crate::playground::browser;
+use crate::playground::proxy;
+use crate::playground::server;
+use crate::support;
 
 use browser::Browser;
 use fantoccini::Locator;

@@ -5,7 +5,7 @@
 //! a small context window (long documents, long threads, an overflow answered once with fewer
 //! documents), with exact call counts.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

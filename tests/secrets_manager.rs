@@ -1,7 +1,7 @@
 //! `SecretsProvider` against a real Secrets Manager wire API (moto on loopback): values, caching
 //! with a TTL (one call for concurrent cold-start callers), malformed secrets, redaction.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,8 +3,7 @@
 //! processes asynchronous runs with its in-process worker, serves the page, a run's cited
 //! passages and the handlers' own 404, and stops on Ctrl-C. Also `bounded-rag graph`.
 
-#[path = "playground/server.rs"]
-mod server;
+use crate::playground::server;
 
 use serde_json::Value;
 use server::Serve;

@@ -2,7 +2,7 @@
 //! suite, then compression, chunking, the size limit, expiry, racing writers, lost responses
 //! and error classification.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! starts this test binary again, filtered to `child_process_writer`, which is a no-op unless
 //! started that way.
 
-mod support;
+use crate::support;
 
 use bounded_rag::store::{CheckpointStore, FileStore, Lease, MemoryStore, StoreError};
 use proptest::prelude::*;
@@ -149,7 +149,11 @@ fn file_store_is_safe_across_processes() {
     let children: Vec<_> = (0..3)
         .map(|_| {
             Command::new(&exe)
-                .args(["child_process_writer", "--exact", "--nocapture"])
+                .args([
+                    "store_local::child_process_writer",
+                    "--exact",
+                    "--nocapture",
+                ])
                 .env(CHILD_DIR_VAR, dir.path())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())

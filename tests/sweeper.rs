@@ -3,7 +3,7 @@
 //! (cut off mid-step, or suspended with their continuation never queued) finished through
 //! the real queue with at most the in-flight step run again.
 
-mod support;
+use crate::support;
 
 use async_trait::async_trait;
 use bounded_rag::engine::{Clock, SystemClock};

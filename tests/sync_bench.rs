@@ -9,7 +9,7 @@
 //!
 //! `BENCH_DOCS` (default 2000) sizes the synthetic corpus; `BENCH_CORPUS=DIR` syncs the files
 //! of a folder instead; `BENCH_INSTANCES` (default `1,4,8`); `BENCH_CHANGES` (default 10).
-mod support;
+use crate::support;
 
 use aws_sdk_s3::primitives::ByteStream;
 use bounded_rag::aws::S3Location;

@@ -3,7 +3,7 @@
 //! on moto (a two-turn conversation, listing through the `by_owner` index with `limit` and
 //! `cursor`, caller isolation, a busy thread, and deletion leaving no item behind).
 
-mod support;
+use crate::support;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use bounded_rag::config::Settings;

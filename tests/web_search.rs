@@ -1,6 +1,6 @@
 //! The Tavily-compatible client against the scripted server on loopback: request shape,
 //! bearer key, result mapping, one attempt per call, and error classification.
-mod support;
+use crate::support;
 
 use bounded_rag::error::{Classify, ErrorClass};
 use bounded_rag::search::{DocKind, RetrievalError, TavilyClient, TavilyConfig, WebSearch};

@@ -2,7 +2,7 @@
 //! OpenAI-compatible client and the Bedrock client against scripted servers on loopback (one
 //! script, the same scenarios and counts for both) and the embedded knowledge base.
 
-mod support;
+use crate::support;
 
 use bounded_rag::engine::{Budget, Clock, FakeClock, RetryPolicy, SystemClock};
 use bounded_rag::llm::{BedrockConfig, BedrockModel, ChatModel, OpenAiConfig, OpenAiModel};

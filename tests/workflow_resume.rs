@@ -1,7 +1,7 @@
 //! Deadlines, interruption and resume, and racing invocations: checkpoints make a run continue
 //! where it stopped, with its counters, and never let two invocations advance it.
 
-mod support;
+use crate::support;
 
 use bounded_rag::engine::{Budget, Clock, EngineError, FakeClock, RetryPolicy, SystemClock};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};

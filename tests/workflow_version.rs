@@ -3,7 +3,7 @@
 //! older version compatible; otherwise the run ends `failed`, without running a node, with a
 //! hint naming both versions.
 
-mod support;
+use crate::support;
 
 use bounded_rag::engine::{run_key, Budget, Clock, FakeClock, Shape, WorkflowVersion};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};

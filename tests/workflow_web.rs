@@ -1,7 +1,7 @@
 //! Web search in the workflow, through the Tavily-compatible client against a scripted server:
 //! the fallback after exhausted rewrites, the web route, and a failing search.
 
-mod support;
+use crate::support;
 
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
