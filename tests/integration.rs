@@ -19,6 +19,7 @@ mod http_rate_limit;
 mod kb_bedrock;
 mod kb_bundle;
 mod kb_config;
+mod kb_conformance;
 mod kb_eval;
 mod kb_filters;
 mod kb_formats;

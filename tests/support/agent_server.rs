@@ -12,6 +12,7 @@
 //! Clients reach it through `AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME` ([`ScriptedAgent::env`])
 //! with fake static credentials; requests are signed but signatures are not checked.
 
+use super::bedrock_filter::{invalid, matches};
 use super::scripted_http::{next_in, Call, Payload, Replies, Reply, Scripted};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
@@ -31,6 +32,8 @@ pub struct Passage {
     pub page: Option<u32>,
     /// Its score.
     pub score: f64,
+    /// Its metadata attributes (what [`knowledge_base`] filters on).
+    pub metadata: serde_json::Map<String, Value>,
 }
 
 impl Passage {
@@ -41,7 +44,14 @@ impl Passage {
             uri: uri.into(),
             page: None,
             score,
+            metadata: serde_json::Map::new(),
         }
+    }
+
+    /// The same passage with the metadata attribute `key`.
+    pub fn with(mut self, key: &str, value: Value) -> Self {
+        self.metadata.insert(key.into(), value);
+        self
     }
 
     /// The same passage on `page`.
@@ -83,7 +93,8 @@ impl Payload for Answer {
                 let results: Vec<Value> = passages
                     .iter()
                     .map(|p| {
-                        let mut metadata = json!({ "x-amz-bedrock-kb-source-uri": p.uri });
+                        let mut metadata = Value::Object(p.metadata.clone());
+                        metadata["x-amz-bedrock-kb-source-uri"] = json!(p.uri);
                         if let Some(page) = p.page {
                             metadata["x-amz-bedrock-kb-document-page-number"] = json!(page);
                         }
@@ -116,6 +127,28 @@ impl Payload for Answer {
 
 /// The replies of one operation, in order; the last one repeats.
 pub type AgentReply = Reply<Answer>;
+
+/// `Retrieve` as a knowledge base holding `passages` answers it: the passages the request's
+/// filter lets through ([`super::bedrock_filter`]; an invalid filter is a 400
+/// `ValidationException` naming why), in order, at most `numberOfResults`.
+pub fn knowledge_base(passages: Vec<Passage>) -> AgentReply {
+    Reply::With(std::sync::Arc::new(move |request: &Value| {
+        let search = &request["retrievalConfiguration"]["vectorSearchConfiguration"];
+        let filter = search.get("filter").filter(|f| !f.is_null());
+        if let Some(why) = filter.and_then(invalid) {
+            let body = json!({"__type": exception(400), "message": why});
+            return Reply::status(400).body(body.to_string());
+        }
+        let limit = search["numberOfResults"].as_u64().map_or(5, |n| n as usize);
+        let kept = passages
+            .iter()
+            .filter(|p| filter.is_none_or(|f| matches(f, &p.metadata)))
+            .take(limit)
+            .cloned()
+            .collect();
+        Reply::Ok(Answer::Retrieve(kept))
+    }))
+}
 
 struct Queue {
     replies: VecDeque<AgentReply>,

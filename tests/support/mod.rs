@@ -3,6 +3,7 @@
 
 pub mod agent_server;
 pub mod app;
+pub mod bedrock_filter;
 pub mod bedrock_server;
 pub mod bin;
 pub mod counted;
@@ -10,6 +11,7 @@ pub mod embeddings_server;
 pub mod event_source;
 pub mod fault_proxy;
 pub mod happy_path;
+pub mod kb_corpus;
 pub mod lambda_watch;
 pub mod llm_server;
 pub mod moto;

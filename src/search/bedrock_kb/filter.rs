@@ -1,6 +1,11 @@
 //! Our metadata filters as Bedrock's `RetrievalFilter`: `equals`, `in`, numeric ranges as
 //! `greaterThan[OrEquals]` / `lessThan[OrEquals]`, `and` as `andAll`, `or` as `orAll`.
 //!
+//! Our equality is loose (`2021` equals `"2021"`, `true` equals `"true"`; [`Filter`]), Bedrock's
+//! is typed, so a value is sent in each of its forms ([`forms`]): `equals year "2021"` becomes
+//! `orAll` of `equals "2021"` and `equals 2021`, and an `in` list one `in` per type. Only the
+//! canonical spelling is sent: a stored `"2021.0"` is not found by `2021`.
+//!
 //! What Bedrock cannot express is refused with the filter's path, never dropped: a date range
 //! (Bedrock compares numbers only), and an empty `or` (which matches nothing; Bedrock has no
 //! such filter). An empty `and` matches everything and sends no filter; a one-member `and` or
@@ -19,11 +24,37 @@ pub(crate) fn to_bedrock(filter: &Filter) -> Result<Option<RetrievalFilter>, Str
 
 fn convert(filter: &Filter, path: &str) -> Result<Option<RetrievalFilter>, String> {
     Ok(Some(match filter {
-        Filter::Equals { key, value } => RetrievalFilter::Equals(attribute(key, document(value))),
-        Filter::In { key, values } => RetrievalFilter::In(attribute(
-            key,
-            Document::Array(values.iter().map(document).collect()),
-        )),
+        Filter::Equals { key, value } => {
+            let any = forms(value)
+                .into_iter()
+                .map(|form| RetrievalFilter::Equals(attribute(key, form)))
+                .collect();
+            return Ok(joined(any, RetrievalFilter::OrAll));
+        }
+        Filter::In { key, values } if !values.is_empty() => {
+            let (mut strings, mut numbers, mut rest) = (Vec::new(), Vec::new(), Vec::new());
+            for form in values.iter().flat_map(forms) {
+                let list = match form {
+                    Document::String(_) => &mut strings,
+                    Document::Number(_) => &mut numbers,
+                    _ => &mut rest,
+                };
+                if !list.contains(&form) {
+                    list.push(form);
+                }
+            }
+            let mut any: Vec<RetrievalFilter> = [strings, numbers]
+                .into_iter()
+                .filter(|list| !list.is_empty())
+                .map(|list| RetrievalFilter::In(attribute(key, Document::Array(list))))
+                .collect();
+            any.extend(
+                rest.into_iter()
+                    .map(|v| RetrievalFilter::Equals(attribute(key, v))),
+            );
+            return Ok(joined(any, RetrievalFilter::OrAll));
+        }
+        Filter::In { key, .. } => RetrievalFilter::In(attribute(key, Document::Array(Vec::new()))),
         Filter::Range {
             key,
             gte,
@@ -109,6 +140,26 @@ fn attribute(key: &str, value: Document) -> FilterAttribute {
         .expect("key and value are set")
 }
 
+/// The typed forms a loosely equal metadata value takes: the value itself, then a number's or
+/// a boolean's text, or the number or boolean a string reads as.
+fn forms(value: &Value) -> Vec<Document> {
+    let mut out = vec![document(value)];
+    match value {
+        Value::Number(n) => out.push(Document::String(n.to_string())),
+        Value::Bool(b) => out.push(Document::String(b.to_string())),
+        Value::String(s) => {
+            let text = s.trim();
+            if let Ok(n) = text.parse::<serde_json::Number>() {
+                out.push(document(&Value::Number(n)));
+            } else if let Ok(b) = text.parse::<bool>() {
+                out.push(Document::Bool(b));
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
 /// A JSON filter value as a Smithy document (strings, numbers and booleans; validation has
 /// refused anything else).
 fn document(value: &Value) -> Document {
@@ -164,7 +215,10 @@ mod tests {
                     Document::Number(Number::Float(2025.0)),
                 )),
             ]),
-            RetrievalFilter::Equals(attribute("pinned", Document::Bool(true))),
+            RetrievalFilter::OrAll(vec![
+                RetrievalFilter::Equals(attribute("pinned", Document::Bool(true))),
+                RetrievalFilter::Equals(attribute("pinned", Document::String("true".into()))),
+            ]),
         ]);
         assert_eq!(to_bedrock(&filter).unwrap(), Some(expected));
         assert_eq!(to_bedrock(&Filter::And(Vec::new())).unwrap(), None);
@@ -173,6 +227,43 @@ mod tests {
             to_bedrock(&open).unwrap(),
             None,
             "an always-true member opens the or"
+        );
+    }
+
+    #[test]
+    fn loose_equality_is_sent_in_every_typed_form() {
+        let number = |n: u64| Document::Number(Number::PosInt(n));
+        let text = |s: &str| Document::String(s.into());
+        let year = parse(json!({"equals": {"key": "year", "value": "2021"}}));
+        assert_eq!(
+            to_bedrock(&year).unwrap(),
+            Some(RetrievalFilter::OrAll(vec![
+                RetrievalFilter::Equals(attribute("year", text("2021"))),
+                RetrievalFilter::Equals(attribute("year", number(2021))),
+            ]))
+        );
+        let pinned = parse(json!({"equals": {"key": "pinned", "value": " false"}}));
+        assert_eq!(
+            to_bedrock(&pinned).unwrap(),
+            Some(RetrievalFilter::OrAll(vec![
+                RetrievalFilter::Equals(attribute("pinned", text(" false"))),
+                RetrievalFilter::Equals(attribute("pinned", Document::Bool(false))),
+            ]))
+        );
+        let years = parse(json!({"in": {"key": "year", "values": [2024, "2030", "2024", true]}}));
+        assert_eq!(
+            to_bedrock(&years).unwrap(),
+            Some(RetrievalFilter::OrAll(vec![
+                RetrievalFilter::In(attribute(
+                    "year",
+                    Document::Array(vec![text("2024"), text("2030"), text("true")])
+                )),
+                RetrievalFilter::In(attribute(
+                    "year",
+                    Document::Array(vec![number(2024), number(2030)])
+                )),
+                RetrievalFilter::Equals(attribute("year", Document::Bool(true))),
+            ]))
         );
     }
 
