@@ -55,11 +55,18 @@ async fn every_store_returns_the_same_filtered_documents() {
     ingest(state, &[], &corpus, bundle.to_str().unwrap());
     let direct_url = database("conformance_direct").await;
     let api_url = database("conformance_api").await;
-    ingest(state, &[], &corpus, &direct_url);
+    // The tenant key's equalities use the indexed `tenant` column: the same documents.
+    let tenant = ("KB_TENANT_KEY", "tenant".to_owned());
+    ingest(state, &[tenant.clone()], &corpus, &direct_url);
     let shim = DataApiShim::start(&api_url);
     let api_env = shim.env();
     let uri = shim.kb_uri();
-    ingest(state, &api_env, &corpus, &uri);
+    ingest(
+        state,
+        &[api_env.clone(), vec![tenant]].concat(),
+        &corpus,
+        &uri,
+    );
     let agent = ScriptedAgent::retrieve([knowledge_base(bedrock_passages())]);
     let mut bedrock_env = agent.env();
     bedrock_env.push(("KB_URI", "bedrock-kb://KBCONFORM1".to_owned()));

@@ -64,6 +64,59 @@ async fn hostile_filter_values_leave_the_database_untouched() {
     }
 }
 
+/// `KB_TENANT_KEY` at the first ingest names the metadata key of the indexed `tenant` column:
+/// it holds each row's string value under that key, a pin on it is a lookup of that column
+/// (the statement the Data API received says so), and a write with another key is refused.
+#[tokio::test]
+async fn the_tenant_key_fills_the_tenant_column_that_pins_use() {
+    let (dir, corpus) = corpus_dir();
+    let url = database("tenant_column").await;
+    let shim = DataApiShim::start(&url);
+    let state = dir.path();
+    ingest(state, &[("KB_TENANT_KEY", "tenant".into())], &corpus, &url);
+    let per_tenant = "SELECT tenant || ' ' || count(*) FROM bounded_rag_passages \
+                      GROUP BY tenant ORDER BY tenant";
+    assert_eq!(sql(&url, per_tenant).await, ["alice 2", "bob 2", "carol 2"]);
+    let pin = json!({"equals": {"key": "tenant", "value": "bob"}});
+    let docs = search(state, &shim.env(), "orchard", Some(&pin));
+    assert_eq!(names(&docs), ["grafting", "mulching"]);
+    let statements: Vec<String> = shim
+        .requests()
+        .await
+        .iter()
+        .filter_map(|r| r["body"]["sql"].as_str().map(str::to_owned))
+        .filter(|s| s.contains("bounded_rag_passages p"))
+        .collect();
+    assert_eq!(statements.len(), 1, "one search statement");
+    assert!(
+        statements[0].contains("p.tenant = ") && !statements[0].contains("meta_norm @>"),
+        "{}",
+        statements[0]
+    );
+    // Another key is refused naming both; no key writes with the store's.
+    let other = run(
+        state,
+        &[("KB_TENANT_KEY", "region".into())],
+        &["-q", "ingest", corpus.to_str().unwrap(), "--out", &url],
+    );
+    let says = String::from_utf8_lossy(&other.stderr).into_owned();
+    assert!(!other.status.success());
+    assert!(
+        says.contains("`tenant`") && says.contains("KB_TENANT_KEY is region"),
+        "{says}"
+    );
+    std::fs::write(
+        corpus.join("pruning.md"),
+        "---\ntenant: dave\n---\n# pruning in the orchard\n\nPruning, for dave.\n",
+    )
+    .unwrap();
+    ingest(state, &[], &corpus, &url);
+    assert_eq!(
+        sql(&url, per_tenant).await,
+        ["alice 1", "bob 2", "carol 2", "dave 1"]
+    );
+}
+
 #[tokio::test]
 async fn reingest_deletes_what_left_the_folder_and_keeps_unchanged_rows() {
     let (dir, corpus) = corpus_dir();

@@ -81,7 +81,7 @@ pub(crate) async fn ingest_into_store(
         None => None,
     };
     let info = embedded.as_ref().map(|e| e.info.clone());
-    schema::ensure(sql, info.as_ref())
+    schema::ensure(sql, info.as_ref(), options.tenant_key.as_deref())
         .await
         .map_err(|e| schema_error(sql.name(), e))?;
 

@@ -49,6 +49,9 @@ pub struct IngestOptions<'a> {
     /// What the knowledge base covers, recorded in the manifest for the router
     /// (`ingest --description`); derived from the documents' titles and headings when `None`.
     pub description: Option<String>,
+    /// The metadata key a PostgreSQL store keeps in its indexed `tenant` column
+    /// (`KB_TENANT_KEY`), set when the store is created; bundles ignore it.
+    pub tenant_key: Option<String>,
 }
 
 impl Default for IngestOptions<'_> {
@@ -74,6 +77,7 @@ impl IngestOptions<'_> {
             progress: &NoProgress,
             strict: false,
             description: None,
+            tenant_key: None,
         }
     }
 }

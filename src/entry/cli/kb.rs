@@ -140,6 +140,7 @@ pub(crate) async fn ingest_command(
         progress: &bar,
         strict,
         description,
+        tenant_key: settings.kb_tenant_key.clone(),
         ..IngestOptions::tuned(tuning)
     };
     if let Some(location) = store {

@@ -39,6 +39,7 @@ pub(crate) async fn sync_command(
         .map_err(|e| e.to_string())?;
     let options = IngestOptions {
         embedder: embedder.as_deref(),
+        tenant_key: settings.kb_tenant_key.clone(),
         ..IngestOptions::tuned(&settings.embeddings_tuning)
     };
     let (summary, at) = match dest {

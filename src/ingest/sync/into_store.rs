@@ -118,7 +118,7 @@ pub(crate) async fn sync_into_store(
             passage_prefix: options.passage_prefix.clone(),
         });
     }
-    schema::ensure(sql, info.as_ref())
+    schema::ensure(sql, info.as_ref(), options.tenant_key.as_deref())
         .await
         .map_err(|e| schema_error(sql.name(), e))?;
 

@@ -84,7 +84,9 @@ async fn run(passages: usize, dims: Option<usize>) {
         query_prefix: String::new(),
         passage_prefix: String::new(),
     });
-    schema::ensure(sql.as_ref(), info.as_ref()).await.unwrap();
+    schema::ensure(sql.as_ref(), info.as_ref(), Some("tenant"))
+        .await
+        .unwrap();
     let mut rng = StdRng::seed_from_u64(7);
     let cdf = cdf();
     let started = Instant::now();

@@ -18,17 +18,27 @@ pub(crate) struct Condition {
     pub params: Vec<SqlValue>,
 }
 
-/// The condition `filter` puts on `p.meta_norm`, its parameters numbered from `already + 1`.
-pub(crate) fn condition(filter: &Filter, already: usize) -> Condition {
-    let mut out = Condition {
-        sql: String::new(),
+/// The condition `filter` puts on `p.meta_norm` (and on `p.tenant`, for an equality on the
+/// store's `tenant_key`), its parameters numbered from `already + 1`.
+pub(crate) fn condition(filter: &Filter, already: usize, tenant_key: Option<&str>) -> Condition {
+    let mut out = Builder {
         params: Vec::new(),
+        tenant_key,
     };
-    out.sql = out.of(filter, already);
-    out
+    let sql = out.of(filter, already);
+    Condition {
+        sql,
+        params: out.params,
+    }
 }
 
-impl Condition {
+/// A condition being built: its parameters so far.
+struct Builder<'a> {
+    params: Vec<SqlValue>,
+    tenant_key: Option<&'a str>,
+}
+
+impl Builder<'_> {
     /// A new parameter's placeholder.
     fn param(&mut self, value: SqlValue, already: usize) -> String {
         self.params.push(value);
@@ -96,6 +106,14 @@ impl Condition {
 
     /// The value under `key` equals one of `values`, as [`Filter::matches`] compares them.
     fn equals(&mut self, key: &str, values: &[Value], already: usize) -> String {
+        // A string equal to a string only (not a number's or a boolean's text) under the
+        // tenant key: the `tenant` column holds exactly those values, B-tree indexed.
+        if let ([Value::String(s)], Some(tenant)) = (values, self.tenant_key) {
+            if tenant == key && number(s).is_none() && s != "true" && s != "false" {
+                let v = self.param(s.as_str().into(), already);
+                return format!("p.tenant = CAST({v} AS text)");
+            }
+        }
         let k = self.text(key, already);
         let mut texts = Vec::new();
         let mut parts = Vec::new();
@@ -201,7 +219,7 @@ mod tests {
                 lt: Some(json!(5)),
             },
         ]);
-        let c = condition(&filter, 3);
+        let c = condition(&filter, 3, Some(hostile));
         assert!(!c.sql.contains("DROP"), "{}", c.sql);
         assert!(
             c.sql.contains("$4"),
@@ -209,6 +227,25 @@ mod tests {
             c.sql
         );
         assert!(c.params.contains(&SqlValue::Text(hostile.into())));
+    }
+
+    #[test]
+    fn an_equality_on_the_tenant_key_is_the_tenant_column_when_it_means_the_same() {
+        let pin = Filter::equals("tenant", "acme");
+        let c = condition(&pin, 0, Some("tenant"));
+        assert_eq!(c.sql, "p.tenant = CAST($1 AS text)");
+        assert_eq!(c.params, [SqlValue::Text("acme".into())]);
+        // Another key, no tenant key, or a value loose equality also matches as a number or a
+        // boolean: the metadata column.
+        for (filter, key) in [
+            (Filter::equals("region", "acme"), Some("tenant")),
+            (pin.clone(), None),
+            (Filter::equals("tenant", "42"), Some("tenant")),
+            (Filter::equals("tenant", "true"), Some("tenant")),
+        ] {
+            let c = condition(&filter, 0, key);
+            assert!(c.sql.contains("p.meta_norm @>"), "{filter:?}: {}", c.sql);
+        }
     }
 
     #[test]

@@ -170,6 +170,7 @@ impl Retriever for PgKnowledge {
                 query,
                 options,
                 CANDIDATES.max(options.limit + 1),
+                self.info.tenant_key.as_deref(),
             ))
             .await?;
         let mut ranked = Vec::with_capacity(rows.len());
@@ -213,6 +214,7 @@ impl Retriever for PgKnowledge {
                 vector,
                 options,
                 CANDIDATES.max(options.limit),
+                self.info.tenant_key.as_deref(),
             ))
             .await?;
         let mut ranked = Vec::with_capacity(rows.len());

@@ -94,11 +94,12 @@ pub(crate) fn kind_name(kind: DocKind) -> &'static str {
     }
 }
 
-/// ` AND (filter)` with its parameters numbered after `already`, or nothing.
-fn filtered(filter: Option<&Filter>, already: usize) -> Condition {
+/// ` AND (filter)` with its parameters numbered after `already`, or nothing (`tenant_key`: the
+/// store's, see [`condition`]).
+fn filtered(filter: Option<&Filter>, already: usize, tenant_key: Option<&str>) -> Condition {
     match filter {
         Some(f) => {
-            let mut c = condition(f, already);
+            let mut c = condition(f, already, tenant_key);
             c.sql = format!(" AND {}", c.sql);
             c
         }
@@ -110,8 +111,13 @@ fn filtered(filter: Option<&Filter>, already: usize) -> Condition {
 }
 
 /// The best `candidates` by full text.
-pub(crate) fn fulltext(query: &str, options: &RetrievalOptions, candidates: usize) -> Statement {
-    let filter = filtered(options.filter.as_ref(), 3);
+pub(crate) fn fulltext(
+    query: &str,
+    options: &RetrievalOptions,
+    candidates: usize,
+    tenant_key: Option<&str>,
+) -> Statement {
+    let filter = filtered(options.filter.as_ref(), 3, tenant_key);
     let sql = format!(
         "WITH {QUERY} \
          SELECT p.id, p.title, p.url, p.content, p.kind, p.document, CAST({RANK} AS float8) AS score \
@@ -136,8 +142,9 @@ pub(crate) fn hybrid(
     vector: &[f32],
     options: &RetrievalOptions,
     candidates: usize,
+    tenant_key: Option<&str>,
 ) -> Statement {
-    let filter = filtered(options.filter.as_ref(), 5);
+    let filter = filtered(options.filter.as_ref(), 5, tenant_key);
     let sql = format!(
         "WITH {QUERY}, \
          fts AS (SELECT p.hash, CAST({RANK} AS float8) AS s, \
@@ -198,8 +205,8 @@ mod tests {
         let hostile = "x'); DROP TABLE bounded_rag_passages; --";
         let options = RetrievalOptions::default();
         for statement in [
-            fulltext(hostile, &options, 10),
-            hybrid(hostile, &[0.5, 0.5], &options, 10),
+            fulltext(hostile, &options, 10, Some(hostile)),
+            hybrid(hostile, &[0.5, 0.5], &options, 10, Some(hostile)),
         ] {
             assert!(!statement.sql.contains("DROP"));
             assert_eq!(statement.params[0], SqlValue::Text(hostile.into()));

@@ -8,7 +8,10 @@
 //! - `bounded_rag_passages`: one row per passage (and per entity, relation or community of a
 //!   graph file), keyed by a hash of what it says. A generated full-text column with a GIN
 //!   index, a pgvector column with an HNSW index (cosine), the source's metadata as `jsonb` and
-//!   normalised for filters (its own GIN index).
+//!   normalised for filters (its own GIN index), and a `tenant` column (B-tree index): the
+//!   metadata value under the store's tenant key (`KB_TENANT_KEY` when the store was created;
+//!   kept in `bounded_rag_store.tenant_key`), when it is a string. A pin on that key is then an
+//!   index lookup, and row-level security policies can be written on the column.
 //!
 //! Another version than [`VERSION`] is refused with what to do. Put the tables in a schema of
 //! their own with the URL's `options=-c search_path=NAME` to keep several knowledge bases in one
@@ -26,6 +29,8 @@ pub(crate) const UNDEFINED_TABLE: &str = "42P01";
 pub(crate) struct StoreInfo {
     pub description: Option<String>,
     pub embedding: Option<EmbeddingInfo>,
+    /// The metadata key the `tenant` column holds, fixed when the tables were created.
+    pub tenant_key: Option<String>,
 }
 
 /// Why the tables cannot be used.
@@ -69,8 +74,8 @@ const DATABASE_SETTING: &str = "DO $$ BEGIN PERFORM CAST('[1]' AS vector); EXECU
 pub(crate) async fn read(sql: &dyn Sql) -> Result<StoreInfo, SchemaError> {
     let rows = match sql
         .query(&Statement::new(
-            "SELECT CAST(schema_version AS int8), description, CAST(embedding AS text) \
-             FROM bounded_rag_store",
+            "SELECT CAST(schema_version AS int8), description, CAST(embedding AS text), \
+             tenant_key FROM bounded_rag_store",
             vec![],
         ))
         .await
@@ -108,17 +113,30 @@ pub(crate) async fn read(sql: &dyn Sql) -> Result<StoreInfo, SchemaError> {
     Ok(StoreInfo {
         description: row.get(1).and_then(SqlValue::text).map(str::to_owned),
         embedding,
+        tenant_key: row.get(3).and_then(SqlValue::text).map(str::to_owned),
     })
 }
 
-/// Creates the tables when missing (vector column sized for `dimensions`), then checks the
-/// version and that stored vectors, if any, are of the same model and size.
+/// Creates the tables when missing (vector column sized for `dimensions`, the `tenant` column
+/// holding `tenant_key`'s values), then checks the version, that stored vectors, if any, are of
+/// the same model and size, and that a tenant key asked for is the store's.
 pub(crate) async fn ensure(
     sql: &dyn Sql,
     embedding: Option<&EmbeddingInfo>,
+    tenant_key: Option<&str>,
 ) -> Result<StoreInfo, SchemaError> {
     match read(sql).await {
         Ok(info) => {
+            if let Some(want) = tenant_key.filter(|k| info.tenant_key.as_deref() != Some(k)) {
+                return Err(SchemaError::Sql(SqlError::permanent(format!(
+                    "{} keeps tenants under {}; KB_TENANT_KEY is {want}: write with the store's \
+                     key, or re-ingest into an empty database or schema to change it",
+                    sql.name(),
+                    info.tenant_key
+                        .as_deref()
+                        .map_or_else(|| "no key".to_owned(), |k| format!("`{k}`")),
+                ))));
+            }
             if let (Some(have), Some(want)) = (&info.embedding, embedding) {
                 if have.model != want.model || have.dimensions != want.dimensions {
                     return Err(SchemaError::Sql(SqlError::permanent(format!(
@@ -149,6 +167,7 @@ pub(crate) async fn ensure(
            schema_version int NOT NULL, \
            description text, \
            embedding jsonb, \
+           tenant_key text, \
            passages int8 NOT NULL DEFAULT 0, \
            avg_lengths jsonb NOT NULL DEFAULT '{}', \
            updated_at timestamptz NOT NULL DEFAULT now())"
@@ -169,6 +188,7 @@ pub(crate) async fn ensure(
                content text NOT NULL, \
                meta jsonb NOT NULL DEFAULT '{{}}', \
                meta_norm jsonb NOT NULL DEFAULT '{{}}', \
+               tenant text, \
                tsv tsvector GENERATED ALWAYS AS (\
                  setweight(to_tsvector('english', title), 'A') || \
                  to_tsvector('english', content)) STORED, \
@@ -181,20 +201,24 @@ pub(crate) async fn ensure(
             .to_owned(),
         "CREATE INDEX IF NOT EXISTS bounded_rag_passages_document ON bounded_rag_passages (document)"
             .to_owned(),
+        "CREATE INDEX IF NOT EXISTS bounded_rag_passages_tenant ON bounded_rag_passages (tenant)"
+            .to_owned(),
     ];
     // The HNSW index comes after the first load ([`VECTOR_INDEX`], run by `restate`): built
     // once over the rows, it is several times faster than kept up row by row.
     let mut statements: Vec<Statement> =
         ddl.into_iter().map(|s| Statement::new(s, vec![])).collect();
     statements.push(Statement::new(
-        "INSERT INTO bounded_rag_store (schema_version, embedding) \
-         VALUES (CAST($1 AS int), CAST($2 AS jsonb)) ON CONFLICT (singleton) DO NOTHING",
+        "INSERT INTO bounded_rag_store (schema_version, embedding, tenant_key) \
+         VALUES (CAST($1 AS int), CAST($2 AS jsonb), CAST($3 AS text)) \
+         ON CONFLICT (singleton) DO NOTHING",
         vec![
             SqlValue::Int(VERSION),
             match embedding {
                 Some(e) => SqlValue::Text(serde_json::to_string(e).expect("serializes")),
                 None => SqlValue::Null,
             },
+            tenant_key.map_or(SqlValue::Null, SqlValue::from),
         ],
     ));
     sql.transaction(&statements).await?;

@@ -27,18 +27,22 @@ pub(crate) struct Item<'a> {
     pub vector: Option<&'a [f32]>,
 }
 
-/// Inserts or updates rows (`$1`, a JSON array); the words of rows new to the store count in
-/// `bounded_rag_terms` (a row updated in place has the same hash, so the same words).
+/// Inserts or updates rows (`$1`, a JSON array), each row's `tenant` taken from its metadata
+/// under the store's tenant key (in SQL: the key is a value of the store row, never text of a
+/// statement); the words of rows new to the store count in `bounded_rag_terms` (a row updated
+/// in place has the same hash, so the same words).
 const UPSERT: &str = "WITH up AS (INSERT INTO bounded_rag_passages \
-    (hash, document, position, kind, id, title, url, content, meta, meta_norm, embedding) \
+    (hash, document, position, kind, id, title, url, content, meta, meta_norm, tenant, embedding) \
     SELECT r.hash, r.document, r.position, r.kind, r.id, r.title, r.url, r.content, \
-      COALESCE(r.meta, '{}'), COALESCE(r.meta_norm, '{}'), CAST(r.embedding AS vector) \
+      COALESCE(r.meta, '{}'), COALESCE(r.meta_norm, '{}'), \
+      CASE WHEN jsonb_typeof(r.meta -> s.tenant_key) = 'string' THEN r.meta ->> s.tenant_key END, \
+      CAST(r.embedding AS vector) \
     FROM jsonb_to_recordset(CAST($1 AS jsonb)) AS r(hash text, document text, position int, \
       kind text, id text, title text, url text, content text, meta jsonb, meta_norm jsonb, \
-      embedding text) \
+      embedding text), bounded_rag_store s \
     ON CONFLICT (hash) DO UPDATE SET document = EXCLUDED.document, \
       position = EXCLUDED.position, id = EXCLUDED.id, url = EXCLUDED.url, \
-      meta = EXCLUDED.meta, meta_norm = EXCLUDED.meta_norm, \
+      meta = EXCLUDED.meta, meta_norm = EXCLUDED.meta_norm, tenant = EXCLUDED.tenant, \
       embedding = COALESCE(EXCLUDED.embedding, bounded_rag_passages.embedding) \
     RETURNING CAST(xmax AS text) = '0' AS fresh, tsv), \
   words AS (SELECT lexeme, count(*) AS n FROM up, unnest(tsvector_to_array(up.tsv)) AS lexeme \
