@@ -57,7 +57,7 @@ async fn every_store_returns_the_same_filtered_documents() {
     let api_url = database("conformance_api").await;
     // The tenant key's equalities use the indexed `tenant` column: the same documents.
     let tenant = ("KB_TENANT_KEY", "tenant".to_owned());
-    ingest(state, &[tenant.clone()], &corpus, &direct_url);
+    ingest(state, std::slice::from_ref(&tenant), &corpus, &direct_url);
     let shim = DataApiShim::start(&api_url);
     let api_env = shim.env();
     let uri = shim.kb_uri();
@@ -181,4 +181,134 @@ async fn hybrid_search_finds_the_same_documents_on_every_store() {
             assert_eq!(names(&docs), expected, "{store}, hybrid, filter {filter}");
         }
     }
+}
+
+/// One-hop graph expansion on every store that holds graph files: an entity matched by words
+/// only its summary holds brings in its relations (either end), then its communities (by member
+/// name), below it and marked as from the graph; a bundle and PostgreSQL (directly and through
+/// the Data API) list the same items in the same order. A filter the graph items cannot pass
+/// (they carry no metadata) leaves them out everywhere.
+#[tokio::test]
+async fn graph_neighbours_are_the_same_on_every_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let corpus = state.join("graph");
+    std::fs::create_dir_all(&corpus).unwrap();
+    let lines = |rows: &[Value]| {
+        rows.iter()
+            .map(|r| r.to_string() + "\n")
+            .collect::<String>()
+    };
+    let nodes = [
+        json!({"id": "zorblax", "name": "Zorblax", "type": "pest",
+               "summary": "A beetle with glittering elytra."}),
+        json!({"id": "quimby", "name": "Quimby tree", "type": "crop", "summary": "A tree."}),
+        json!({"id": "frell", "name": "Frell, the wasp", "type": "predator",
+               "summary": "A wasp."}),
+    ];
+    let edges = [
+        json!({"source": "zorblax", "target": "quimby", "relation": "attacks",
+               "fact": "It bores into the bark."}),
+        json!({"source": "frell", "target": "quimby", "relation": "nests in",
+               "fact": "Nests high."}),
+        json!({"source": "frell", "target": "zorblax", "relation": "eats",
+               "fact": "It hunts larvae."}),
+    ];
+    let communities = [
+        json!({"id": "bark_pests", "name": "Bark pests", "summary": "Pests of bark.",
+               "members": ["zorblax", "frell"]}),
+        json!({"id": "trees", "name": "Trees", "summary": "Trees.", "members": ["quimby"]}),
+    ];
+    std::fs::write(corpus.join("nodes.jsonl"), lines(&nodes)).unwrap();
+    std::fs::write(corpus.join("edges.jsonl"), lines(&edges)).unwrap();
+    std::fs::write(corpus.join("communities.jsonl"), lines(&communities)).unwrap();
+    std::fs::write(
+        corpus.join("notes.md"),
+        "# Notes\n\nNothing about beetles here.\n",
+    )
+    .unwrap();
+    let bundle = state.join("bundle");
+    ingest(state, &[], &corpus, bundle.to_str().unwrap());
+    let url = database("graph_direct").await;
+    ingest(state, &[], &corpus, &url);
+    let api_url = database("graph_api").await;
+    let shim = DataApiShim::start(&api_url);
+    ingest(state, &shim.env(), &corpus, &shim.kb_uri());
+    let stores = [
+        (
+            "bundle",
+            vec![("KB_PATH", bundle.to_str().unwrap().to_owned())],
+        ),
+        ("postgres", vec![("KB_URI", url.clone())]),
+        ("rds-data", shim.env()),
+    ];
+    let listed = |env: &[(&str, String)], filters: Option<&Value>| -> Vec<String> {
+        let mut args = vec![
+            "kb",
+            "search",
+            "glittering elytra",
+            "--json",
+            "--limit",
+            "10",
+            "--communities",
+        ];
+        let text = filters.map(Value::to_string);
+        if let Some(text) = &text {
+            args.extend(["--filters-json", text]);
+        }
+        let out: Value = serde_json::from_str(&ok(run(state, env, &args))).unwrap();
+        out["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let graph = if d["from_graph"] == json!(true) {
+                    " (graph)"
+                } else {
+                    ""
+                };
+                format!(
+                    "{} {}{graph}",
+                    d["kind"].as_str().unwrap(),
+                    d["id"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    let expected = [
+        "node zorblax",
+        "edge zorblax|attacks|quimby (graph)",
+        "edge frell|eats|zorblax (graph)",
+        "community bark_pests (graph)",
+    ];
+    let pin = json!({"equals": {"key": "tenant", "value": "acme"}});
+    for (store, env) in &stores {
+        assert_eq!(listed(env, None), expected, "{store}");
+        assert!(listed(env, Some(&pin)).is_empty(), "{store}");
+        // Without communities searched, the relations alone.
+        let args = [
+            "kb",
+            "search",
+            "glittering elytra",
+            "--json",
+            "--limit",
+            "10",
+        ];
+        let out: Value = serde_json::from_str(&ok(run(state, env, &args))).unwrap();
+        let kinds: Vec<&str> = out["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["node", "edge", "edge"], "{store}");
+    }
+    // Through the Data API: the search, then the neighbours, one statement each.
+    shim.reset().await;
+    listed(&stores[2].1, None);
+    assert_eq!(
+        shim.calls().await["Execute"],
+        json!(3),
+        "schema row, search, neighbours"
+    );
 }

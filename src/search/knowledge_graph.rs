@@ -137,9 +137,15 @@ impl KnowledgeGraph {
 
 /// How many of the direct BM25 hits (best first) score at least [`STRONG_SHARE`] of the first.
 pub(crate) fn strong_by_score(hits: &[Hit]) -> usize {
-    let top = hits.first().map_or(0.0, |(_, score)| *score);
-    hits.iter()
-        .take_while(|(_, score)| *score >= STRONG_SHARE * top)
+    strong_count(hits.iter().map(|(_, score)| *score))
+}
+
+/// How many of `scores` (best first) are at least [`STRONG_SHARE`] of the first.
+pub(crate) fn strong_count(scores: impl IntoIterator<Item = f32>) -> usize {
+    let mut scores = scores.into_iter().peekable();
+    let top = scores.peek().copied().unwrap_or(0.0);
+    scores
+        .take_while(|score| *score >= STRONG_SHARE * top)
         .count()
 }
 

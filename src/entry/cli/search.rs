@@ -25,6 +25,9 @@ pub(crate) struct SearchArgs {
     /// Search only text passages (no entities, relations or communities).
     #[arg(long)]
     passages_only: bool,
+    /// Search communities too (a request's `community_retrieval`).
+    #[arg(long, conflicts_with = "passages_only")]
+    communities: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -57,7 +60,7 @@ pub(crate) async fn search_command(args: SearchArgs) -> Result<String, String> {
         nodes: !args.passages_only,
         edges: !args.passages_only,
         episodes: true,
-        communities: false,
+        communities: args.communities,
         filter,
     };
     let settings = Settings::from_env().map_err(|e| e.to_string())?;

@@ -5,8 +5,9 @@
 //! Both transports ([`direct`], [`data_api`]) run the same statements ([`query`]) behind one
 //! seam ([`sql::Sql`]). A search is one statement: full text, or full text fused with the
 //! nearest vectors by reciprocal rank fusion, filtered in SQL ([`filter`]), then capped per
-//! source document and marked for clear matches here, as a bundle does. Graph files are stored
-//! and searched as text; one-hop graph expansion is a bundle's alone.
+//! source document and marked for clear matches here, as a bundle does. When the hits hold an
+//! entity of a graph file, one more statement reads its relations and communities ([`graph`]),
+//! merged in as a bundle merges them.
 //!
 //! Writing (ingest, sync) is [`write`]'s; the tables are [`schema`]'s.
 
@@ -16,6 +17,7 @@ mod connect;
 pub(crate) mod data_api;
 pub(crate) mod direct;
 mod filter;
+mod graph;
 mod query;
 pub(crate) mod schema;
 pub(crate) mod sql;
@@ -26,6 +28,7 @@ use super::document::{DocKind, Document};
 use super::error::RetrievalError;
 use super::format::EmbeddingInfo;
 use super::hybrid::{BM25_LEAD, CLEAR_TOP};
+use super::knowledge_graph::{strong_by_rank, strong_count};
 use super::options::RetrievalOptions;
 use super::retriever::Retriever;
 use async_trait::async_trait;
@@ -77,6 +80,28 @@ impl PgKnowledge {
 
     fn error(&self, e: SqlError) -> RetrievalError {
         store_error(self.sql.name(), e)
+    }
+
+    /// `direct` with the neighbourhood of `seeds` merged in ([`graph`]); `direct` itself, with
+    /// no statement, when no entity matched.
+    async fn expanded(
+        &self,
+        direct: Vec<Document>,
+        seeds: &[(String, String)],
+        strong: usize,
+        options: &RetrievalOptions,
+    ) -> Result<Vec<Document>, RetrievalError> {
+        if seeds.is_empty() {
+            return Ok(direct);
+        }
+        let statement = graph::neighbours(seeds, options, self.info.tenant_key.as_deref());
+        let found = self
+            .rows(&statement)
+            .await?
+            .iter()
+            .map(|row| document(row).map(|(doc, _)| doc))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(graph::merge(direct, found, strong, options.limit))
     }
 
     async fn rows(&self, statement: &sql::Statement) -> Result<Vec<Row>, RetrievalError> {
@@ -188,7 +213,10 @@ impl Retriever for PgKnowledge {
             let lead = other.is_none_or(|o| first.doc.score >= BM25_LEAD * o.doc.score);
             ranked[0].clear = lead;
         }
-        Ok(self.finish(ranked, options.limit))
+        let direct = self.finish(ranked, options.limit);
+        let seeds = graph::seeds(&direct, options);
+        let strong = strong_count(direct.iter().map(|d| d.score));
+        self.expanded(direct, &seeds, strong, options).await
     }
 
     async fn retrieve_hybrid(
@@ -218,11 +246,16 @@ impl Retriever for PgKnowledge {
             ))
             .await?;
         let mut ranked = Vec::with_capacity(rows.len());
+        // The entities among the full-text candidates, by their full-text rank: the seeds.
+        let mut entities = Vec::new();
         for row in &rows {
             let (doc, source) = document(row)?;
             let rank = |i: usize| row.get(i).and_then(SqlValue::int);
             let top = |r: Option<i64>| r.is_some_and(|r| r <= CLEAR_TOP as i64);
             let fts = rank(col::FTS_RANK);
+            if let (Some(r), DocKind::Node) = (fts, doc.kind) {
+                entities.push((r, doc.clone()));
+            }
             let lead = fts == Some(1)
                 && match row.get(col::FTS_SECOND).and_then(SqlValue::float) {
                     None => true,
@@ -237,7 +270,11 @@ impl Retriever for PgKnowledge {
                 clear: lead || (top(fts) && top(rank(col::VEC_RANK))),
             });
         }
-        Ok(self.finish(ranked, options.limit))
+        entities.sort_by_key(|(r, _)| *r);
+        let seeds = graph::seeds(entities.iter().map(|(_, d)| d), options);
+        let direct = self.finish(ranked, options.limit);
+        self.expanded(direct, &seeds, strong_by_rank(options.limit), options)
+            .await
     }
 
     fn is_remote(&self) -> bool {

@@ -96,7 +96,11 @@ pub(crate) fn kind_name(kind: DocKind) -> &'static str {
 
 /// ` AND (filter)` with its parameters numbered after `already`, or nothing (`tenant_key`: the
 /// store's, see [`condition`]).
-fn filtered(filter: Option<&Filter>, already: usize, tenant_key: Option<&str>) -> Condition {
+pub(crate) fn filtered(
+    filter: Option<&Filter>,
+    already: usize,
+    tenant_key: Option<&str>,
+) -> Condition {
     match filter {
         Some(f) => {
             let mut c = condition(f, already, tenant_key);

@@ -203,6 +203,10 @@ pub(crate) async fn ensure(
             .to_owned(),
         "CREATE INDEX IF NOT EXISTS bounded_rag_passages_tenant ON bounded_rag_passages (tenant)"
             .to_owned(),
+        // The graph items, for the neighbours of a matched entity (`graph.rs`).
+        "CREATE INDEX IF NOT EXISTS bounded_rag_passages_graph ON bounded_rag_passages (kind) \
+         WHERE kind <> 'episode'"
+            .to_owned(),
     ];
     // The HNSW index comes after the first load ([`VECTOR_INDEX`], run by `restate`): built
     // once over the rows, it is several times faster than kept up row by row.
