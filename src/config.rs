@@ -31,7 +31,7 @@ pub use knowledge::{
 };
 pub(crate) use model_window::ModelWindow;
 pub use speculation::Speculation;
-pub use sql_location::{PgLocation, RdsDataLocation};
+pub use sql_location::{PgLocation, PgTls, RdsDataLocation};
 mod threads;
 pub use threads::ThreadSettings;
 

@@ -13,6 +13,7 @@ use crate::support;
 use serde_json::{json, Value};
 use support::embeddings_server::{EmbedReply, ScriptedEmbeddings};
 use support::kb_corpus::{corpus_dir, ingest, names, ok, run, search, DOCS};
+use support::pg_tls::TlsFront;
 use support::postgres::{database, sql, DataApiShim};
 
 #[tokio::test]
@@ -115,6 +116,68 @@ async fn the_tenant_key_fills_the_tenant_column_that_pins_use() {
         sql(&url, per_tenant).await,
         ["alice 1", "bob 2", "carol 2", "dave 1"]
     );
+}
+
+/// libpq's `sslmode` against a TLS-only server (`support::pg_tls`, a front whose certificate
+/// names 127.0.0.1 only): `verify-full` with the CA in `sslrootcert` and `require` connect over
+/// TLS; `verify-full` by another name or without the CA, and `disable`, are start-up errors
+/// that say why; `verify-ca` accepts the other name. Exact handshakes and refusals counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sslmode_is_libpqs_against_a_tls_only_server() {
+    let (dir, corpus) = corpus_dir();
+    let state = dir.path();
+    let url = database("tls").await;
+    ingest(state, &[], &corpus, &url);
+    // postgres://USER:PASSWORD@127.0.0.1:PORT/DB
+    let (head, rest) = url.rsplit_once('@').unwrap();
+    let (upstream, db) = rest.split_once('/').unwrap();
+    let front = TlsFront::start(upstream.to_owned()).await;
+    let port = front.addr.port();
+    let ca = front.ca.to_str().unwrap().to_owned();
+    let at = |host: &str, query: String| {
+        vec![
+            ("KB_URI", format!("{head}@{host}:{port}/{db}?{query}")),
+            ("AWS_REGION", "us-east-1".to_owned()),
+            ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+        ]
+    };
+    for env in [
+        at("127.0.0.1", format!("sslmode=verify-full&sslrootcert={ca}")),
+        at("127.0.0.1", "sslmode=require".into()),
+        at("localhost", format!("sslmode=verify-ca&sslrootcert={ca}")),
+    ] {
+        let docs = search(state, &env, "orchard", None);
+        assert_eq!(docs.len(), DOCS.len(), "{env:?}");
+    }
+    assert_eq!(front.handshakes(), 3);
+    for (query, host, says) in [
+        (
+            format!("sslmode=verify-full&sslrootcert={ca}"),
+            "localhost",
+            "not valid for name",
+        ),
+        (
+            "sslmode=verify-full".to_owned(),
+            "127.0.0.1",
+            "UnknownIssuer",
+        ),
+        ("sslmode=disable".to_owned(), "127.0.0.1", "KB_URI"),
+    ] {
+        let out = run(
+            state,
+            &at(host, query.clone()),
+            &["kb", "search", "orchard"],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "{query} on {host}");
+        assert!(stderr.contains(says), "{query} on {host}: {stderr}");
+        assert!(
+            !stderr.contains(head.rsplit(':').next().unwrap()),
+            "no password: {stderr}"
+        );
+    }
+    assert_eq!(front.handshakes(), 3, "failed checks complete no handshake");
+    assert_eq!(front.plain(), 1, "sslmode=disable starts in plain text");
 }
 
 #[tokio::test]

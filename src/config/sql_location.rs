@@ -1,9 +1,11 @@
 //! The PostgreSQL locations of `KB_URI` and of `ingest --out` / `kb sync`:
 //!
-//! - `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer&secret=SECRET_ID]`
+//! - `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=MODE&sslrootcert=PATH&secret=ID]`
 //!   is a direct connection (libpq's URL form, read by tokio-postgres). With `secret=`, the
 //!   user name and password come from that Secrets Manager secret (RDS's JSON shape:
-//!   `{"username": ..., "password": ...}`), read at start-up.
+//!   `{"username": ..., "password": ...}`), read at start-up. `sslmode` is libpq's ([`PgTls`]);
+//!   `sslrootcert` a PEM file of the certificates to trust (RDS's `global-bundle.pem`), or
+//!   `system` for the system's, which is also the default.
 //! - `rds-data://CLUSTER_ARN/DATABASE?secret=SECRET_ARN` is the RDS Data API (a secret's ARN
 //!   holding a `/` is written percent-encoded, `%2F`).
 //!
@@ -14,11 +16,52 @@ use std::fmt;
 /// A PostgreSQL database reached directly.
 #[derive(Clone, PartialEq, Eq)]
 pub struct PgLocation {
-    /// The URL without its `secret` parameter (what tokio-postgres parses).
+    /// The URL without its `secret`, `sslmode` and `sslrootcert` parameters (what
+    /// tokio-postgres parses).
     pub url: String,
     /// The Secrets Manager secret holding the user name and password, if any.
     pub secret: Option<String>,
+    /// TLS to the server.
+    pub tls: PgTls,
+    /// The PEM file of the certificates to trust (`sslrootcert`); the system's when `None`.
+    pub root_cert: Option<String>,
     shown: String,
+}
+
+/// libpq's `sslmode`: whether the connection is encrypted and what of the server's certificate
+/// is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PgTls {
+    /// `disable`: never TLS.
+    Disable,
+    /// `prefer` (the default): TLS when the server offers it, else plain; the certificate is
+    /// not checked.
+    #[default]
+    Prefer,
+    /// `require`: TLS or no connection; the certificate is not checked, unless `sslrootcert`
+    /// names a file, which makes it `verify-ca` (as libpq does).
+    Require,
+    /// `verify-ca`: TLS, and the certificate chains to a trusted one.
+    VerifyCa,
+    /// `verify-full`: as `verify-ca`, and it names the host connected to.
+    VerifyFull,
+}
+
+impl PgTls {
+    fn parse(value: &str) -> Result<Self, String> {
+        Ok(match value {
+            "disable" => PgTls::Disable,
+            "prefer" => PgTls::Prefer,
+            "require" => PgTls::Require,
+            "verify-ca" => PgTls::VerifyCa,
+            "verify-full" => PgTls::VerifyFull,
+            other => {
+                return Err(format!(
+                    "sslmode={other}: expected disable, prefer, require, verify-ca or verify-full"
+                ))
+            }
+        })
+    }
 }
 
 /// A database of an Aurora cluster reached through the RDS Data API.
@@ -38,14 +81,27 @@ impl PgLocation {
         let (base, query) = text.split_once('?').unwrap_or((text, ""));
         let mut kept = Vec::new();
         let mut secret = None;
+        let mut tls = PgTls::default();
+        let mut root_cert = None;
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
                 Some(("secret", value)) if !value.is_empty() => {
                     secret = Some(decode(value)?);
                 }
                 Some(("secret", _)) => return Err("`secret=` needs a secret id or ARN".into()),
+                Some(("sslmode", value)) => tls = PgTls::parse(value)?,
+                Some(("sslrootcert", "system")) => root_cert = None,
+                Some(("sslrootcert", value)) if !value.is_empty() => {
+                    root_cert = Some(decode(value)?);
+                }
+                Some(("sslrootcert", _)) => {
+                    return Err("`sslrootcert=` needs a PEM file's path, or `system`".into())
+                }
                 _ => kept.push(pair),
             }
+        }
+        if tls == PgTls::Require && root_cert.is_some() {
+            tls = PgTls::VerifyCa;
         }
         let url = if kept.is_empty() {
             base.to_owned()
@@ -63,16 +119,6 @@ impl PgLocation {
         if config.get_hosts().is_empty() {
             return Err("the PostgreSQL URL names no host".into());
         }
-        if matches!(
-            config.get_ssl_mode(),
-            tokio_postgres::config::SslMode::Require
-        ) {
-            return Err(
-                "sslmode=require: this build connects to PostgreSQL without TLS; use the RDS Data \
-                 API (rds-data://), RDS Proxy inside the VPC, or sslmode=disable on a private network"
-                    .into(),
-            );
-        }
         let host = match &config.get_hosts()[0] {
             tokio_postgres::config::Host::Tcp(h) => h.clone(),
             tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
@@ -80,7 +126,13 @@ impl PgLocation {
         let port = config.get_ports().first().copied().unwrap_or(5432);
         let user = config.get_user().unwrap_or("");
         let shown = format!("postgres://{user}@{host}:{port}/{database}");
-        Ok(Self { url, secret, shown })
+        Ok(Self {
+            url,
+            secret,
+            tls,
+            root_cert,
+            shown,
+        })
     }
 }
 
@@ -177,14 +229,38 @@ mod tests {
         let at = PgLocation::parse("postgres://kb@db/knowledge?secret=prod%2Fkb&sslmode=disable")
             .unwrap();
         assert_eq!(at.secret.as_deref(), Some("prod/kb"));
-        assert_eq!(at.url, "postgres://kb@db/knowledge?sslmode=disable");
+        assert_eq!(at.url, "postgres://kb@db/knowledge");
+        assert_eq!(at.tls, PgTls::Disable);
+    }
+
+    #[test]
+    fn sslmode_and_sslrootcert_are_libpqs() {
+        let at = |q: &str| PgLocation::parse(&format!("postgres://kb@db/k{q}")).unwrap();
+        assert_eq!(at("").tls, PgTls::Prefer);
+        assert_eq!(at("?sslmode=require").tls, PgTls::Require);
+        let full = at("?sslmode=verify-full&sslrootcert=%2Fopt%2Frds.pem");
+        assert_eq!(
+            (full.tls, full.root_cert.as_deref()),
+            (PgTls::VerifyFull, Some("/opt/rds.pem"))
+        );
+        assert_eq!(full.url, "postgres://kb@db/k");
+        // A root file makes `require` check the chain, as libpq does; `system` is the default.
+        assert_eq!(
+            at("?sslmode=require&sslrootcert=ca.pem").tls,
+            PgTls::VerifyCa
+        );
+        assert_eq!(at("?sslmode=verify-ca&sslrootcert=system").root_cert, None);
     }
 
     #[test]
     fn bad_postgres_urls_are_refused() {
         for (text, says) in [
             ("postgres://kb@db", "names no database"),
-            ("postgres://kb@db/k?sslmode=require", "without TLS"),
+            (
+                "postgres://kb@db/k?sslmode=allow-maybe",
+                "expected disable, prefer",
+            ),
+            ("postgres://kb@db/k?sslrootcert=", "needs a PEM file"),
             ("postgres://kb@db/k?secret=", "needs a secret"),
             ("postgres://kb@db/k?nonsense=1", "not a PostgreSQL URL"),
         ] {

@@ -27,8 +27,8 @@ pub enum StartupError {
     /// The PostgreSQL store at `KB_URI` could not be opened.
     #[error(
         "knowledge base: cannot open KB_URI={uri}: {source}; check that the database is \
-         reachable, its user and password (in the URL or its `secret=`), and that `bounded-rag \
-         ingest DIR --out URL` wrote it"
+         reachable, its user and password (in the URL or its `secret=`), its TLS (`sslmode=`, \
+         `sslrootcert=`), and that `bounded-rag ingest DIR --out URL` wrote it"
     )]
     KbStore {
         /// `KB_URI`, without its password.

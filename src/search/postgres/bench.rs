@@ -75,7 +75,11 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 async fn run(passages: usize, dims: Option<usize>) {
     let url = std::env::var("BOUNDED_RAG_PG_URL").expect("BOUNDED_RAG_PG_URL");
     let config: tokio_postgres::Config = url.parse().unwrap();
-    let sql = Arc::new(DirectSql::new(config, Duration::from_secs(600)));
+    let sql = Arc::new(DirectSql::new(
+        config,
+        super::tls::connector(crate::config::PgTls::Disable, None).unwrap(),
+        Duration::from_secs(600),
+    ));
     let info = dims.map(|d| EmbeddingInfo {
         provider: "openai".into(),
         model: "random".into(),

@@ -3,10 +3,11 @@
 use super::data_api::DataApiSql;
 use super::direct::DirectSql;
 use super::sql::{Sql, SqlError};
-use crate::config::{PgLocation, RdsDataLocation};
+use crate::config::{PgLocation, PgTls, RdsDataLocation};
 use crate::search::RetrievalError;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_postgres::config::SslMode;
 
 /// A PostgreSQL location: `postgres://...` or `rds-data://...`.
 #[derive(Debug, Clone)]
@@ -63,7 +64,13 @@ pub(crate) async fn connect(
                 config.user(user).password(password);
             }
             config.application_name("bounded-rag");
-            Ok(Arc::new(DirectSql::new(config, timeout)))
+            config.ssl_mode(match at.tls {
+                PgTls::Disable => SslMode::Disable,
+                PgTls::Prefer => SslMode::Prefer,
+                PgTls::Require | PgTls::VerifyCa | PgTls::VerifyFull => SslMode::Require,
+            });
+            let tls = super::tls::connector(at.tls, at.root_cert.as_deref()).map_err(fail)?;
+            Ok(Arc::new(DirectSql::new(config, tls, timeout)))
         }
         SqlLocation::RdsData(at) => {
             let sdk = match sdk {

@@ -96,7 +96,7 @@ impl DataApiSql {
         let message = e.message().map(str::to_owned).unwrap_or_else(|| {
             aws_smithy_types::error::display::DisplayErrorContext(e).to_string()
         });
-        let message = format!("{}: {message}", self.name);
+        // The store's name is the caller's to add (`RetrievalError::Store`).
         if let Some(state) = sqlstate(&message) {
             return SqlError::of_sqlstate(&state, message);
         }

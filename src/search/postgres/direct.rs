@@ -11,20 +11,22 @@ use async_trait::async_trait;
 use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Client, Config, GenericClient, NoTls};
+use tokio_postgres::{Client, Config, GenericClient};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// A PostgreSQL database reached directly.
 pub(crate) struct DirectSql {
     config: Config,
     name: String,
     timeout: Duration,
+    tls: MakeRustlsConnect,
     client: Mutex<Option<Client>>,
 }
 
 impl DirectSql {
     /// The database at `config` (checked, not yet connected), each statement bounded by
-    /// `timeout`.
-    pub(crate) fn new(config: Config, timeout: Duration) -> Self {
+    /// `timeout`, TLS negotiated as the config's `sslmode` says with `tls`.
+    pub(crate) fn new(config: Config, tls: MakeRustlsConnect, timeout: Duration) -> Self {
         let host = config
             .get_hosts()
             .first()
@@ -42,6 +44,7 @@ impl DirectSql {
             config,
             name,
             timeout,
+            tls,
             client: Mutex::new(None),
         }
     }
@@ -55,7 +58,7 @@ impl DirectSql {
             *slot = None;
         }
         if slot.is_none() {
-            let connect = self.config.connect(NoTls);
+            let connect = self.config.connect(self.tls.clone());
             let (client, connection) = tokio::time::timeout(self.timeout, connect)
                 .await
                 .map_err(|_| {
@@ -81,11 +84,10 @@ impl DirectSql {
 
     fn error(&self, e: &tokio_postgres::Error) -> SqlError {
         match e.as_db_error() {
-            Some(db) => {
-                SqlError::of_sqlstate(db.code().code(), format!("{}: {}", self.name, db.message()))
-            }
+            // The store's name is the caller's to add (`RetrievalError::Store`).
+            Some(db) => SqlError::of_sqlstate(db.code().code(), db.message().to_owned()),
             // No SQLSTATE: the connection (refused, reset, closed), retried on a new one.
-            None => SqlError::transient(format!("{}: {}", self.name, crate::http::error_chain(e))),
+            None => SqlError::transient(crate::http::error_chain(e)),
         }
     }
 

@@ -21,6 +21,7 @@ mod graph;
 mod query;
 pub(crate) mod schema;
 pub(crate) mod sql;
+mod tls;
 pub(crate) mod write;
 
 use super::cap::{per_source, source_key};
