@@ -267,6 +267,29 @@ async fn the_data_api_path_makes_exact_calls_and_the_workflow_retries_a_resuming
         0
     );
 
+    // The vector index is built with continueAfterTimeout: the Data API's 45-second limit
+    // (StatementTimeoutException) leaves it building on the database, and the ingest succeeds.
+    let index = shim
+        .requests()
+        .await
+        .into_iter()
+        .find(|r| {
+            r["body"]["sql"]
+                .as_str()
+                .is_some_and(|s| s.contains("USING hnsw"))
+        })
+        .expect("the vector index statement");
+    assert_eq!(index["body"]["continueAfterTimeout"], json!(true));
+    shim.fail_when(
+        "Execute",
+        400,
+        "StatementTimeoutException",
+        1,
+        0,
+        "USING hnsw",
+    )
+    .await;
+    ingest(state, &shim.env(), &corpus, &uri);
     shim.reset().await;
     search(state, &shim.env(), "orchard", None);
     // The schema row at start-up, then the search: two statements.

@@ -172,10 +172,25 @@ impl DataApiShim {
     /// Makes `times` calls of `op`, after the next `after`, fail with HTTP `status` and the
     /// Data API error `error`.
     pub async fn fail(&self, op: &str, status: u16, error: &str, times: u32, after: u32) {
+        self.fail_when(op, status, error, times, after, "").await;
+    }
+
+    /// As [`Self::fail`], counting only the requests whose SQL holds `sql`.
+    pub async fn fail_when(
+        &self,
+        op: &str,
+        status: u16,
+        error: &str,
+        times: u32,
+        after: u32,
+        sql: &str,
+    ) {
         let response = http()
             .post(format!(
-                "{}/_shim/fail?op={op}&status={status}&error={error}&times={times}&after={after}",
-                self.endpoint
+                "{}/_shim/fail?op={op}&status={status}&error={error}&times={times}&after={after}\
+                 &sql={}",
+                self.endpoint,
+                percent_encoding::utf8_percent_encode(sql, percent_encoding::NON_ALPHANUMERIC)
             ))
             .send()
             .await

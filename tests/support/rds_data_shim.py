@@ -49,9 +49,10 @@ Test controls (not part of the Data API):
                         operation, injected failures included, so tests can assert call counts
   GET  /_shim/requests  the last 1,000 requests as [{"op": ..., "body": {...}}], so tests can
                         check what the client sent (SQL text and parameters apart)
-  POST /_shim/fail?op=Execute&status=503&times=1[&error=ServiceUnavailableError][&after=N]
-                        the next `times` requests of `op` (after the next N pass) fail with that
-                        status and error type
+  POST /_shim/fail?op=Execute&status=503&times=1[&error=ServiceUnavailableError][&after=N][&sql=TEXT]
+                        the next `times` requests of `op` (after the next N pass; with `sql`,
+                        counting only requests whose SQL holds TEXT) fail with that status and
+                        error type
                         (default by status: 503 ServiceUnavailableError, 504
                         DatabaseUnavailableException, 500 InternalServerErrorException, 400
                         DatabaseResumingException, the paused-Aurora answer)
@@ -261,6 +262,8 @@ class Shim:
             self.calls[op] += 1
             self.requests.append({"op": op, "body": body})
             failure = self.failures.get(op)
+            if failure and failure["sql"] not in (body.get("sql") or ""):
+                failure = None
             if failure and failure["after"] > 0:
                 failure["after"] -= 1
             elif failure and failure["times"] > 0:
@@ -408,7 +411,9 @@ class Shim:
                 error = query.get("error", [DEFAULT_FAILURE.get(status, "InternalServerErrorException")])[0]
                 times = int(query.get("times", ["1"])[0])
                 after = int(query.get("after", ["0"])[0])
-                self.failures[op] = {"status": status, "error": error, "times": times, "after": after}
+                sql = query.get("sql", [""])[0]
+                self.failures[op] = {"status": status, "error": error, "times": times, "after": after,
+                                     "sql": sql}
                 return self.failures[op]
         return None
 

@@ -7,7 +7,7 @@
 //! `ExecuteStatement` per statement, then `CommitTransaction` (`RollbackTransaction` when one
 //! fails). A database error's SQLSTATE is read from the message (`SQLState: 42P01`), where the
 //! Data API puts it.
-use super::sql::{Row, Sql, SqlError, SqlValue, Statement};
+use super::sql::{Row, Sql, SqlError, SqlValue, Statement, MAINTENANCE_TIMEOUT};
 use crate::config::RdsDataLocation;
 use crate::error::ErrorClass;
 use async_trait::async_trait;
@@ -60,9 +60,46 @@ impl DataApiSql {
             .sql(named(&statement.sql))
             .set_parameters(Some(parameters(&statement.params)))
             .set_transaction_id(transaction.map(str::to_owned))
+            .continue_after_timeout(statement.maintenance)
             .send();
+        if statement.maintenance {
+            return self.maintenance(call).await;
+        }
         let output = self.bounded(call).await?;
         output.records().iter().map(|r| row(r)).collect()
+    }
+
+    /// A maintenance statement: the Data API gives up on a call after 45 seconds, and with
+    /// `continueAfterTimeout` the database goes on (an index build finishes on its own): that
+    /// timeout is no failure.
+    async fn maintenance<T, E>(
+        &self,
+        call: impl std::future::Future<
+            Output = Result<
+                T,
+                aws_sdk_rdsdata::error::SdkError<E, aws_smithy_runtime_api::http::Response>,
+            >,
+        >,
+    ) -> Result<Vec<Row>, SqlError>
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        match tokio::time::timeout(MAINTENANCE_TIMEOUT.max(self.timeout), call).await {
+            Ok(Err(e)) if e.code() == Some("StatementTimeoutException") => {
+                tracing::warn!(
+                    store = %self.name,
+                    "the Data API stopped waiting for a maintenance statement (an index build); \
+                     the database goes on with it"
+                );
+                Ok(Vec::new())
+            }
+            Ok(Err(e)) => Err(self.error(&e)),
+            Ok(Ok(_)) => Ok(Vec::new()),
+            Err(_) => Err(SqlError::transient(format!(
+                "a maintenance statement did not end within {} s",
+                MAINTENANCE_TIMEOUT.max(self.timeout).as_secs()
+            ))),
+        }
     }
 
     /// Waits for `call` at most the timeout; classifies its failure.

@@ -6,7 +6,7 @@
 //! given, no prepared statement kept). Statements share the connection one at a time; a
 //! transaction holds it to its end. A function instance serves one request at a time, so one
 //! connection is what it needs; a pooler (RDS Proxy) goes in front for many instances.
-use super::sql::{Row, Sql, SqlError, SqlValue, Statement};
+use super::sql::{Row, Sql, SqlError, SqlValue, Statement, MAINTENANCE_TIMEOUT};
 use async_trait::async_trait;
 use std::time::Duration;
 use tokio::sync::Mutex;
@@ -167,7 +167,12 @@ impl Sql for DirectSql {
     async fn query(&self, statement: &Statement) -> Result<Vec<Row>, SqlError> {
         let mut slot = self.client.lock().await;
         let client = self.connected(&mut slot).await?;
-        match tokio::time::timeout(self.timeout, run(client, statement)).await {
+        let limit = if statement.maintenance {
+            MAINTENANCE_TIMEOUT.max(self.timeout)
+        } else {
+            self.timeout
+        };
+        match tokio::time::timeout(limit, run(client, statement)).await {
             Err(_) => {
                 // The statement may still run: this connection's state is unknown.
                 *slot = None;

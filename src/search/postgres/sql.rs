@@ -90,13 +90,31 @@ pub(crate) struct Statement {
     pub sql: String,
     /// Its parameters, in order.
     pub params: Vec<SqlValue>,
+    /// Work over every row (an index build) that may run far past a statement's time limit:
+    /// waited for up to [`MAINTENANCE_TIMEOUT`], and through the Data API left running on the
+    /// database past the API's own limit.
+    pub maintenance: bool,
 }
+
+/// The longest wait for a [`Statement::maintenance`] statement: building the vector index of a
+/// million rows took about half an hour on two cores (BENCHMARKS.md).
+pub(crate) const MAINTENANCE_TIMEOUT: std::time::Duration =
+    std::time::Duration::from_secs(2 * 3600);
 
 impl Statement {
     pub(crate) fn new(sql: impl Into<String>, params: Vec<SqlValue>) -> Self {
         Self {
             sql: sql.into(),
             params,
+            maintenance: false,
+        }
+    }
+
+    /// A parameterless [`Statement::maintenance`] statement.
+    pub(crate) fn maintenance(sql: impl Into<String>) -> Self {
+        Self {
+            maintenance: true,
+            ..Self::new(sql, Vec::new())
         }
     }
 }

@@ -165,7 +165,7 @@ pub(crate) async fn keep_only(sql: &dyn Sql, keep: &[&str]) -> Result<i64, SqlEr
 /// index when missing and refreshes the planner's statistics (after writing).
 pub(crate) async fn restate(sql: &dyn Sql) -> Result<(), SqlError> {
     sql.query(&Statement::new(RESTATE, vec![])).await?;
-    sql.query(&Statement::new(super::schema::VECTOR_INDEX, vec![]))
+    sql.query(&Statement::maintenance(super::schema::VECTOR_INDEX))
         .await?;
     // Fresh statistics, or the planner may not pick the vector index after a large load.
     sql.query(&Statement::new("ANALYZE bounded_rag_passages", vec![]))
