@@ -88,7 +88,11 @@ async fn run(passages: usize, dims: Option<usize>) {
         query_prefix: String::new(),
         passage_prefix: String::new(),
     });
-    schema::ensure(sql.as_ref(), info.as_ref(), Some("tenant"))
+    // The tenant column holds the `tenant` key (BENCH_TENANT_KEY= empty: none, the metadata's
+    // GIN index serves the filter).
+    let tenant_key = std::env::var("BENCH_TENANT_KEY").unwrap_or_else(|_| "tenant".into());
+    let tenant_key = Some(tenant_key.as_str()).filter(|k| !k.is_empty());
+    schema::ensure(sql.as_ref(), info.as_ref(), tenant_key)
         .await
         .unwrap();
     let mut rng = StdRng::seed_from_u64(7);
