@@ -29,20 +29,22 @@ pub(crate) fn connector(
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(versions)
         .map_err(|e| SqlError::permanent(format!("TLS to PostgreSQL: {e}")))?;
-    let verifier: Arc<dyn ServerCertVerifier> = match tls {
-        PgTls::Disable | PgTls::Prefer | PgTls::Require => Arc::new(Unchecked(provider)),
-        PgTls::VerifyCa | PgTls::VerifyFull => {
-            let roots = Arc::new(roots(root_cert)?);
-            let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider)
-                .build()
-                .map_err(|e| SqlError::permanent(format!("TLS to PostgreSQL: {e}")))?;
-            if tls == PgTls::VerifyFull {
-                webpki
-            } else {
-                Arc::new(ChainOnly(webpki))
-            }
-        }
+    let chain = match tls {
+        PgTls::Disable | PgTls::Prefer | PgTls::Require => None,
+        PgTls::VerifyCa | PgTls::VerifyFull => Some(
+            WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots(root_cert)?),
+                Arc::clone(&provider),
+            )
+            .build()
+            .map_err(|e| SqlError::permanent(format!("TLS to PostgreSQL: {e}")))?,
+        ),
     };
+    let verifier = Arc::new(Verifier {
+        chain,
+        check_name: tls == PgTls::VerifyFull,
+        provider,
+    });
     let config = builder
         .dangerous()
         .with_custom_certificate_verifier(verifier)
@@ -71,11 +73,16 @@ fn roots(file: Option<&str>) -> Result<RootCertStore, SqlError> {
     Ok(roots)
 }
 
-/// `verify-ca`: the chain checked, the name not.
+/// What of the server's certificate `sslmode` checks: its chain (`chain`, when verifying) and
+/// its name (`check_name`, `verify-full`); the handshake's signatures always.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct Verifier {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    check_name: bool,
+    provider: Arc<CryptoProvider>,
+}
 
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -84,55 +91,15 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, Error> {
-        let checked =
-            self.0
-                .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
-        match checked {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
+            )) if !self.check_name => Ok(ServerCertVerified::assertion()),
             other => other,
         }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `prefer` / `require`: encrypted, the certificate taken as it is (the handshake's signatures
-/// are still checked against it).
-#[derive(Debug)]
-struct Unchecked(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, Error> {
-        Ok(ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(
@@ -145,7 +112,7 @@ impl ServerCertVerifier for Unchecked {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
@@ -159,12 +126,14 @@ impl ServerCertVerifier for Unchecked {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
