@@ -18,14 +18,15 @@ use std::collections::HashSet;
 
 /// The neighbours of the seeds (`$1`: `[{ord, id, title}]`), seed by seed, relations before
 /// communities, each in corpus order; `$2` / `$3`: whether relations / communities are searched.
-/// The columns are those of a search ([`super::query::col`]).
+/// The columns are those of a search ([`super::query::col`]); only what they and the filter
+/// read is taken from the rows (not their vectors).
 const NEIGHBOURS: &str = "WITH s AS (SELECT * FROM jsonb_to_recordset(CAST($1 AS jsonb)) \
        AS s(ord int, id text, title text)), \
-     n AS (SELECT p.*, s.ord, 0 AS part FROM bounded_rag_passages p JOIN s \
+     n AS (SELECT p.id, p.title, p.url, p.content, p.kind, p.document, p.position, p.hash, p.meta_norm, p.tenant, s.ord, 0 AS part FROM bounded_rag_passages p JOIN s \
          ON split_part(p.id, '|', 1) = s.id OR regexp_replace(p.id, '^.*[|]', '') = s.id \
        WHERE CAST($2 AS bool) AND p.kind = 'edge' \
        UNION ALL \
-       SELECT p.*, s.ord, 1 AS part FROM bounded_rag_passages p JOIN s \
+       SELECT p.id, p.title, p.url, p.content, p.kind, p.document, p.position, p.hash, p.meta_norm, p.tenant, s.ord, 1 AS part FROM bounded_rag_passages p JOIN s \
          ON strpos(', ' || rtrim(split_part(p.content, E'\\nMembers: ', 2), '.') || ', ', \
               ', ' || s.title || ', ') > 0 \
          OR strpos(', ' || rtrim(split_part(p.content, E'\\nMembers: ', 2), '.') || ', ', \
