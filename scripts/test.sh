@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
 # The whole test suite: checks the architecture (scripts/check-architecture.py: no cycle
 # between files of src/, no file over 500 lines, most items crate-private; its own self-test
-# first), installs what the tests talk to (moto's server, cargo-lambda, schemathesis) into
-# .local/venv, PostgreSQL with pgvector into .local/venv-pg (scripts/pg.sh; the PostgreSQL store's
+# first), installs what the tests talk to (moto's server, cargo-lambda, schemathesis, mdbook)
+# into .local/venv, PostgreSQL with pgvector into .local/venv-pg (scripts/pg.sh; the PostgreSQL store's
 # tests start it, this script stops it) and Debian's chromium and chromium-driver (the
 # playground's browser test), then
 # runs every unit and integration test, then fuzzes the HTTP API from openapi.yaml against the
 # local stack and `bounded-rag serve` (scripts/api-fuzz.sh: schemathesis, a fixed seed and
 # number of cases), then validates the SAM stack.
+#
+# The docs too: every relative link of README.md and the book resolves (scripts/check-links.py,
+# its self-test first), the book builds (`mdbook build docs`, into docs/book/), and the README's
+# first command answers with citations once the tests have built the binary
+# (scripts/quickstart-test.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python3 scripts/check-architecture.py --self-test
 python3 scripts/check-architecture.py
+python3 scripts/check-links.py --self-test
+python3 scripts/check-links.py
 scripts/setup-test-tools.sh
+.local/venv/bin/mdbook build docs
 # The PostgreSQL the tests start (tests/support/postgres.rs) is stopped however they end.
 trap 'scripts/pg.sh stop "${CARGO_TARGET_DIR:-target}/tmp/pg" >/dev/null 2>&1 || true' EXIT
 cargo test --locked --all-features "$@"
+python3 scripts/quickstart-test.py
 scripts/api-fuzz.sh
 scripts/validate-infra.sh
