@@ -8,8 +8,9 @@
 //! | [`rag`] | the adaptive-RAG workflow: state, nodes, routers, prompts, speculation, contextualize, request and response |
 //! | [`runs`] | a run's life cycle: admission, start, continue, cancel, history, listing, completion events, threads; one call per entry need, typed refusals |
 //! | [`llm`] | provider-neutral structured chat; OpenAI-compatible client; offline provider |
-//! | [`search`] | the query side of knowledge: `Retriever`, the knowledge base opened from what ingest built (BM25, vectors, fusion, filters, graph hops), rerank, S3 bundles read and refreshed, the bundle format shared with ingest; `WebSearch` (Tavily-compatible) |
-//! | [`ingest`] | documents in: reading sources, chunking, embedding at ingest, building and publishing bundles, knowledge bases indexed in memory |
+//! | [`kb`] | knowledge stores: the `Retriever` seam and every store with its reading and writing sides (bundle in a folder or on S3, PostgreSQL, Bedrock knowledge base), opened from `KB_URI` / `KB_PATH` |
+//! | [`search`] | query mechanics: BM25, vectors and fusion, filters, graph hops, per-source cap, rerank; `WebSearch` (Tavily-compatible) |
+//! | [`ingest`] | documents in: reading sources, chunking, embedding at ingest, writing them through `kb`; sync |
 //! | [`embed`] | embeddings clients (OpenAI-compatible, Bedrock), used at ingest and for query vectors |
 //! | [`store`] | versioned checkpoint stores: memory, local file, DynamoDB |
 //! | [`config`] | settings from the environment, validated |
@@ -22,17 +23,18 @@
 #![warn(missing_docs)]
 
 pub mod aws;
-pub(crate) mod bedrock;
+pub(crate) mod bedrock_client;
 pub(crate) mod clock;
 pub mod config;
 pub mod embed;
 pub mod engine;
 pub mod entry;
 pub mod error;
-pub(crate) mod http;
 pub mod ingest;
+pub mod kb;
 pub mod llm;
 pub mod otlp;
+pub(crate) mod outbound;
 pub mod rag;
 pub mod runs;
 pub mod search;

@@ -31,7 +31,7 @@ mod tests {
 
     #[test]
     fn every_instrumented_dynamodb_call_uses_the_export_target() {
-        let source = include_str!("store/dynamodb.rs");
+        let source = include_str!("store/dynamodb/mod.rs");
         let instrumented = source.matches("#[tracing::instrument(").count();
         assert!(instrumented >= 3, "{instrumented}");
         let with_target = source.matches(&format!("target = \"{TARGET}\"")).count();

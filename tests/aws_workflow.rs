@@ -6,7 +6,7 @@ use crate::support;
 use aws_lambda_events::event::sqs::SqsEvent;
 use bounded_rag::engine::{Budget, Clock, EngineError, SystemClock};
 use bounded_rag::entry::adapters::SqsQueue;
-use bounded_rag::entry::{http, sqs};
+use bounded_rag::entry::{api, sqs};
 use bounded_rag::rag::{RunRequest, RunStatus};
 use bounded_rag::runs::WorkQueue;
 use bounded_rag::store::DynamoStore;
@@ -90,8 +90,8 @@ async fn call(
     queue: Option<&dyn WorkQueue>,
     event: &str,
 ) -> (u16, Value) {
-    let response = http::handle(app, queue, lambda_http::request::from_str(event).unwrap()).await;
-    (response.status().as_u16(), http::body_json(&response))
+    let response = api::handle(app, queue, lambda_http::request::from_str(event).unwrap()).await;
+    (response.status().as_u16(), api::body_json(&response))
 }
 
 #[tokio::test]

@@ -18,7 +18,6 @@ use bounded_rag::rag::{RagGraph, RagLimits};
 use bounded_rag::runs::{
     sweep, CompletionEvents, EventSink, MemoryQueue, Runs, SinkError, WorkMessage,
 };
-use bounded_rag::search::KnowledgeBase;
 use bounded_rag::store::{CheckpointStore, MemoryStore};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -89,7 +88,7 @@ struct World {
 fn world(crash: Crash) -> World {
     let mut settings = Settings::default();
     settings.aws.work_queue_url = Some("https://sqs.local/queue".into());
-    let kb = Arc::new(KnowledgeBase::embedded().unwrap());
+    let kb = Arc::new(bounded_rag::ingest::sample_kb().unwrap());
     let graph = RagGraph::new(Arc::new(OfflineModel), kb, None, RagLimits::default());
     let store = Arc::new(MemoryStore::new());
     let clock = Arc::new(FakeClock::at_ms(1_800_000_000_000));

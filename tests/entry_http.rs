@@ -2,7 +2,7 @@
 
 use crate::support;
 
-use bounded_rag::entry::{http, sqs};
+use bounded_rag::entry::{api, sqs};
 use bounded_rag::rag::RunStatus;
 use bounded_rag::runs::{MemoryQueue, WorkQueue};
 use bounded_rag::store::MemoryStore;
@@ -64,9 +64,9 @@ async fn call_with_headers(
     queue: Option<&dyn WorkQueue>,
     event: &str,
 ) -> (u16, Value, lambda_http::http::HeaderMap) {
-    let response = http::handle(app, queue, request(event)).await;
+    let response = api::handle(app, queue, request(event)).await;
     let status = response.status().as_u16();
-    let body = http::body_json(&response);
+    let body = api::body_json(&response);
     (status, body, response.headers().clone())
 }
 
@@ -83,7 +83,7 @@ async fn call(
     queue: Option<&dyn WorkQueue>,
     event: &str,
 ) -> (u16, Value) {
-    let response = http::handle(app, queue, request(event)).await;
+    let response = api::handle(app, queue, request(event)).await;
     let status = response.status().as_u16();
     let body = match response.body() {
         Body::Text(t) => serde_json::from_str(t).unwrap(),

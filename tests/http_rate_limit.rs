@@ -5,7 +5,7 @@
 use crate::support;
 
 use bounded_rag::engine::Clock;
-use bounded_rag::entry::http;
+use bounded_rag::entry::api;
 use bounded_rag::runs::MemoryQueue;
 use bounded_rag::store::MemoryStore;
 use std::sync::Arc;
@@ -43,14 +43,14 @@ async fn exactly_the_limit_is_admitted_per_window_under_concurrent_requests() {
                 let (app, queue) = (app.clone(), queue.clone());
                 tokio::spawn(async move {
                     let response =
-                        http::handle(&app, Some(queue.as_ref()), request(RUNS_START)).await;
+                        api::handle(&app, Some(queue.as_ref()), request(RUNS_START)).await;
                     let retry_after = response
                         .headers()
                         .get("retry-after")
                         .map(|v| v.to_str().unwrap().to_owned());
                     (
                         response.status().as_u16(),
-                        http::body_json(&response),
+                        api::body_json(&response),
                         retry_after,
                     )
                 })
@@ -89,10 +89,10 @@ async fn exactly_the_limit_is_admitted_per_window_under_concurrent_requests() {
         first["run_id"].as_str().unwrap(),
     );
     for _ in 0..LIMIT + 1 {
-        let response = http::handle(&app, Some(queue.as_ref()), request(&get)).await;
+        let response = api::handle(&app, Some(queue.as_ref()), request(&get)).await;
         assert_eq!(response.status().as_u16(), 200);
     }
-    let response = http::handle(&app, Some(queue.as_ref()), request(RUN_JWT)).await;
+    let response = api::handle(&app, Some(queue.as_ref()), request(RUN_JWT)).await;
     assert_eq!(response.status().as_u16(), 200);
 
     // 49.9 s later the window still refuses; at its end a new one admits the limit again.

@@ -51,6 +51,7 @@ mod secrets_manager;
 mod serve;
 mod store_dynamodb;
 mod store_local;
+mod store_sync_records;
 mod stream_resume;
 mod sweeper;
 mod sync_bench;

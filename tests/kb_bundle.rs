@@ -1,8 +1,8 @@
 //! Bundles through the public API: what `ingest` writes, that the content hash only follows
 //! the content, HTML sources, and that a failed ingest leaves nothing a reader could load.
 use bounded_rag::ingest::ingest_dir;
-use bounded_rag::search::format::{Manifest, FORMAT_VERSION, MANIFEST};
-use bounded_rag::search::{KnowledgeBase, RetrievalOptions};
+use bounded_rag::kb::format::{Manifest, FORMAT_VERSION, MANIFEST};
+use bounded_rag::search::RetrievalOptions;
 use std::fs;
 use std::path::Path;
 
@@ -33,7 +33,7 @@ fn ingest_writes_a_self_describing_bundle_whose_hash_follows_the_content() {
     let m = manifest(&out);
     assert_eq!(m.format_version, FORMAT_VERSION);
     assert_eq!(m, first.manifest);
-    assert_eq!(m.counts, KnowledgeBase::embedded().unwrap().stats());
+    assert_eq!(m.counts, bounded_rag::ingest::sample_kb().unwrap().stats());
     assert_eq!(m.counts.documents, 11);
     assert!(m.counts.nodes > 0 && m.counts.edges > 0 && m.counts.communities > 0);
     assert!(m.embedding.is_none(), "no embeddings endpoint, no vectors");
@@ -48,9 +48,12 @@ fn ingest_writes_a_self_describing_bundle_whose_hash_follows_the_content() {
     }
 
     // The bundle's version is the embedded sample's: same content, same hash.
-    let kb = KnowledgeBase::load(&out).unwrap();
+    let kb = bounded_rag::ingest::load_kb(&out).unwrap();
     assert_eq!(kb.version(), m.content_hash);
-    assert_eq!(kb.version(), KnowledgeBase::embedded().unwrap().version());
+    assert_eq!(
+        kb.version(),
+        bounded_rag::ingest::sample_kb().unwrap().version()
+    );
 
     // Re-ingesting the unchanged folder gives the same hash (the build time differs).
     let again = ingest_dir(&src, &out).unwrap();
@@ -82,7 +85,7 @@ fn html_pages_are_indexed_as_text() {
     .unwrap();
     let out = work.path().join("bundle");
     ingest_dir(&src, &out).unwrap();
-    let kb = KnowledgeBase::load(&out).unwrap();
+    let kb = bounded_rag::ingest::load_kb(&out).unwrap();
     let hits = kb
         .search("potassium phosphite trunk", &RetrievalOptions::default())
         .unwrap();
@@ -109,13 +112,13 @@ fn an_unreadable_file_is_named_and_the_previous_bundle_stays() {
     fs::write(src.join("broken.md"), [0xff, 0xfe, 0x00]).unwrap();
     let err = ingest_dir(&src, &out).unwrap_err().to_string();
     assert!(err.contains("broken.md") && err.contains("UTF-8"), "{err}");
-    assert_eq!(KnowledgeBase::load(&out).unwrap().version(), good);
+    assert_eq!(bounded_rag::ingest::load_kb(&out).unwrap().version(), good);
 
     fs::remove_file(src.join("broken.md")).unwrap();
     fs::write(src.join("edges.jsonl"), "{\"source\": 1}\n").unwrap();
     let err = ingest_dir(&src, &out).unwrap_err().to_string();
     assert!(err.contains("edges.jsonl:1:"), "{err}");
-    assert_eq!(KnowledgeBase::load(&out).unwrap().version(), good);
+    assert_eq!(bounded_rag::ingest::load_kb(&out).unwrap().version(), good);
 
     // A fresh target is never created by a failed ingest.
     let fresh = work.path().join("fresh");
@@ -133,6 +136,6 @@ fn a_bundle_cut_short_is_refused_at_load() {
     let path = out.join(&biggest.path);
     let bytes = fs::read(&path).unwrap();
     fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
-    let err = KnowledgeBase::load(&out).unwrap_err().to_string();
+    let err = bounded_rag::ingest::load_kb(&out).unwrap_err().to_string();
     assert!(err.contains("the bundle is incomplete"), "{err}");
 }

@@ -6,12 +6,12 @@ use crate::support;
 
 use bounded_rag::config::Settings;
 use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
-use bounded_rag::entry::{http, App};
+use bounded_rag::entry::{api, App};
 use bounded_rag::ingest::{ingest, ingest_dir, IngestOptions};
+use bounded_rag::kb::format::Manifest;
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{RagGraph, RagLimits};
-use bounded_rag::search::format::Manifest;
-use bounded_rag::search::{Document, Filter, KnowledgeBase, RetrievalOptions};
+use bounded_rag::search::{Document, Filter, RetrievalOptions};
 use bounded_rag::store::MemoryStore;
 use lambda_http::Body;
 use serde_json::{json, Value};
@@ -79,8 +79,8 @@ fn a_bm25_filter_applies_before_the_top_k_in_folders_and_bundles() {
     );
     assert_eq!(summary.stats.documents, 12, "sidecars are not documents");
     for kb in [
-        KnowledgeBase::load(&src).unwrap(),
-        KnowledgeBase::load(&out).unwrap(),
+        bounded_rag::ingest::load_kb(&src).unwrap(),
+        bounded_rag::ingest::load_kb(&out).unwrap(),
     ] {
         let all = kb.search("canker trunk", &options(5, None)).unwrap();
         assert!(
@@ -115,7 +115,7 @@ fn a_bm25_filter_applies_before_the_top_k_in_folders_and_bundles() {
         assert!(kb.search("canker", &options(5, nobody)).unwrap().is_empty());
     }
     // The front matter is metadata, not text.
-    let kb = KnowledgeBase::load(&out).unwrap();
+    let kb = bounded_rag::ingest::load_kb(&out).unwrap();
     let docs = kb.search("product durian", &options(3, None)).unwrap();
     assert!(
         docs.iter().all(|d| !d.content.contains("product:")),
@@ -148,7 +148,7 @@ async fn the_vector_scan_of_a_hybrid_search_is_filtered_too() {
         ..IngestOptions::default()
     };
     ingest(&src, &out, &ingest_options).await.unwrap();
-    let kb = KnowledgeBase::load(&out).unwrap();
+    let kb = bounded_rag::ingest::load_kb(&out).unwrap();
     let question = "phytophthora phosphonate";
     let vector = concept_vector(question);
     let all = kb
@@ -212,7 +212,7 @@ fn graph_expansion_adds_only_allowed_neighbours() {
     write_graph(&src);
     let out = work.path().join("bundle");
     ingest_dir(&src, &out).unwrap();
-    let kb = KnowledgeBase::load(&out).unwrap();
+    let kb = bounded_rag::ingest::load_kb(&out).unwrap();
     // Only the entity's summary says "water mould": its relations come by graph expansion.
     let question = "Which water mould?";
     let from_graph = |docs: &[Document]| -> Vec<String> {
@@ -251,7 +251,7 @@ fn bundles_without_the_new_manifest_fields_still_open() {
     ingest_dir(&src, &out).unwrap();
     let text = fs::read_to_string(out.join("kb-manifest.json")).unwrap();
     assert!(!text.contains("metadata_keys") && !out.join("metadata.json").exists());
-    let kb = KnowledgeBase::load(&out).unwrap();
+    let kb = bounded_rag::ingest::load_kb(&out).unwrap();
     assert!(kb.metadata_keys().is_empty());
     let filtered = Some(Filter::equals("tenant", "a"));
     assert!(kb
@@ -290,7 +290,7 @@ fn with_body(event: &str, body: &Value) -> String {
 
 async fn sources(app: &App, event: &str, body: Value) -> (u16, Vec<String>) {
     let request = lambda_http::request::from_str(&with_body(event, &body)).unwrap();
-    let response = http::handle(app, None, request).await;
+    let response = api::handle(app, None, request).await;
     let status = response.status().as_u16();
     let Body::Text(text) = response.body() else {
         panic!("unexpected body")
@@ -335,7 +335,7 @@ async fn a_tenant_key_pins_each_caller_to_its_own_documents() {
         .unwrap();
     }
     fs::write(src.join("shared.md"), "# Canker\n\nPatch canker, untagged.").unwrap();
-    let kb = Arc::new(KnowledgeBase::load(&src).unwrap());
+    let kb = Arc::new(bounded_rag::ingest::load_kb(&src).unwrap());
     let graph = RagGraph::new(Arc::new(OfflineModel), kb, None, RagLimits::default())
         .with_tenant_key(Some("tenant".into()));
     let app = App::from_parts(
@@ -370,7 +370,7 @@ async fn a_tenant_key_pins_each_caller_to_its_own_documents() {
     let mut bad = ask;
     bad["filters"] = json!({"range": {"key": "year"}});
     let request = lambda_http::request::from_str(&with_body(RUN_JWT, &bad)).unwrap();
-    let response = http::handle(&app, None, request).await;
+    let response = api::handle(&app, None, request).await;
     assert_eq!(response.status().as_u16(), 400);
     let Body::Text(text) = response.body() else {
         panic!("unexpected body")

@@ -4,8 +4,9 @@
 //! citations, every unreadable file named with its reason, `--strict`, `MAX_DOCUMENT_BYTES`,
 //! and bundles written before these fields still opening.
 use bounded_rag::ingest::ingest_dir;
-use bounded_rag::search::format::{Format, SkipReason, SkippedFile};
-use bounded_rag::search::{DocKind, KnowledgeBase, RetrievalOptions};
+use bounded_rag::kb::format::{Format, SkipReason, SkippedFile};
+use bounded_rag::kb::KnowledgeBase;
+use bounded_rag::search::{DocKind, RetrievalOptions};
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -78,7 +79,7 @@ fn every_format_is_read_with_its_structure_and_pdf_passages_cite_their_page() {
         }]
     );
 
-    let kb = KnowledgeBase::load(&target).unwrap();
+    let kb = bounded_rag::ingest::load_kb(&target).unwrap();
     // groff: the answer is on page 2; the running footer and the "-2-" page number are gone.
     let doc = top(&kb, "phosphonic acid trunk injection for patch canker");
     assert_eq!(doc.url, "kb://field-guide.pdf#page=2");
@@ -223,7 +224,7 @@ fn a_bundle_written_without_formats_and_skips_still_opens() {
     let fields = manifest.as_object_mut().unwrap();
     assert!(fields.remove("documents").is_some() && fields.remove("skipped").is_some());
     fs::write(&path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
-    let kb = KnowledgeBase::load(&target).unwrap();
+    let kb = bounded_rag::ingest::load_kb(&target).unwrap();
     assert_eq!(kb.stats().documents, 5);
     let doc = top(&kb, "phosphonic acid trunk injection for patch canker");
     assert_eq!(doc.url, "kb://field-guide.pdf#page=2");

@@ -2,7 +2,7 @@
 //! relations (and, with community retrieval, its communities); the kind toggles and the limit
 //! hold; a query matching no entity is plain BM25; an ingested bundle expands the same way.
 use bounded_rag::ingest::ingest_dir;
-use bounded_rag::search::{DocKind, Document, KnowledgeBase, RetrievalOptions};
+use bounded_rag::search::{DocKind, Document, RetrievalOptions};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -39,7 +39,7 @@ fn assert_unique(docs: &[Document]) {
 
 #[test]
 fn an_entity_brings_its_relations_and_with_communities_its_community() {
-    let kb = KnowledgeBase::embedded().unwrap();
+    let kb = bounded_rag::ingest::sample_kb().unwrap();
     let docs = kb.search(PALMIVORA, &options(10, true)).unwrap();
     let found = urls(&docs);
     assert!(found.contains(&"kb://nodes.jsonl#phytophthora_palmivora"));
@@ -63,7 +63,7 @@ fn an_entity_brings_its_relations_and_with_communities_its_community() {
 
 #[test]
 fn the_first_direct_hit_leads_and_toggles_and_limit_hold() {
-    let kb = KnowledgeBase::embedded().unwrap();
+    let kb = bounded_rag::ingest::sample_kb().unwrap();
     let no_edges = RetrievalOptions {
         edges: false,
         ..options(10, true)
@@ -101,7 +101,7 @@ fn the_first_direct_hit_leads_and_toggles_and_limit_hold() {
 
 #[test]
 fn a_query_matching_no_entity_is_plain_bm25() {
-    let kb = KnowledgeBase::embedded().unwrap();
+    let kb = bounded_rag::ingest::sample_kb().unwrap();
     let query = "Which traps and tools help with mulch and wind?";
     let docs = kb.search(query, &options(10, true)).unwrap();
     assert!(!docs.is_empty());
@@ -122,8 +122,8 @@ fn an_ingested_bundle_expands_like_the_in_memory_build() {
     let out = tempfile::tempdir().unwrap();
     let bundle = out.path().join("bundle");
     ingest_dir(kb_dir, &bundle).unwrap();
-    let opened = KnowledgeBase::load(&bundle).unwrap();
-    let embedded = KnowledgeBase::embedded().unwrap();
+    let opened = bounded_rag::ingest::load_kb(&bundle).unwrap();
+    let embedded = bounded_rag::ingest::sample_kb().unwrap();
     for communities in [false, true] {
         for limit in [3, 5, 10] {
             let opts = options(limit, communities);

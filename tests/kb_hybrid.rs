@@ -7,12 +7,11 @@ use crate::support;
 use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
 use bounded_rag::ingest::{ingest, IngestOptions};
+use bounded_rag::kb::{check_compatible, KnowledgeBase};
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest, RunResponse};
 use bounded_rag::runs::Workflow;
-use bounded_rag::search::{
-    check_compatible, DocKind, KnowledgeBase, RetrievalError, RetrievalMode, RetrievalOptions,
-};
+use bounded_rag::search::{DocKind, RetrievalError, RetrievalMode, RetrievalOptions};
 use bounded_rag::store::MemoryStore;
 use std::fs;
 use std::path::Path;
@@ -76,7 +75,7 @@ async fn embedded_bundle(server: &ScriptedEmbeddings, work: &Path) -> KnowledgeB
     };
     let out = work.join("bundle");
     ingest(&src, &out, &options).await.unwrap();
-    KnowledgeBase::load(&out).unwrap()
+    bounded_rag::ingest::load_kb(&out).unwrap()
 }
 
 #[tokio::test]
@@ -300,7 +299,7 @@ async fn a_hybrid_search_adds_the_matched_entity_neighbourhood_too() {
     let out = work.path().join("bundle");
     let kb_dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/kb"));
     ingest(kb_dir, &out, &options).await.unwrap();
-    let kb = KnowledgeBase::load(&out).unwrap();
+    let kb = bounded_rag::ingest::load_kb(&out).unwrap();
     let question = "What does Phytophthora palmivora cause?";
     let community = "kb://communities.jsonl#phytophthora_complex";
     for communities in [false, true] {

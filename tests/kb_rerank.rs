@@ -6,12 +6,11 @@ use crate::support;
 use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
 use bounded_rag::ingest::{ingest, IngestOptions};
+use bounded_rag::kb::KnowledgeBase;
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest, RunResponse};
 use bounded_rag::runs::Workflow;
-use bounded_rag::search::{
-    KnowledgeBase, RerankClient, RerankConfig, RetrievalMode, RetrievalOptions,
-};
+use bounded_rag::search::{RerankClient, RerankConfig, RetrievalMode, RetrievalOptions};
 use bounded_rag::secrets::Secret;
 use bounded_rag::store::MemoryStore;
 use serde_json::Value;
@@ -85,7 +84,7 @@ fn candidates(kb: &KnowledgeBase) -> Vec<String> {
 #[tokio::test]
 async fn a_rerank_reorders_the_candidates_as_one_counted_call_retried_once_on_503() {
     let server = ScriptedRerank::start([RerankReply::status(503), RerankReply::reversed()]).await;
-    let kb = Arc::new(KnowledgeBase::embedded().unwrap());
+    let kb = Arc::new(bounded_rag::ingest::sample_kb().unwrap());
     let plain = RagGraph::new(
         Arc::new(OfflineModel),
         kb.clone(),
@@ -133,7 +132,7 @@ async fn a_rerank_reorders_the_candidates_as_one_counted_call_retried_once_on_50
 #[tokio::test]
 async fn a_400_is_not_retried_and_the_fused_order_is_kept_visibly() {
     let server = ScriptedRerank::start([RerankReply::status(400)]).await;
-    let kb = Arc::new(KnowledgeBase::embedded().unwrap());
+    let kb = Arc::new(bounded_rag::ingest::sample_kb().unwrap());
     let graph = RagGraph::new(
         Arc::new(OfflineModel),
         kb.clone(),
@@ -172,7 +171,7 @@ async fn a_hybrid_retrieval_is_reranked_too() {
         ..IngestOptions::default()
     };
     ingest(kb_dir, &out, &options).await.unwrap();
-    let kb = Arc::new(KnowledgeBase::load(&out).unwrap());
+    let kb = Arc::new(bounded_rag::ingest::load_kb(&out).unwrap());
     let graph = RagGraph::new(Arc::new(OfflineModel), kb, None, RagLimits::default())
         .with_embedder(Arc::new(embedder))
         .with_reranker(reranker(&rerank))

@@ -7,11 +7,12 @@ use async_trait::async_trait;
 use bounded_rag::aws::S3Location;
 use bounded_rag::engine::{Budget, Clock, SystemClock};
 use bounded_rag::ingest::ingest_dir;
+use bounded_rag::kb::s3::{self, BundleStore};
+use bounded_rag::kb::{LiveKnowledge, LoadOptions, RefreshOutcome, Retriever};
 use bounded_rag::llm::{ChatModel, ChatRequest, Completion, LlmError, OfflineModel, Task};
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunResponse};
 use bounded_rag::runs::Workflow;
-use bounded_rag::search::s3::{self, BundleStore};
-use bounded_rag::search::{LiveKnowledge, LoadOptions, RefreshOutcome, RetrievalMode, Retriever};
+use bounded_rag::search::RetrievalMode;
 use bounded_rag::store::MemoryStore;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -74,7 +75,7 @@ fn options() -> LoadOptions {
 }
 
 fn version_of(dir: &Path) -> String {
-    bounded_rag::search::KnowledgeBase::load(dir)
+    bounded_rag::ingest::load_kb(dir)
         .unwrap()
         .version()
         .to_owned()

@@ -10,8 +10,7 @@ use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
 use bounded_rag::engine::RetryPolicy;
 use bounded_rag::ingest::sync::{sync, FailReason, SyncSource, SyncSummary};
 use bounded_rag::ingest::{ingest, IngestOptions};
-use bounded_rag::search::s3::{self, BundleStore};
-use bounded_rag::search::KnowledgeBase;
+use bounded_rag::kb::s3::{self, BundleStore};
 use std::fs;
 use std::path::Path;
 use std::time::Duration;
@@ -82,7 +81,7 @@ async fn ingest_version(dir: &Path, embedder: &EmbeddingsClient) -> String {
     let target = out.path().join("bundle");
     let summary = ingest(dir, &target, &options(embedder)).await.unwrap();
     assert_eq!(
-        KnowledgeBase::load(&target).unwrap().version(),
+        bounded_rag::ingest::load_kb(&target).unwrap().version(),
         summary.manifest.content_hash
     );
     summary.manifest.content_hash

@@ -7,11 +7,11 @@ use crate::support;
 use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
 use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
 use bounded_rag::ingest::{ingest, IngestOptions};
+use bounded_rag::kb::format::Manifest;
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest};
 use bounded_rag::runs::Workflow;
-use bounded_rag::search::format::Manifest;
-use bounded_rag::search::{KnowledgeBase, RetrievalError, RetrievalMode};
+use bounded_rag::search::{RetrievalError, RetrievalMode};
 use bounded_rag::store::MemoryStore;
 use std::collections::HashSet;
 use std::fs;
@@ -107,7 +107,7 @@ async fn batches_follow_the_batch_size_and_prefixes_are_sent_and_recorded() {
 
     // A hybrid run embeds its question with the bundle's query prefix.
     server.clear();
-    let kb = Arc::new(KnowledgeBase::load(&out).unwrap());
+    let kb = Arc::new(bounded_rag::ingest::load_kb(&out).unwrap());
     let graph = RagGraph::new(Arc::new(OfflineModel), kb, None, RagLimits::default())
         .with_embedder(Arc::new(client(&server)))
         .with_remote_policy(no_wait());

@@ -12,10 +12,11 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_s3::primitives::ByteStream;
 use bounded_rag::aws::S3Location;
 use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
-use bounded_rag::ingest::sync::job::{DocPhase, JobRecord, Ledger};
+use bounded_rag::ingest::sync::job::{reason_of, summary_of, Ledger};
 use bounded_rag::ingest::sync::FailReason;
 use bounded_rag::ingest::{ingest, IngestOptions};
-use bounded_rag::search::s3::{self, BundleStore};
+use bounded_rag::kb::s3::{self, BundleStore};
+use bounded_rag::store::{DocPhase, DynamoStore, JobRecord};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,7 +85,8 @@ impl Stack {
             .unwrap();
         let table = moto.create_table().await;
         let dest: S3Location = format!("s3://{kb}/durian").parse().unwrap();
-        let ledger = Ledger::new(moto.dynamodb().await, table.clone(), &dest.to_string());
+        let records = DynamoStore::for_sync(moto.dynamodb().await, table.clone());
+        let ledger = Ledger::new(std::sync::Arc::new(records), &dest.to_string());
         Self {
             s3,
             sqs,
@@ -249,7 +251,7 @@ async fn events_sync_add_modify_delete_and_duplicates_or_redeliveries_do_nothing
     assert_eq!(stack.embedded(), 4);
     let jobs = stack.jobs().await;
     assert_eq!(jobs.len(), 1, "{jobs:?}");
-    let first = &jobs[0].summary;
+    let first = &summary_of(&jobs[0]).unwrap();
     assert_eq!((first.new, first.modified, first.deleted), (2, 0, 0));
     assert_eq!((first.embedded_passages, first.cached_passages), (4, 0));
     let expected = ingest_version(&[
@@ -278,7 +280,7 @@ async fn events_sync_add_modify_delete_and_duplicates_or_redeliveries_do_nothing
     assert_eq!(stack.embedded(), 5);
     let jobs = stack.jobs().await;
     assert_eq!(jobs.len(), 2);
-    let modified = &jobs[1].summary;
+    let modified = &summary_of(&jobs[1]).unwrap();
     assert_eq!(
         (modified.new, modified.modified, modified.unchanged),
         (0, 1, 1)
@@ -309,7 +311,7 @@ async fn events_sync_add_modify_delete_and_duplicates_or_redeliveries_do_nothing
     stack.pump(&[&watch]).await;
     let jobs = stack.jobs().await;
     assert_eq!(jobs.len(), 3, "{jobs:?}");
-    let deleted = &jobs[2].summary;
+    let deleted = &summary_of(&jobs[2]).unwrap();
     assert_eq!(
         (
             deleted.deleted,
@@ -440,7 +442,7 @@ async fn a_crash_mid_document_is_recovered_and_a_poisoned_file_fails_alone() {
     let bad = stack.ledger.doc("bad.txt").await.unwrap().unwrap();
     assert_eq!(bad.phase, DocPhase::Failed);
     assert!(
-        matches!(bad.reason, Some(FailReason::Unreadable { .. })),
+        matches!(reason_of(&bad), Some(FailReason::Unreadable { .. })),
         "{bad:?}"
     );
     // The held call and its retry after the crash: the one passage, twice; nothing more.
@@ -452,7 +454,7 @@ async fn a_crash_mid_document_is_recovered_and_a_poisoned_file_fails_alone() {
     // The publish waited for the dead publisher's lease to lapse, then took it over.
     assert!(jobs[0].started_at >= crashed_until, "{jobs:?}");
     assert_eq!(stack.ledger.control().await.unwrap().publishes, 1);
-    let summary = &jobs[0].summary;
+    let summary = &summary_of(&jobs[0]).unwrap();
     assert_eq!(summary.failed.len(), 1);
     assert_eq!(summary.failed[0].path, "bad.txt");
     let expected = ingest_version(&[("borer.md".into(), tunnels.into())]).await;
@@ -537,7 +539,7 @@ async fn a_full_sync_fans_out_over_the_queue_and_finds_deletions() {
     stack.pump(&refs).await;
     assert_eq!(stack.embedded(), 20);
     let jobs = stack.jobs().await;
-    let last = &jobs.last().unwrap().summary;
+    let last = &summary_of(jobs.last().unwrap()).unwrap();
     assert_eq!((last.deleted, last.unchanged, last.new), (1, 19, 0));
     docs.remove(7);
     let expected = ingest_version(&docs).await;

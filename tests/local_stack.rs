@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use support::moto::{moto, unique_name};
 
-const README: &str = include_str!("../README.md");
+const CONFIGURATION: &str = include_str!("../docs/src/configuration.md");
 const TEMPLATE: &str = include_str!("../template.yaml");
 /// Documented settings provision.py must not copy into the env file: the keys go into the
 /// secret, the rest are the resources it creates.
@@ -39,9 +39,9 @@ fn python() -> PathBuf {
     python
 }
 
-/// The variable names of README.md's configuration table.
+/// The variable names of the configuration table (docs/src/configuration.md).
 fn documented_settings() -> Vec<String> {
-    let section = README
+    let section = CONFIGURATION
         .split("\n## Configuration")
         .nth(1)
         .expect("a Configuration section")

@@ -1,5 +1,5 @@
-//! `openapi.yaml` stays true: answers of the real handlers (`entry::http::handle`, and
-//! `entry::stream::handle` for the streamed variant), driven with the events of `events/`
+//! `openapi.yaml` stays true: answers of the real handlers (`entry::api::handle`, and
+//! `entry::stream_function::handle` for the streamed variant), driven with the events of `events/`
 //! through every documented outcome, are checked against the operation they hit — status code
 //! documented, content type listed, body valid against the schema (`$ref`s into
 //! `components` resolved, formats checked), required headers present and well-formed. Finally
@@ -9,7 +9,7 @@
 use crate::support;
 
 use async_trait::async_trait;
-use bounded_rag::entry::{http, stream, App};
+use bounded_rag::entry::{api, stream_function, App};
 use bounded_rag::runs::RunIndexer;
 use bounded_rag::runs::{MemoryQueue, QueueError, WorkMessage, WorkQueue};
 use bounded_rag::store::{
@@ -308,7 +308,7 @@ async fn call(app: &App, queue: Option<&dyn WorkQueue>, event: &str) -> Exchange
     let request = lambda_http::request::from_str(event).expect("event parses");
     let method = request.method().to_string();
     let path = request.uri().path().to_owned();
-    let response = http::handle(app, queue, request).await;
+    let response = api::handle(app, queue, request).await;
     Exchange {
         method,
         path,
@@ -322,7 +322,7 @@ async fn call_stream(app: &'static App, event: &str) -> Exchange {
     let request = lambda_http::request::from_str(event).expect("event parses");
     let method = request.method().to_string();
     let path = request.uri().path().to_owned();
-    let response = stream::handle(app, None, request).await;
+    let response = stream_function::handle(app, None, request).await;
     let (parts, body) = response.into_parts();
     let body = body
         .collect()

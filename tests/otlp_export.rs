@@ -8,7 +8,7 @@ use crate::support;
 
 use axum::routing::post;
 use axum::{Json, Router};
-use bounded_rag::entry::{http, sqs};
+use bounded_rag::entry::{api, sqs};
 use bounded_rag::otlp::{Exporter, SpanContext};
 use bounded_rag::runs::MemoryQueue;
 use serde_json::{json, Value};
@@ -66,7 +66,7 @@ async fn one_run_across_a_suspension_is_one_trace_of_nested_spans() {
     let queue = MemoryQueue::default();
     let mut event: Value = serde_json::from_str(RUN).unwrap();
     event["headers"]["traceparent"] = CALLER_TRACE.into();
-    let response = http::handle(
+    let response = api::handle(
         &app,
         Some(&queue),
         lambda_http::request::from_str(&event.to_string()).unwrap(),

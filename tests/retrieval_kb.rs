@@ -2,7 +2,8 @@
 //! loading user folders, ingest, and the errors a user sees.
 use bounded_rag::error::{Classify, ErrorClass};
 use bounded_rag::ingest::ingest_dir;
-use bounded_rag::search::{DocKind, KnowledgeBase, RetrievalError, RetrievalOptions, Retriever};
+use bounded_rag::kb::Retriever;
+use bounded_rag::search::{DocKind, RetrievalError, RetrievalOptions};
 use std::fs;
 use std::path::Path;
 
@@ -32,7 +33,7 @@ fn kb_dir() -> &'static Path {
 
 #[tokio::test]
 async fn embedded_kb_answers_patch_canker_with_its_passage_first() {
-    let kb = KnowledgeBase::embedded().unwrap();
+    let kb = bounded_rag::ingest::sample_kb().unwrap();
     let docs = kb
         .retrieve(PATCH_CANKER, &RetrievalOptions::default())
         .await
@@ -54,7 +55,7 @@ async fn embedded_kb_answers_patch_canker_with_its_passage_first() {
 
 #[test]
 fn toggles_select_kinds_exactly() {
-    let kb = KnowledgeBase::embedded().unwrap();
+    let kb = bounded_rag::ingest::sample_kb().unwrap();
     let query = "patch canker phosphonate drainage Phytophthora";
     for kind in ALL {
         let docs = kb.search(query, &options(10, &[kind])).unwrap();
@@ -71,7 +72,7 @@ fn toggles_select_kinds_exactly() {
 
 #[test]
 fn limit_is_respected() {
-    let kb = KnowledgeBase::embedded().unwrap();
+    let kb = bounded_rag::ingest::sample_kb().unwrap();
     for limit in [1, 2, 5, 10] {
         let docs = kb
             .search("durian fruit borer", &options(limit, &ALL))
@@ -85,7 +86,7 @@ fn limit_is_respected() {
 
 #[test]
 fn user_punctuation_never_breaks_a_query() {
-    let kb = KnowledgeBase::embedded().unwrap();
+    let kb = bounded_rag::ingest::sample_kb().unwrap();
     for q in [
         "patch canker: AND OR NOT (title:\"x",
         "-durian +borer ^2 ~ * ? [a TO b} {",
@@ -100,7 +101,7 @@ fn user_punctuation_never_breaks_a_query() {
 
 #[test]
 fn stats_describe_the_embedded_kb() {
-    let kb = KnowledgeBase::embedded().unwrap();
+    let kb = bounded_rag::ingest::sample_kb().unwrap();
     let stats = kb.stats();
     assert_eq!(stats.documents, 11);
     assert_eq!(kb.len(), stats.indexed());
@@ -113,8 +114,8 @@ fn stats_describe_the_embedded_kb() {
 
 #[test]
 fn loading_the_kb_folder_matches_the_embedded_kb() {
-    let embedded = KnowledgeBase::embedded().unwrap();
-    let loaded = KnowledgeBase::load(kb_dir()).unwrap();
+    let embedded = bounded_rag::ingest::sample_kb().unwrap();
+    let loaded = bounded_rag::ingest::load_kb(kb_dir()).unwrap();
     assert_eq!(loaded.stats(), embedded.stats());
     let opts = options(5, &ALL);
     assert_eq!(
@@ -164,8 +165,8 @@ fn ingest_then_load_gives_the_same_results_as_the_raw_folder() {
     assert_eq!(summary.skipped_files, 1);
     assert!(summary.to_string().contains("3 documents"));
 
-    let raw = KnowledgeBase::load(source.path()).unwrap();
-    let ingested = KnowledgeBase::load(&target).unwrap();
+    let raw = bounded_rag::ingest::load_kb(source.path()).unwrap();
+    let ingested = bounded_rag::ingest::load_kb(&target).unwrap();
     assert_eq!(raw.stats(), ingested.stats());
     for query in [
         "What causes black spots on mango?",
@@ -188,7 +189,7 @@ fn ingest_then_load_gives_the_same_results_as_the_raw_folder() {
     // The embedded KB ingests too, and keeps its answer.
     let kb_out = out.path().join("durian-kb");
     ingest_dir(kb_dir(), &kb_out).unwrap();
-    let docs = KnowledgeBase::load(&kb_out)
+    let docs = bounded_rag::ingest::load_kb(&kb_out)
         .unwrap()
         .search(PATCH_CANKER, &options(1, &ALL))
         .unwrap();
@@ -201,7 +202,7 @@ fn a_bad_jsonl_line_is_reported_with_file_and_line() {
     write(source.path(), "graph/edges.jsonl", "{\"source\":\"c\",\"target\":\"m\",\"relation\":\"infects\",\"fact\":\"ok\"}\n\n{\"source\":\"c\",\"target\":\"m\",\"relation\":\"infects\"}\n");
     let out = tempfile::tempdir().unwrap();
     for err in [
-        KnowledgeBase::load(source.path()).unwrap_err(),
+        bounded_rag::ingest::load_kb(source.path()).unwrap_err(),
         ingest_dir(source.path(), &out.path().join("kb")).unwrap_err(),
     ] {
         let RetrievalError::Parse { path, line, .. } = &err else {
@@ -225,14 +226,14 @@ fn a_bad_jsonl_line_is_reported_with_file_and_line() {
 #[test]
 fn an_empty_folder_is_an_error_saying_so() {
     let empty = tempfile::tempdir().unwrap();
-    let err = KnowledgeBase::load(empty.path()).unwrap_err();
+    let err = bounded_rag::ingest::load_kb(empty.path()).unwrap_err();
     assert!(matches!(err, RetrievalError::NoDocuments { .. }), "{err}");
     assert!(err.to_string().starts_with("no documents in "), "{err}");
     let out = tempfile::tempdir().unwrap();
     let err = ingest_dir(empty.path(), &out.path().join("kb")).unwrap_err();
     assert!(matches!(err, RetrievalError::NoDocuments { .. }), "{err}");
 
-    let err = KnowledgeBase::load(&empty.path().join("missing")).unwrap_err();
+    let err = bounded_rag::ingest::load_kb(&empty.path().join("missing")).unwrap_err();
     assert!(err.to_string().contains("missing"), "{err}");
 }
 
@@ -272,7 +273,7 @@ fn loading_an_ingested_kb_writes_nothing() {
         names
     };
     let (before, before_root) = (listing(&index), listing(&target));
-    let kb = KnowledgeBase::load(&target).unwrap();
+    let kb = bounded_rag::ingest::load_kb(&target).unwrap();
     assert!(!kb
         .search(PATCH_CANKER, &options(3, &ALL))
         .unwrap()

@@ -17,8 +17,9 @@ use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
 use bounded_rag::ingest::sync::job::Ledger;
 use bounded_rag::ingest::sync::{sync, SyncSource};
 use bounded_rag::ingest::IngestOptions;
-use bounded_rag::search::s3::{self, BundleStore};
-use bounded_rag::search::{LiveKnowledge, LoadOptions, Retriever};
+use bounded_rag::kb::s3::{self, BundleStore};
+use bounded_rag::kb::{LiveKnowledge, LoadOptions, Retriever};
+use bounded_rag::store::DynamoStore;
 use futures::StreamExt;
 use std::time::{Duration, Instant, SystemTime};
 use support::embeddings_server::ScriptedEmbeddings;
@@ -110,7 +111,8 @@ async fn bench_lambda_sync() {
             .unwrap();
         let table = moto.create_table().await;
         let dest: S3Location = format!("s3://{kb}/kb").parse().unwrap();
-        let ledger = Ledger::new(moto.dynamodb().await, table.clone(), &dest.to_string());
+        let records = DynamoStore::for_sync(moto.dynamodb().await, table.clone());
+        let ledger = Ledger::new(std::sync::Arc::new(records), &dest.to_string());
         let store = BundleStore::new(s3c.clone(), dest.clone());
         futures::stream::iter(&docs)
             .map(|(rel, body)| {

@@ -6,10 +6,9 @@
 use async_trait::async_trait;
 use bounded_rag::config::Settings;
 use bounded_rag::engine::SystemClock;
-use bounded_rag::entry::{http, App};
+use bounded_rag::entry::{api, App};
 use bounded_rag::llm::{ChatModel, ChatRequest, Completion, LlmError, OfflineModel, Task};
 use bounded_rag::rag::{Caller, RagGraph, RagLimits, RunRequest};
-use bounded_rag::search::KnowledgeBase;
 use bounded_rag::store::{CheckpointStore, MemoryStore};
 use serde_json::Value;
 use sha2::Digest;
@@ -52,7 +51,7 @@ fn app_with(gate: Option<Arc<Semaphore>>) -> (App, Arc<Gated>, Arc<MemoryStore>)
         contextualize: AtomicUsize::new(0),
         gate,
     });
-    let kb = Arc::new(KnowledgeBase::embedded().unwrap());
+    let kb = Arc::new(bounded_rag::ingest::sample_kb().unwrap());
     let graph = RagGraph::new(model.clone(), kb, None, RagLimits::default());
     let store = Arc::new(MemoryStore::new());
     let app = App::from_parts(
@@ -85,16 +84,12 @@ fn event(base: &str, method: &str, path: &str, body: Option<&str>) -> String {
 
 async fn call(app: &App, event: &str) -> (u16, Value, Option<String>) {
     let request = lambda_http::request::from_str(event).expect("event parses");
-    let response = http::handle(app, None, request).await;
+    let response = api::handle(app, None, request).await;
     let retry = response
         .headers()
         .get("retry-after")
         .map(|v| v.to_str().unwrap().to_owned());
-    (
-        response.status().as_u16(),
-        http::body_json(&response),
-        retry,
-    )
+    (response.status().as_u16(), api::body_json(&response), retry)
 }
 
 async fn ask(app: &App, base: &str, thread: &str, question: &str) -> (u16, Value, Option<String>) {
@@ -279,7 +274,7 @@ async fn a_deleted_thread_leaves_nothing_readable() {
     let (_, second, _) = ask(&app, RUN, "gone", "How is it treated?").await;
     let delete = event(RUNS_GET, "DELETE", "/threads/gone", None);
     let request = lambda_http::request::from_str(&delete).unwrap();
-    let response = http::handle(&app, None, request).await;
+    let response = api::handle(&app, None, request).await;
     assert_eq!(response.status().as_u16(), 204);
     assert_eq!(
         call(&app, &event(RUNS_GET, "GET", "/threads/gone", None))

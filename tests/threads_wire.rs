@@ -8,10 +8,9 @@ use crate::support;
 use aws_sdk_dynamodb::types::AttributeValue;
 use bounded_rag::config::Settings;
 use bounded_rag::engine::SystemClock;
-use bounded_rag::entry::{http, App};
+use bounded_rag::entry::{api, App};
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Caller, RagGraph, RagLimits};
-use bounded_rag::search::KnowledgeBase;
 use bounded_rag::store::{DynamoStore, MemoryStore};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -60,8 +59,8 @@ fn event(
 
 async fn call(app: &App, event: &str) -> (u16, Value) {
     let request = lambda_http::request::from_str(event).expect("event parses");
-    let response = http::handle(app, None, request).await;
-    (response.status().as_u16(), http::body_json(&response))
+    let response = api::handle(app, None, request).await;
+    (response.status().as_u16(), api::body_json(&response))
 }
 
 async fn ask(app: &App, base: &str, thread: &str, question: &str) -> (u16, Value) {
@@ -150,7 +149,7 @@ async fn dynamo_app() -> (App, aws_sdk_dynamodb::Client, String) {
     let config = DynamoStore::client_config(&moto.sdk_config().await, Duration::from_secs(20));
     let client = aws_sdk_dynamodb::Client::from_conf(config);
     let store = DynamoStore::new(client.clone(), table.clone(), Duration::from_secs(3600));
-    let kb = Arc::new(KnowledgeBase::embedded().unwrap());
+    let kb = Arc::new(bounded_rag::ingest::sample_kb().unwrap());
     let graph = RagGraph::new(Arc::new(OfflineModel), kb, None, RagLimits::default());
     let app = App::from_parts(
         Settings::default(),

@@ -8,7 +8,6 @@ use bounded_rag::engine::{Budget, Clock, FakeClock, RetryPolicy, SystemClock};
 use bounded_rag::llm::{BedrockConfig, BedrockModel, ChatModel, OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunResponse, RunStatus};
 use bounded_rag::runs::Workflow;
-use bounded_rag::search::KnowledgeBase;
 use bounded_rag::store::MemoryStore;
 use std::sync::Arc;
 use std::time::Duration;
@@ -131,7 +130,7 @@ impl Harness {
                 (Server::Bedrock(llm), Arc::new(model))
             }
         };
-        let kb = KnowledgeBase::embedded().unwrap();
+        let kb = bounded_rag::ingest::sample_kb().unwrap();
         let graph =
             RagGraph::new(model, Arc::new(kb), None, RagLimits::default()).with_remote_policy(FAST);
         Self {

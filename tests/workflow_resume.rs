@@ -7,7 +7,6 @@ use bounded_rag::engine::{Budget, Clock, EngineError, FakeClock, RetryPolicy, Sy
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{LimitHit, RagGraph, RagLimits, RunRequest, RunStatus};
 use bounded_rag::runs::Workflow;
-use bounded_rag::search::KnowledgeBase;
 use bounded_rag::store::{MemoryStore, StoreError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -34,13 +33,13 @@ fn timed_graph(llm: &ScriptedLlm, clock: &Arc<FakeClock>) -> RagGraph {
         clock: clock.clone(),
         per_call: Duration::from_millis(200),
     };
-    let kb = KnowledgeBase::embedded().unwrap();
+    let kb = bounded_rag::ingest::sample_kb().unwrap();
     RagGraph::new(Arc::new(model), Arc::new(kb), None, RagLimits::default())
 }
 
 async fn graph(llm: &ScriptedLlm) -> RagGraph {
     let model = OpenAiModel::new(OpenAiConfig::new(llm.base_url(), "test-model")).unwrap();
-    let kb = KnowledgeBase::embedded().unwrap();
+    let kb = bounded_rag::ingest::sample_kb().unwrap();
     RagGraph::new(Arc::new(model), Arc::new(kb), None, RagLimits::default()).with_remote_policy(
         RetryPolicy {
             max_retries: 3,

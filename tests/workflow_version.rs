@@ -9,7 +9,6 @@ use bounded_rag::engine::{run_key, Budget, Clock, FakeClock, Shape, WorkflowVers
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunStatus};
 use bounded_rag::runs::Workflow;
-use bounded_rag::search::KnowledgeBase;
 use bounded_rag::store::{CheckpointStore, MemoryStore};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +24,7 @@ fn timed_graph(llm: &ScriptedLlm, clock: &Arc<FakeClock>) -> RagGraph {
         clock: clock.clone(),
         per_call: Duration::from_millis(200),
     };
-    let kb = KnowledgeBase::embedded().unwrap();
+    let kb = bounded_rag::ingest::sample_kb().unwrap();
     RagGraph::new(Arc::new(model), Arc::new(kb), None, RagLimits::default())
 }
 

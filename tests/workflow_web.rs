@@ -7,7 +7,7 @@ use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunResponse, RunStatus};
 use bounded_rag::runs::Workflow;
-use bounded_rag::search::{KnowledgeBase, TavilyClient, TavilyConfig};
+use bounded_rag::search::{TavilyClient, TavilyConfig};
 use bounded_rag::store::MemoryStore;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +26,7 @@ async fn run(llm: &ScriptedLlm, web: &ScriptedWeb, request: RunRequest) -> RunRe
     .unwrap();
     let graph = RagGraph::new(
         Arc::new(model),
-        Arc::new(KnowledgeBase::embedded().unwrap()),
+        Arc::new(bounded_rag::ingest::sample_kb().unwrap()),
         Some(Arc::new(search)),
         RagLimits::default(),
     )

@@ -11,7 +11,6 @@ use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunStatus};
 use bounded_rag::runs::WorkMessage;
 use bounded_rag::runs::Workflow;
-use bounded_rag::search::KnowledgeBase;
 use bounded_rag::store::MemoryStore;
 use serde_json::json;
 use std::sync::Arc;
@@ -25,7 +24,7 @@ pub const CALLS_PER_RUN: u64 = 7;
 /// The graph every benchmark uses: real client, embedded knowledge base, no web search.
 pub fn graph(server: &LlmServer, model: &str) -> RagGraph {
     let client = OpenAiModel::new(OpenAiConfig::new(server.base_url(), model)).expect("client");
-    let kb = KnowledgeBase::embedded().expect("embedded knowledge base");
+    let kb = bounded_rag::ingest::sample_kb().expect("embedded knowledge base");
     RagGraph::new(Arc::new(client), Arc::new(kb), None, RagLimits::default())
 }
 

@@ -6,7 +6,7 @@ after 3 receives), the API-keys secret and the knowledge-base bucket (the functi
 KB_URI=s3://BUCKET/PREFIX; scripts/local-stack.sh publishes the sample bundle there). Safe to
 run again: existing resources are kept (a table without the index gets it), the secret gets the
 new value. Finally writes the env file that `cargo lambda watch --env-file` gives the
-functions: the local resources, plus every setting of README.md's configuration table that is
+functions: the local resources, plus every setting of the configuration chapter's table (docs/src/configuration.md) that is
 set in this environment (the API keys go into the secret instead).
 
     provision.py --endpoint http://127.0.0.1:5000 --env-file .local/lambda.env
@@ -29,7 +29,7 @@ REGION = "us-east-1"
 # Dummy credentials: moto accepts anything, and fixed values keep real ones out of the env file.
 ACCESS_KEY = "testing"
 SECRET_KEY = "testing"
-README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+README = pathlib.Path(__file__).resolve().parents[2] / "docs" / "src" / "configuration.md"
 # Documented settings that never go into the env file: the keys live in the secret, the rest is
 # what this script provisions.
 NOT_FORWARDED = {
@@ -146,7 +146,7 @@ def put_secret(sm, secret_id, value):
 
 
 def documented_settings(readme=README):
-    """The variable names of README.md's configuration table, in order."""
+    """The variable names of the configuration chapter's table (docs/src/configuration.md), in order."""
     text = readme.read_text(encoding="utf-8")
     section = text.split("\n## Configuration", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", section, flags=re.MULTILINE)

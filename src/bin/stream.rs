@@ -1,6 +1,6 @@
 //! The streaming HTTP Lambda function (a function URL in `RESPONSE_STREAM` mode): builds the
 //! clients once, then answers `POST /workflow/run` with server-sent events.
-use bounded_rag::entry::{logging, stream, App};
+use bounded_rag::entry::{logging, stream_function, App};
 use lambda_http::{service_fn, Error, Request};
 
 #[tokio::main]
@@ -10,7 +10,7 @@ async fn main() -> Result<(), Error> {
     // the process.
     let app: &'static App = Box::leak(Box::new(App::from_env().await?));
     lambda_http::run_with_streaming_response(service_fn(move |request: Request| async move {
-        Ok::<_, Error>(stream::handle(app, app.work_queue(), request).await)
+        Ok::<_, Error>(stream_function::handle(app, app.work_queue(), request).await)
     }))
     .await
 }

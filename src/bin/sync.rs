@@ -2,7 +2,7 @@
 //! then hands each batch to the sync job.
 use aws_lambda_events::event::sqs::SqsEvent;
 use bounded_rag::entry::logging;
-use bounded_rag::entry::sync::{handle_batch, SyncFunction};
+use bounded_rag::entry::sync_function::{handle_batch, SyncFunction};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 
 #[tokio::main]

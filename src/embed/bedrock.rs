@@ -10,10 +10,10 @@
 
 use super::embedder::{Embedder, Embeddings};
 use super::error::EmbedError;
-use crate::bedrock::{self, Failure, Purpose};
+use crate::bedrock_client::{self, Failure, Purpose};
 use crate::engine::Usage;
 use crate::error::ErrorClass;
-use crate::http::status_is_transient;
+use crate::outbound::status_is_transient;
 use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_bedrockruntime::primitives::Blob;
@@ -62,7 +62,7 @@ impl BedrockEmbeddings {
             )));
         }
         Ok(Self {
-            client: bedrock::client(sdk, crate::config::DEFAULT_LLM_CONNECT_TIMEOUT),
+            client: bedrock_client::client(sdk, crate::config::DEFAULT_LLM_CONNECT_TIMEOUT),
             model: model.trim().to_owned(),
             dimensions,
         })
@@ -85,7 +85,7 @@ impl BedrockEmbeddings {
             .body(Blob::new(body))
             .send()
             .await
-            .map_err(|e| embed_error(bedrock::failure(&e, Purpose::Embeddings)))?;
+            .map_err(|e| embed_error(bedrock_client::failure(&e, Purpose::Embeddings)))?;
         let parsed: Response = serde_json::from_slice(reply.body().as_ref()).map_err(|e| {
             EmbedError::InvalidResponse(format!("not a Titan embeddings answer: {e}"))
         })?;

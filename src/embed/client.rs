@@ -5,7 +5,7 @@
 use super::embedder::{Embedder, Embeddings};
 use super::error::EmbedError;
 use crate::engine::{estimate_tokens, Usage};
-use crate::http::json_endpoint::JsonEndpoint;
+use crate::outbound::json_endpoint::JsonEndpoint;
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

@@ -3,11 +3,11 @@
 //! The CLI and the Lambda functions share this wiring; [`App`] is what `main` builds with it.
 
 use super::adapters::{EventBridgeSink, SqsQueue};
-pub(crate) use super::knowledge::build_kb;
 use crate::aws;
 use crate::config::{EmbeddingsProvider, LlmProvider, RerankProvider, Settings};
 use crate::embed::{BedrockEmbeddings, Embedder, EmbeddingsClient, EmbeddingsConfig};
 use crate::engine::{Budget, Clock, SystemClock};
+use crate::kb::Retriever;
 use crate::llm::{
     BedrockConfig, BedrockModel, CachingModel, ChatModel, OfflineModel, OpenAiConfig, OpenAiModel,
 };
@@ -15,8 +15,7 @@ use crate::rag::{RagGraph, RagLimits};
 use crate::runs::{CompletionEvents, WorkQueue};
 use crate::runs::{RunIndexer, Runs, Workflow};
 use crate::search::{
-    BedrockReranker, RerankClient, RerankConfig, Reranker, Retriever, TavilyClient, TavilyConfig,
-    WebSearch,
+    BedrockReranker, RerankClient, RerankConfig, Reranker, TavilyClient, TavilyConfig, WebSearch,
 };
 use crate::secrets::{SecretBundle, SecretsProvider};
 use crate::store::{CacheStore, CheckpointStore, DynamoStore, FileStore};
@@ -312,8 +311,10 @@ fn build_reranker(
     let base_url = match (&r.provider, aws) {
         (RerankProvider::Http { base_url }, _) => base_url,
         (RerankProvider::Bedrock, Some(sdk)) => {
-            let client =
-                crate::bedrock::agent_client(sdk, crate::config::DEFAULT_LLM_CONNECT_TIMEOUT);
+            let client = crate::bedrock_client::agent_client(
+                sdk,
+                crate::config::DEFAULT_LLM_CONNECT_TIMEOUT,
+            );
             let region = sdk.region().map_or("us-east-1", |r| r.as_ref());
             let model = r.model.as_deref().unwrap_or_default();
             return Ok(Some(Arc::new(BedrockReranker::new(client, model, region))));
@@ -372,4 +373,17 @@ pub fn work_queue(settings: &Settings, sdk: &aws_config::SdkConfig) -> Option<Sq
         aws_sdk_sqs::Client::from_conf(config),
         url.clone(),
     ))
+}
+
+/// The knowledge store named by the settings ([`crate::kb::open_store`]), with ingest reading
+/// a `KB_PATH` folder of sources or the compiled-in sample.
+pub(crate) async fn build_kb(
+    settings: &Settings,
+    aws: Option<&aws_config::SdkConfig>,
+) -> Result<std::sync::Arc<dyn crate::kb::Retriever>, StartupError> {
+    let local = |path: Option<&std::path::Path>| match path {
+        Some(path) => crate::ingest::load_kb(path),
+        None => crate::ingest::sample_kb(),
+    };
+    Ok(crate::kb::open_store(settings, aws, local).await?)
 }

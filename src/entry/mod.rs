@@ -7,7 +7,6 @@
 //! | module | owns |
 //! |---|---|
 //! | `app.rs` | [`App`]: every client built once from the settings |
-//! | `knowledge.rs` | the knowledge store opened from the settings (`KB_URI`, `KB_PATH`, the sample) |
 //! | `startup_error.rs` | [`StartupError`]: why the application could not start, with what to check |
 //! | `http/` | the HTTP API handler (routing, input, the one refusal-to-status mapping) |
 //! | `stream.rs`, `stream_resume.rs`, `sse.rs` | the stream function: a run as server-sent events, a resumed stream, SSE framing |
@@ -20,11 +19,10 @@
 //! | `caller.rs`, `messages.rs`, `metrics.rs`, `logging.rs` | who asks, caller-facing texts, EMF lines, log set-up |
 
 pub mod adapters;
+pub mod api;
 mod app;
 pub(crate) mod caller;
 pub mod cli;
-pub mod http;
-mod knowledge;
 pub mod logging;
 pub(crate) mod messages;
 pub(crate) mod metrics;
@@ -32,9 +30,9 @@ mod serve;
 pub mod sqs;
 mod sse;
 mod startup_error;
-pub mod stream;
+pub mod stream_function;
 mod stream_resume;
 pub mod sweeper;
-pub mod sync;
+pub mod sync_function;
 
 pub use app::{work_queue, App, StartupError};

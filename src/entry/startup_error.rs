@@ -49,3 +49,14 @@ pub enum StartupError {
     )]
     Secrets(#[from] crate::secrets::SecretsError),
 }
+
+impl From<crate::kb::OpenError> for StartupError {
+    fn from(e: crate::kb::OpenError) -> Self {
+        use crate::kb::OpenError;
+        match e {
+            OpenError::Local(source) => Self::Kb(source),
+            OpenError::Bundle { uri, source } => Self::KbUri { uri, source },
+            OpenError::Store { uri, source } => Self::KbStore { uri, source },
+        }
+    }
+}

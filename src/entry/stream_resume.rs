@@ -6,7 +6,7 @@
 //! id it got), and ends with `final`, `suspended` or `cancelled`. Tokens are live only: a
 //! resumed stream carries no `token` or `discarded` events.
 
-use super::http::{self, check_run_id, error_field, ApiError};
+use super::api::{self, check_run_id, error_field, ApiError};
 use super::sse::{buffered, event_stream, last_step_seen, send, sse, EventIds};
 use super::{caller, App};
 use crate::rag::{Caller, RunResponse, RunStatus};
@@ -82,7 +82,7 @@ async fn read_run(
     let runs = app.runs();
     runs.status(Some(caller), run_id)
         .await
-        .map_err(|refusal| http::refused(refusal, runs.clock().now_ms()).into())
+        .map_err(|refusal| api::refused(refusal, runs.clock().now_ms()).into())
 }
 
 /// The last event for a run that will not change in this stream (none while it runs): the

@@ -1,14 +1,14 @@
 //! `ingest DIR --out postgres://...` (or `rds-data://...`): the same sources, passages and
 //! vectors as a bundle, written into PostgreSQL instead, a document per transaction; documents
 //! no longer in the folder are deleted at the end, so the database mirrors the folder.
-use super::bundle::embedding::embed_passages;
-use super::bundle::plan::Plan;
 use super::describe;
+use super::embedding::embed_passages;
 use super::options::IngestOptions;
+use super::plan::Plan;
 use super::sources::enable_parsers;
 use super::sources::Corpus;
-use crate::search::format::{EmbeddingInfo, KbStats, SkippedFile};
-use crate::search::postgres::{schema, schema_error, write, Sql, SqlError};
+use crate::kb::bundle::format::{EmbeddingInfo, KbStats, SkippedFile};
+use crate::kb::postgres::{schema, schema_error, write, Sql, SqlError};
 use crate::search::{DocKind, RetrievalError};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -71,7 +71,7 @@ pub(crate) async fn ingest_into_store(
     enable_parsers();
     let staging = std::env::temp_dir().join(format!(
         "bounded-rag-ingest-{}",
-        &crate::search::format::hex(&Sha256::digest(
+        &crate::kb::bundle::format::hex(&Sha256::digest(
             format!("{}\n{}", source.display(), sql.name()).as_bytes()
         ))[..16]
     ));

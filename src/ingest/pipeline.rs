@@ -1,8 +1,8 @@
 //! An ingest from start to end: the sources read and checked ([`Plan`]), every passage
 //! embedded when an embedder is given, the bundle written and moved into place.
-use super::bundle::embedding::embed_passages;
-use super::bundle::plan::Plan;
+use super::embedding::embed_passages;
 use super::options::{IngestOptions, NoProgress};
+use super::plan::Plan;
 use super::sources::enable_parsers;
 use super::summary::IngestSummary;
 use crate::search::RetrievalError;

@@ -7,7 +7,7 @@
 //! No variant ever carries an API key: providers build messages from redacted text only.
 
 use crate::error::{Classify, ErrorClass};
-use crate::http::status_is_transient;
+use crate::outbound::status_is_transient;
 use std::time::Duration;
 
 /// Longest body excerpt kept in an [`LlmError::Status`] or [`LlmError::Malformed`].

@@ -4,26 +4,26 @@
 //! ([`CachingModel`]). Wire
 //! structs stay private to each provider module.
 
-mod answer;
+mod answer_call;
 mod bedrock;
-mod cache;
 mod cache_key;
 mod contextualize;
 mod error;
 mod lexical;
 mod offline;
 mod openai;
+mod reply_cache;
 #[cfg(test)]
 mod scripted;
 mod structured;
 mod task;
 
-pub use answer::{write_answer, Written};
+pub use answer_call::{write_answer, Written};
 pub use bedrock::{BedrockConfig, BedrockModel};
-pub(crate) use cache::CachingModel;
 pub use error::LlmError;
 pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER};
 pub use openai::{OpenAiConfig, OpenAiModel};
+pub(crate) use reply_cache::CachingModel;
 #[cfg(test)]
 pub(crate) use scripted::ScriptedModel;
 pub use structured::ask;

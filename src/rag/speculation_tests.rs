@@ -7,7 +7,6 @@ use crate::engine::{Budget, Clock, SystemClock};
 use crate::llm::{ChatModel, ChatRequest, Completion, LlmError, ScriptedModel, Task};
 use crate::rag::{Events, RagGraph, RagLimits, RunEvent, RunRequest, RunResponse};
 use crate::runs::Workflow;
-use crate::search::KnowledgeBase;
 use crate::store::MemoryStore;
 use async_trait::async_trait;
 use serde_json::json;
@@ -141,7 +140,7 @@ pub(super) async fn run(
     request: RunRequest,
 ) -> Run {
     let model = Arc::new(Gated::new(model, together));
-    let kb = Arc::new(KnowledgeBase::embedded().unwrap());
+    let kb = Arc::new(crate::ingest::sample_kb().unwrap());
     // One quick retry: the tests that fail a call count its two attempts exactly.
     let quick = crate::engine::RetryPolicy {
         max_retries: 1,

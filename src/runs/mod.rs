@@ -34,7 +34,6 @@
 //! | `thread/` | conversation threads: turns started, recorded, read, deleted |
 
 mod active;
-mod answer;
 mod cancel;
 mod control;
 mod finished;
@@ -43,8 +42,9 @@ mod idempotency;
 mod input;
 mod listing;
 mod observed;
+mod outcome;
 mod queue;
-mod rate;
+mod rate_limit;
 mod refusal;
 mod replay;
 mod service;
@@ -54,13 +54,13 @@ pub(crate) mod thread;
 mod work;
 mod workflow;
 
-pub(crate) use answer::{Answer, Continuation, Ran};
 pub(crate) use cancel::Cancel;
 pub use finished::{CompletionEvents, EventSink, SinkError};
 pub(crate) use history::MAX_STEPS_PER_PAGE;
 pub(crate) use input::RunInput;
 pub(crate) use listing::parse_status;
 pub use listing::RunIndexer;
+pub(crate) use outcome::{Answer, Continuation, Ran};
 pub use queue::{MemoryQueue, QueueError, WorkMessage, WorkQueue};
 pub(crate) use refusal::{Invalid, Refusal};
 pub(crate) use replay::steps_after;

@@ -15,11 +15,11 @@
 //! entry point started it. [`Runs::submit`] stores an asynchronous run and queues it instead.
 
 use super::active::{ActiveRuns, Admission as Slots};
-use super::answer::Answer;
 use super::idempotency::{self, Claim};
 use super::input::RunInput;
+use super::outcome::Answer;
 use super::queue::{WorkMessage, WorkQueue};
-use super::rate;
+use super::rate_limit;
 use super::refusal::Refusal;
 use super::service::Runs;
 use crate::engine::{Budget, EngineError};
@@ -71,7 +71,7 @@ impl Runs {
     ) -> Result<Admitted, Refusal> {
         let admission = self.admission();
         if let Some(limit) = admission.max_requests_per_minute {
-            rate::count(self.store(), &caller, limit, self.clock().now_ms()).await?;
+            rate_limit::count(self.store(), &caller, limit, self.clock().now_ms()).await?;
         }
         let request = input.request?;
         let key = input.key?;

@@ -4,12 +4,12 @@
 //! load reads the same bad file. Web-search errors follow HTTP semantics: timeouts, connection
 //! failures, 408, 429 and 5xx are transient (with the server's `Retry-After` when given); any
 //! other 4xx and a malformed response are permanent.
-use super::format::skip::SkippedFile;
-use super::format::source_format::Format;
 use super::rerank::RerankError;
+use super::skipped_file::SkippedFile;
+use super::source_format::Format;
 use crate::embed::EmbedError;
 use crate::error::{Classify, ErrorClass};
-use crate::http::status_is_transient;
+use crate::outbound::status_is_transient;
 use std::path::PathBuf;
 use std::time::Duration;
 

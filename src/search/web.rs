@@ -7,8 +7,8 @@
 //! errors or logs: [`Secret`] redacts itself and error bodies are scrubbed.
 use super::document::{DocKind, Document};
 use super::error::RetrievalError;
-use crate::http::json_endpoint::{call_error_impls, CallFailure, JsonEndpoint};
-use crate::http::status_is_transient;
+use crate::outbound::json_endpoint::{call_error_impls, CallFailure, JsonEndpoint};
+use crate::outbound::status_is_transient;
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

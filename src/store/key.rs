@@ -27,6 +27,10 @@ pub(crate) enum StoreKey<'a> {
     /// A caller's request counter: `rate#<caller digest>` (one per caller), or on DynamoDB
     /// `rate#<caller digest>#<minute>` (one per caller and window).
     Rate(&'a str),
+    /// The sync function's records of one destination: `sync#<s3://BUCKET/PREFIX>` (on
+    /// DynamoDB the partition, each record a [`SyncSortKey`] in it; the local stores append
+    /// `#` and the sort key).
+    Sync(&'a str),
 }
 
 impl<'a> StoreKey<'a> {
@@ -41,6 +45,7 @@ impl<'a> StoreKey<'a> {
             StoreKey::ThreadTurn(_) => "turn#",
             StoreKey::Finished(_) => "finished#",
             StoreKey::Rate(_) => "rate#",
+            StoreKey::Sync(_) => "sync#",
         }
     }
 
@@ -54,7 +59,8 @@ impl<'a> StoreKey<'a> {
             | StoreKey::Thread(id)
             | StoreKey::ThreadTurn(id)
             | StoreKey::Finished(id)
-            | StoreKey::Rate(id) => id,
+            | StoreKey::Rate(id)
+            | StoreKey::Sync(id) => id,
         }
     }
 
@@ -70,6 +76,7 @@ impl<'a> StoreKey<'a> {
             "turn" => StoreKey::ThreadTurn(id),
             "finished" => StoreKey::Finished(id),
             "rate" => StoreKey::Rate(id),
+            "sync" => StoreKey::Sync(id),
             _ => return None,
         })
     }
@@ -135,6 +142,45 @@ impl fmt::Display for SortKey {
     }
 }
 
+/// Where one of the sync function's records sits under its destination's
+/// [`StoreKey::Sync`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SyncSortKey<'a> {
+    /// One source document: `doc#<key relative to the source prefix>`.
+    Doc(&'a str),
+    /// The publish lease and counters: `control`.
+    Control,
+    /// One finished publish: `job#<number, 10 digits>`, so jobs sort by number.
+    Job(u64),
+}
+
+impl SyncSortKey<'_> {
+    /// What every [`SyncSortKey::Doc`] starts with.
+    pub(crate) const DOCS: &'static str = "doc#";
+    /// What every [`SyncSortKey::Job`] starts with.
+    pub(crate) const JOBS: &'static str = "job#";
+
+    /// The document a [`SyncSortKey::Doc`] names, read back.
+    pub(crate) fn doc_of(sort_key: &str) -> Option<&str> {
+        sort_key.strip_prefix(Self::DOCS)
+    }
+
+    /// The number a [`SyncSortKey::Job`] names, read back.
+    pub(crate) fn job_of(sort_key: &str) -> Option<u64> {
+        sort_key.strip_prefix(Self::JOBS)?.parse().ok()
+    }
+}
+
+impl fmt::Display for SyncSortKey<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SyncSortKey::Doc(rel) => write!(f, "{}{rel}", Self::DOCS),
+            SyncSortKey::Control => f.write_str("control"),
+            SyncSortKey::Job(number) => write!(f, "{}{number:010}", Self::JOBS),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +199,7 @@ mod tests {
             ),
             (StoreKey::Finished("r-1"), "finished#r-1"),
             (StoreKey::Rate("c0ffee#29000000"), "rate#c0ffee#29000000"),
+            (StoreKey::Sync("s3://b/kb"), "sync#s3://b/kb"),
         ] {
             assert_eq!(key.to_string(), text);
             assert_eq!(StoreKey::parse(text), Some(key));
@@ -175,5 +222,16 @@ mod tests {
             index: 3,
         };
         assert_eq!(chunk.to_string(), "chunk#00000000000000000012#0003");
+    }
+
+    #[test]
+    fn sync_sort_keys_keep_their_stored_shape_and_read_back() {
+        assert_eq!(SyncSortKey::Doc("a/b.md").to_string(), "doc#a/b.md");
+        assert_eq!(SyncSortKey::Control.to_string(), "control");
+        assert_eq!(SyncSortKey::Job(12).to_string(), "job#0000000012");
+        assert_eq!(SyncSortKey::doc_of("doc#a/b.md"), Some("a/b.md"));
+        assert_eq!(SyncSortKey::doc_of("job#0000000012"), None);
+        assert_eq!(SyncSortKey::job_of("job#0000000012"), Some(12));
+        assert_eq!(SyncSortKey::job_of("doc#x"), None);
     }
 }

@@ -32,7 +32,8 @@ impl LapsedLease {
             | StoreKey::Thread(_)
             | StoreKey::ThreadTurn(_)
             | StoreKey::Finished(_)
-            | StoreKey::Rate(_) => None,
+            | StoreKey::Rate(_)
+            | StoreKey::Sync(_) => None,
         }
     }
 }

@@ -2,7 +2,8 @@
 //! with in-memory and local-file implementations. The DynamoDB one lives in `dynamodb`. The same
 //! stores also hold expiring cache items ([`CacheStore`], in `cache`). The memory and DynamoDB
 //! stores list runs whose lease lapsed ([`LeaseIndex`], in `leases`) for the sweeper, and an
-//! owner's items newest first ([`CheckpointStore::list_owned`], in `owner`).
+//! owner's items newest first ([`CheckpointStore::list_owned`], in `owner`). Every store also
+//! keeps the sync function's records ([`SyncRecords`], in `sync_records`).
 
 mod cache;
 mod dynamodb;
@@ -13,6 +14,7 @@ mod leases;
 mod memory;
 mod owner;
 mod rate;
+mod sync_records;
 mod thread;
 
 pub use cache::CacheStore;
@@ -26,6 +28,7 @@ pub(crate) use owner::decode_cursor;
 pub(crate) use owner::Listed;
 pub use owner::{Indexer, ListPage, ListedStatus, Listing, OWNER, OWNER_INDEX, OWNER_SORT};
 pub use rate::Window;
+pub use sync_records::{DocPhase, DocRecord, JobRecord, PublishEnd, SyncControl, SyncRecords};
 pub use thread::{HeadWrite, ListedHead, StoredHead, ThreadKey, ThreadStore};
 
 use async_trait::async_trait;

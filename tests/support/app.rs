@@ -7,7 +7,6 @@ use bounded_rag::engine::{Clock, FakeClock, RetryPolicy, SystemClock};
 use bounded_rag::entry::App;
 use bounded_rag::llm::{ChatModel, ChatRequest, Completion, LlmError, OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{RagGraph, RagLimits};
-use bounded_rag::search::KnowledgeBase;
 use bounded_rag::store::{CheckpointStore, MemoryStore};
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,7 +37,7 @@ fn client(llm: &ScriptedLlm) -> OpenAiModel {
 }
 
 fn graph(model: Arc<dyn ChatModel>) -> RagGraph {
-    let kb = KnowledgeBase::embedded().unwrap();
+    let kb = bounded_rag::ingest::sample_kb().unwrap();
     RagGraph::new(model, Arc::new(kb), None, RagLimits::default()).with_remote_policy(RetryPolicy {
         max_retries: 3,
         base_delay: Duration::from_millis(1),

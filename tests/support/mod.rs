@@ -21,5 +21,6 @@ pub mod rerank_server;
 pub mod scripted_http;
 pub mod store_conformance;
 pub mod sync_pump;
+pub mod sync_records_conformance;
 pub mod tap;
 pub mod web_server;

@@ -33,7 +33,7 @@ where
     E: aws_sdk_sqs::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     R: std::fmt::Debug + Send + Sync + 'static,
 {
-    let message = format!("{what}: {}", crate::http::error_chain(e));
+    let message = format!("{what}: {}", crate::outbound::error_chain(e));
     let throttled = e
         .as_service_error()
         .and_then(|s| s.code())

@@ -16,14 +16,14 @@
 //! | `serve.rs` | `serve` (the local server and playground) and `graph` (the workflow diagram) |
 
 mod args;
+mod ask_stream;
 pub mod eval;
 mod kb;
 mod output;
 mod search;
 mod serve;
-mod stream;
 mod sync;
-mod thread;
+mod threads;
 
 use super::App;
 use crate::rag::{Caller, Events, RunRequest};
@@ -36,7 +36,7 @@ use output::{exit_code, fail, fail_refusal, print_response};
 use serve::{graph_command, serve_command, GraphFormat, ServeArgs};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use thread::{thread_command, ThreadCommand};
+use threads::{thread_command, ThreadCommand};
 
 /// Adaptive RAG that always terminates.
 #[derive(Debug, Parser)]
@@ -214,7 +214,7 @@ async fn ask_with(app: &App, args: AskArgs, request: Option<RunRequest>) -> Exit
             {
                 Ok(admitted) => {
                     let run = |events| runs.run(admitted, &budget, queue, events);
-                    stream::run(args.json, run).await
+                    ask_stream::run(args.json, run).await
                 }
                 Err(refusal) => Err(refusal),
             }
@@ -228,7 +228,7 @@ async fn ask_with(app: &App, args: AskArgs, request: Option<RunRequest>) -> Exit
                 let ran = runs.continue_run(&run_id, &budget, queue, events).await;
                 ran.map(|ran| Answer::Ran(Box::new(ran)))
             };
-            stream::run(args.json, run).await
+            ask_stream::run(args.json, run).await
         }
         (None, Some(run_id)) => runs
             .continue_run(&run_id, &budget, queue, Events::default())
@@ -336,7 +336,7 @@ mod tests {
     async fn a_failed_ask_gives_its_thread_turn_back_as_http_does() {
         use crate::rag::{RagGraph, RagLimits};
         use std::sync::Arc;
-        let kb = Arc::new(crate::search::KnowledgeBase::embedded().unwrap());
+        let kb = Arc::new(crate::ingest::sample_kb().unwrap());
         let model = Arc::new(crate::llm::OfflineModel);
         let graph = RagGraph::new(model, kb, None, RagLimits::default());
         let store = Arc::new(NoRunWrites(crate::store::MemoryStore::new()));

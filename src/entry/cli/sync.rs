@@ -5,8 +5,8 @@ use crate::config::Settings;
 use crate::entry::app::{build_embedder, load_secrets};
 use crate::ingest::sync::{sync, sync_into_store, SyncSource};
 use crate::ingest::IngestOptions;
-use crate::search::postgres::{connect, SqlLocation, WRITE_TIMEOUT};
-use crate::search::s3::{self, BundleStore};
+use crate::kb::bundle::s3::{self, BundleStore};
+use crate::kb::postgres::{connect, SqlLocation, WRITE_TIMEOUT};
 use std::path::PathBuf;
 
 /// Where `kb sync` writes.
@@ -70,12 +70,14 @@ pub(crate) async fn sync_status_command(
     dest: &crate::aws::S3Location,
     json: bool,
 ) -> Result<String, String> {
-    use crate::ingest::sync::job::{DocPhase, Ledger};
+    use crate::ingest::sync::job::{reason_of, summary_of, Ledger};
+    use crate::store::{DocPhase, DynamoStore};
     let table = std::env::var("SYNC_TABLE")
         .ok()
         .filter(|t| !t.is_empty())
         .ok_or("SYNC_TABLE must name the sync function's table (the SyncTableName output)")?;
-    let ledger = Ledger::new(aws_sdk_dynamodb::Client::new(sdk), table, &dest.to_string());
+    let records = DynamoStore::for_sync(aws_sdk_dynamodb::Client::new(sdk), table);
+    let ledger = Ledger::new(std::sync::Arc::new(records), &dest.to_string());
     let failed = |e: crate::ingest::sync::job::JobError| format!("kb sync-status failed: {e}");
     let docs = ledger.docs().await.map_err(failed)?;
     let jobs = ledger.jobs().await.map_err(failed)?;
@@ -89,14 +91,14 @@ pub(crate) async fn sync_status_command(
     let failures: Vec<serde_json::Value> = docs
         .iter()
         .filter(|d| d.phase == DocPhase::Failed)
-        .map(|d| serde_json::json!({"path": d.rel, "reason": d.reason, "attempts": d.attempts}))
+        .map(|d| serde_json::json!({"path": d.rel, "reason": reason_of(d), "attempts": d.attempts}))
         .collect();
     if json {
         let jobs: Vec<serde_json::Value> = jobs
             .iter()
             .map(|j| {
                 serde_json::json!({"job": j.number, "started_at_ms": j.started_at,
-                    "finished_at_ms": j.finished_at, "statistics": j.summary})
+                    "finished_at_ms": j.finished_at, "statistics": summary_of(j)})
             })
             .collect();
         let documents: serde_json::Map<String, serde_json::Value> = counts
@@ -112,7 +114,7 @@ pub(crate) async fn sync_status_command(
     }
     out.pop();
     for d in docs.iter().filter(|d| d.phase == DocPhase::Failed) {
-        let reason = d.reason.as_ref().map_or(String::new(), ToString::to_string);
+        let reason = reason_of(d).map_or(String::new(), |r| r.to_string());
         out.push_str(&format!("\n  failed {}: {reason}", d.rel));
     }
     for j in jobs.iter().rev().take(10) {
@@ -120,7 +122,7 @@ pub(crate) async fn sync_status_command(
             "\njob {} ({} ms): {}",
             j.number,
             j.finished_at.saturating_sub(j.started_at),
-            j.summary
+            summary_of(j).map_or(String::new(), |s| s.to_string())
         ));
     }
     Ok(out)

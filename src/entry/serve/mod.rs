@@ -2,9 +2,9 @@
 //! run, plus the playground: its page (`GET /`) and its one route of its own, a run's cited
 //! passages (`passages.rs`). Every other request is turned into the API Gateway
 //! (payload v2) request the functions get (`request.rs`) and answered by a function's handler:
-//! `POST /workflow/run` by the `stream` function's ([`super::stream::handle`], server-sent
+//! `POST /workflow/run` by the `stream` function's ([`super::stream_function::handle`], server-sent
 //! events) when the client accepts `text/event-stream`, else by the `api` function's
-//! ([`super::http::handle`], one JSON body); `GET /workflow/runs/{run_id}/events` by the stream
+//! ([`super::api::handle`], one JSON body); `GET /workflow/runs/{run_id}/events` by the stream
 //! function's (a resumed stream); every other route by the stream function's, which answers it
 //! as the `api` function does. Asynchronous runs and continuations go to an in-process
 //! work queue whose worker calls the SQS worker's record handler (`queue.rs`).
@@ -110,10 +110,10 @@ async fn answer(
         }
     }
     if is_buffered_run(&request) {
-        let response = super::http::handle(app, Some(queue), request).await;
+        let response = super::api::handle(app, Some(queue), request).await;
         return Ok(response.map(|body| full(Bytes::from(body.to_vec()))));
     }
-    let response = super::stream::handle(app, Some(queue), request).await;
+    let response = super::stream_function::handle(app, Some(queue), request).await;
     Ok(response.map(|body| body.map_err(BoxError::from).boxed_unsync()))
 }
 

@@ -3,7 +3,7 @@
 //! citation opens to the passage it stands for. The caller, the run id check and every refusal
 //! are the API's own (`entry::caller`, `http::check_run_id`, `http::refused`).
 
-use crate::entry::http::{check_run_id, refused};
+use crate::entry::api::{check_run_id, refused};
 use crate::entry::{caller, App};
 use hyper::body::Bytes;
 use lambda_http::http::header::CONTENT_TYPE;

@@ -8,8 +8,8 @@ use super::read::ReadLimits;
 use super::source_file::SourceFile;
 use super::walk::read_dir;
 use super::{clean, metadata};
-use crate::search::format::metadata::MetaTable;
-use crate::search::format::{DocumentInfo, Format, KbStats, SkipReason, SkippedFile};
+use crate::kb::bundle::format::{DocumentInfo, Format, KbStats, SkipReason, SkippedFile};
+use crate::search::meta_table::MetaTable;
 use crate::search::{DocKind, Document, RetrievalError};
 use std::path::Path;
 

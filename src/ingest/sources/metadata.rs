@@ -9,7 +9,7 @@
 //! - The `metadata` object of a `nodes.jsonl`, `edges.jsonl` or `communities.jsonl` record.
 use super::jsonl::JsonlFile;
 use super::source_file::SourceFile;
-use crate::search::format::metadata::Meta;
+use crate::search::meta_table::Meta;
 use crate::search::RetrievalError;
 use serde_json::Value;
 use std::collections::HashMap;

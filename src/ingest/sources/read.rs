@@ -15,7 +15,7 @@
 use super::source_file::SourceFile;
 use super::{html, rst};
 use crate::config::DEFAULT_MAX_DOCUMENT_BYTES;
-use crate::search::format::{Format, SkipReason, SkippedFile};
+use crate::kb::bundle::format::{Format, SkipReason, SkippedFile};
 use crate::search::RetrievalError;
 use std::fs;
 use std::path::PathBuf;

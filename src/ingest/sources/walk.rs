@@ -5,7 +5,7 @@ use super::jsonl;
 use super::metadata;
 use super::read::{self, Outcome, ReadLimits};
 use super::source_file::SourceFile;
-use crate::search::format::{Format, SkipReason, SkippedFile, MANIFEST};
+use crate::kb::bundle::format::{Format, SkipReason, SkippedFile, MANIFEST};
 use crate::search::RetrievalError;
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -3,16 +3,16 @@
 //! cache or embedded, the bundle written exactly as `ingest` writes it (same plan, same
 //! writer, so the same documents give the same version hash) and published as `kb publish`
 //! publishes: files under the content hash, manifest last, then the pointer.
-use super::cache::EmbeddingCache;
+use super::embedding_cache::EmbeddingCache;
 use super::objects::SyncObjects;
 use super::state::{DocStatus, SyncState};
 use crate::embed::Embedder;
-use crate::ingest::bundle::embedding::{embed_with_retries, text_of, Embedded, Key};
-use crate::ingest::bundle::plan::Plan;
-use crate::ingest::bundle::write::remove_dir_if_exists;
+use crate::ingest::embedding::{embed_with_retries, text_of, Embedded, Key};
+use crate::ingest::into_bundle::remove_dir_if_exists;
 use crate::ingest::options::IngestOptions;
+use crate::ingest::plan::Plan;
 use crate::ingest::sources::{self, Corpus, SourceFile};
-use crate::search::format::{EmbeddingInfo, SkipReason, SkippedFile};
+use crate::kb::bundle::format::{EmbeddingInfo, SkipReason, SkippedFile};
 use crate::search::RetrievalError;
 use futures::StreamExt;
 use std::collections::{HashMap, HashSet};

@@ -10,13 +10,13 @@ use super::run::{compare, Compared};
 use super::state::SyncState;
 use super::summary::SyncSummary;
 use super::SyncSource;
-use crate::ingest::bundle::embedding::{embed_with_retries, text_of};
+use crate::ingest::embedding::{embed_with_retries, text_of};
 use crate::ingest::into_store::{documents, write_documents};
 use crate::ingest::options::IngestOptions;
 use crate::ingest::sources::{enable_parsers, graph_kind, is_sidecar};
-use crate::search::format::EmbeddingInfo;
-use crate::search::postgres::sql::{SqlValue, Statement};
-use crate::search::postgres::{schema, schema_error, write, Sql, SqlError};
+use crate::kb::bundle::format::EmbeddingInfo;
+use crate::kb::postgres::sql::{SqlValue, Statement};
+use crate::kb::postgres::{schema, schema_error, write, Sql, SqlError};
 use crate::search::{DocKind, RetrievalError};
 use base64::Engine as _;
 use std::collections::HashMap;
@@ -148,7 +148,7 @@ fn content_version(state: &SyncState) -> String {
         h.update(doc.hash.as_bytes());
         h.update([0]);
     }
-    crate::search::format::hex(&h.finalize())
+    crate::kb::bundle::format::hex(&h.finalize())
 }
 
 /// The last sync's state, or an empty one.

@@ -16,7 +16,7 @@
 //! | `job` | the sync function's work: changes from S3 events, the debounced single-flight publish, full-sync fan-out |
 //! | `objects` | the sync's objects under `PREFIX/.sync/` |
 mod build;
-mod cache;
+mod embedding_cache;
 mod into_store;
 pub mod job;
 mod objects;

@@ -2,7 +2,7 @@
 //! a sync whose source holds its destination): the state, the embedding cache, the reader
 //! output of documents synced by the Lambda function. Plain gets and puts through the
 //! destination's [`BundleStore`] client.
-use crate::search::s3::BundleStore;
+use crate::kb::bundle::s3::BundleStore;
 use crate::search::RetrievalError;
 use aws_sdk_s3::primitives::ByteStream;
 use std::path::PathBuf;

@@ -11,7 +11,7 @@
 //! ([`FailReason::Abandoned`]): it still never blocks the others.
 use super::state::{DocStatus, FailReason};
 use crate::ingest::sources::{read_bytes, Outcome, ReadLimits};
-use crate::search::format::Format;
+use crate::kb::bundle::format::Format;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -153,7 +153,7 @@ mod tests {
         assert_eq!(
             read(b"  \n", 100),
             DocStatus::Skipped {
-                reason: crate::search::format::SkipReason::Empty
+                reason: crate::kb::bundle::format::SkipReason::Empty
             }
         );
     }

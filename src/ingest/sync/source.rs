@@ -5,7 +5,7 @@
 use super::state::FailReason;
 use crate::aws::S3Location;
 use crate::ingest::sources::files_under;
-use crate::search::format::MANIFEST;
+use crate::kb::bundle::format::MANIFEST;
 use crate::search::RetrievalError;
 use std::collections::HashSet;
 use std::fs;
@@ -104,7 +104,7 @@ impl SyncSource {
                     .key(location.key(rel))
                     .send()
                     .await
-                    .map_err(|e| fail(crate::http::error_chain(&e)))?;
+                    .map_err(|e| fail(crate::outbound::error_chain(&e)))?;
                 let body = out.body.collect().await.map_err(|e| fail(e.to_string()))?;
                 Ok(body.into_bytes().to_vec())
             }
@@ -157,7 +157,7 @@ async fn list_s3(
     while let Some(page) = pages.next().await {
         let page = page.map_err(|e| RetrievalError::S3 {
             location: location.url(&prefix),
-            message: crate::http::error_chain(&e),
+            message: crate::outbound::error_chain(&e),
         })?;
         for object in page.contents() {
             let Some(key) = object.key() else { continue };

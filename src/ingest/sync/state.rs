@@ -4,7 +4,7 @@
 //! object's ETag), the SHA-256 of its bytes, and what its reader made of it. A sync reads only
 //! the files whose fingerprint moved, and rebuilds the corpus of everything else from here.
 use super::objects::SyncObjects;
-use crate::search::format::{Format, SkipReason};
+use crate::kb::bundle::format::{Format, SkipReason};
 use crate::search::RetrievalError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -13,9 +13,9 @@ mod stream;
 mod wire;
 
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmError};
-use crate::bedrock::{self, Failure, Purpose};
+use crate::bedrock_client::{self, Failure, Purpose};
 use crate::error::ErrorClass;
-use crate::http::status_is_transient;
+use crate::outbound::status_is_transient;
 use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_bedrockruntime::config::http::HttpResponse;
@@ -73,7 +73,7 @@ impl BedrockModel {
             ));
         }
         Ok(Self {
-            client: bedrock::client(sdk, config.connect_timeout),
+            client: bedrock_client::client(sdk, config.connect_timeout),
             model_id,
             request_timeout: config.request_timeout,
         })
@@ -161,12 +161,12 @@ impl ChatModel for BedrockModel {
 }
 
 /// A failed Converse or ConverseStream call as an [`LlmError`] of the class decided in
-/// [`bedrock::failure`]; `timeout` is the client's cap, named by an SDK timeout.
+/// [`bedrock_client::failure`]; `timeout` is the client's cap, named by an SDK timeout.
 fn llm_error<E>(err: &SdkError<E, HttpResponse>, timeout: Duration) -> LlmError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
 {
-    match bedrock::failure(err, Purpose::Chat) {
+    match bedrock_client::failure(err, Purpose::Chat) {
         Failure::Timeout => LlmError::Timeout { after: timeout },
         Failure::Connect(m) => LlmError::Connect(m),
         Failure::Broken(m) => LlmError::Transport(m),

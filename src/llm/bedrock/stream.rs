@@ -13,9 +13,9 @@
 //! validation error reported there is permanent.
 
 use super::wire::{finish, no_content, tokens};
-use crate::bedrock::TRANSIENT_CODES;
-use crate::http::error_chain;
+use crate::bedrock_client::TRANSIENT_CODES;
 use crate::llm::{Completion, DeltaSink, LlmError, TokenCount};
+use crate::outbound::error_chain;
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::primitives::event_stream::EventReceiver;
 use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;

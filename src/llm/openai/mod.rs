@@ -12,7 +12,7 @@ mod wire;
 use super::error::excerpt;
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmError};
 use crate::clock::{Clock, SystemClock};
-use crate::http::{self, error_chain, Transport};
+use crate::outbound::{self, error_chain, Transport};
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use reqwest::header::{HeaderValue, AUTHORIZATION};
@@ -128,7 +128,7 @@ impl OpenAiModel {
             .tcp_nodelay(true)
             // A redirected POST is a misconfigured base URL; never send the key elsewhere.
             .redirect(reqwest::redirect::Policy::none())
-            .user_agent(http::USER_AGENT)
+            .user_agent(outbound::USER_AGENT)
             .build()
             .map_err(|e| {
                 LlmError::Config(format!("cannot build the HTTP client: {}", error_chain(&e)))
@@ -192,7 +192,7 @@ impl OpenAiModel {
         if status.is_success() {
             return Ok((response, timeout));
         }
-        let retry_after = http::retry_after(response.headers(), self.clock.now());
+        let retry_after = outbound::retry_after(response.headers(), self.clock.now());
         // The body is only for diagnosis: a failure to read it must not hide the status.
         let text = response.text().await.unwrap_or_default();
         if status.is_client_error() && super::error::is_context_overflow(&text) {
@@ -232,7 +232,7 @@ impl OpenAiModel {
 
     /// Removes the key from text that came from the server or the network stack.
     fn redact(&self, text: String) -> String {
-        http::scrub(&text, self.api_key.as_ref())
+        outbound::scrub(&text, self.api_key.as_ref())
     }
 }
 

@@ -4,7 +4,7 @@
 //! question then drives routing, retrieval and grading (it becomes `request.question` and the
 //! retrieval query); the question as asked stays in the thread context and the response.
 
-use super::history;
+use super::earlier_turns;
 use crate::engine::{StepCtx, StepOutput};
 use crate::llm::{ask_metered, ChatRequest, Contextualized, Task, TaskInputs};
 use crate::rag::model_call::{fitting, fixed_tokens};
@@ -34,7 +34,7 @@ pub(crate) async fn contextualize_question(
         let keep = prompt_fit::fit_history(past, room.after(fixed), |t| {
             prompt_fit::tokens(&t.standalone_question) + prompt_fit::tokens(&t.answer)
         });
-        let documents = history::as_documents(&past[past.len() - keep..]);
+        let documents = earlier_turns::as_documents(&past[past.len() - keep..]);
         let documents = &documents;
         let reply = ctx
             .retry(task.schema_name(), || {

@@ -10,10 +10,10 @@
 
 mod context;
 mod contextualize;
-mod history;
+mod earlier_turns;
 
 pub(crate) use context::validate_id;
 pub(crate) use context::PastTurn;
 pub use context::ThreadContext;
 pub(crate) use contextualize::contextualize_question;
-pub(crate) use history::{answer_history, estimate as estimate_history};
+pub(crate) use earlier_turns::{answer_history, estimate as estimate_history};

@@ -17,13 +17,13 @@
 use super::directory::{MemoryDirectory, ReadOnlyDirectory};
 use super::only_allowed::Only;
 use crate::search::allowed::Allowed;
-use crate::search::document::{DocKind, Document};
-use crate::search::error::RetrievalError;
-use crate::search::format::schema::{
+use crate::search::bm25::schema::{
     analyzer, indexed_fields, kind_from_code, schema, title_boost, Fields, HEADING_BOOST,
     SOURCE_FIELD, TOKENIZER,
 };
+use crate::search::document::{DocKind, Document};
 use crate::search::options::RetrievalOptions;
+use crate::search::RetrievalError;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use tantivy::collector::TopDocs;
@@ -55,7 +55,7 @@ pub(crate) struct SearchIndex {
 }
 
 impl SearchIndex {
-    /// Opens an index persisted by ingest (`ingest::bundle::index`), read-only (nothing is
+    /// Opens an index persisted by ingest (`kb::bundle::build_index`), read-only (nothing is
     /// written to `dir`, so it may sit on a read-only filesystem).
     pub(crate) fn open(dir: &Path) -> Result<Self, RetrievalError> {
         let context = || format!("opening {}", dir.display());

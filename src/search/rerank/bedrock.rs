@@ -2,12 +2,12 @@
 //! `amazon.rerank-v1:0` or `cohere.rerank-v3-5:0`, or its ARN): the query and the documents
 //! inline, `numberOfResults` = `top_n`. The answer is checked as the HTTP client's is (indices
 //! in range and distinct, finite scores) and sorted best first. Failures are classified once
-//! ([`crate::bedrock::failure`]) into the same [`RerankError`] kinds, so the workflow's node
+//! ([`crate::bedrock_client::failure`]) into the same [`RerankError`] kinds, so the workflow's node
 //! policy retries the transient ones and never a permanent one.
 use super::client::ranked;
 use super::error::RerankError;
 use super::reranker::{Ranked, Reranker};
-use crate::bedrock::{failure, Failure, Purpose};
+use crate::bedrock_client::{failure, Failure, Purpose};
 use async_trait::async_trait;
 use aws_sdk_bedrockagentruntime::types::{
     BedrockRerankingConfiguration, BedrockRerankingModelConfiguration, RerankDocument,

@@ -5,7 +5,7 @@
 //! sorted best first.
 use super::error::RerankError;
 use super::reranker::{Ranked, Reranker};
-use crate::http::json_endpoint::JsonEndpoint;
+use crate::outbound::json_endpoint::JsonEndpoint;
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

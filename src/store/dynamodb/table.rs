@@ -32,6 +32,12 @@ pub struct DynamoStore {
 }
 
 impl DynamoStore {
+    /// The sync function's records ([`SyncRecords`](crate::store::SyncRecords)) on `table`
+    /// (`SYNC_TABLE`); they never expire, so the store has no TTL to give them.
+    pub fn for_sync(client: Client, table: String) -> Self {
+        Self::new(client, table, Duration::ZERO)
+    }
+
     /// A store on `table`; every write sets `expires_at` to now + `ttl`.
     pub fn new(client: Client, table: String, ttl: Duration) -> Self {
         Self {

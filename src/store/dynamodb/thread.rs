@@ -21,6 +21,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, WriteRequest};
 
 use super::body::INLINE_LIMIT;
 use super::item::{condition, n, num, s, take_blob, Item};
+use super::pages::query_all;
 use super::table::DynamoStore;
 use crate::store::thread::sort_key;
 use crate::store::{
@@ -93,32 +94,21 @@ impl DynamoStore {
 
     /// The sort keys of every item in partition `pk` whose sort key starts with `prefix`.
     async fn sort_keys(&self, pk: &str, prefix: &str) -> Result<Vec<String>, StoreError> {
-        let mut out = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .expression_attribute_values(":pk", s(pk))
-                .expression_attribute_values(":prefix", s(prefix))
-                .projection_expression("sk")
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| self.sdk_error("Query", pk, &e))?;
-            out.extend(
-                page.items
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(|item| Some(item.get("sk")?.as_s().ok()?.clone())),
-            );
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                return Ok(out);
-            }
-        }
+        let query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(pk))
+            .expression_attribute_values(":prefix", s(prefix))
+            .projection_expression("sk");
+        let items = query_all(query)
+            .await
+            .map_err(|e| self.sdk_error("Query", pk, &e))?;
+        Ok(items
+            .iter()
+            .filter_map(|item| Some(item.get("sk")?.as_s().ok()?.clone()))
+            .collect())
     }
 }
 

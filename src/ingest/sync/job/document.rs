@@ -5,16 +5,17 @@
 //! and a publish scheduled. A write delivered `max_attempts` times without finishing is
 //! marked failed ([`FailReason::Abandoned`]) and stops coming back.
 use super::error::JobError;
-use super::ledger::{DocPhase, DocRecord};
+use super::ledger::reason_json;
 use super::message::{later, ChangeKind, ObjectChange};
 use super::{now_ms, SyncJob};
-use crate::ingest::bundle::embedding::{text_of, Key};
+use crate::ingest::embedding::{text_of, Key};
 use crate::ingest::sources::{self, reading_format, unread_skip, ReadLimits, SourceFile};
 use crate::ingest::sync::build::embed_missing;
-use crate::ingest::sync::cache::EmbeddingCache;
+use crate::ingest::sync::embedding_cache::EmbeddingCache;
 use crate::ingest::sync::reader::read_bounded;
 use crate::ingest::sync::state::{DocStatus, FailReason};
-use crate::search::format::hex;
+use crate::kb::bundle::format::hex;
+use crate::store::{DocPhase, DocRecord};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
@@ -72,7 +73,7 @@ impl SyncJob<'_> {
             sequencer: change.sequencer.clone(),
             phase: DocPhase::Deleted,
             hash: String::new(),
-            reason: None,
+            reason_json: None,
             attempts,
             lease_until: 0,
             rev: expected.unwrap_or(0),
@@ -80,9 +81,9 @@ impl SyncJob<'_> {
         if removed || attempts > self.settings.max_attempts {
             if !removed {
                 record.phase = DocPhase::Failed;
-                record.reason = Some(FailReason::Abandoned {
+                record.reason_json = Some(reason_json(&FailReason::Abandoned {
                     attempts: attempts - 1,
-                });
+                }));
             }
             return self.record(&record, expected, 0, 0).await;
         }
@@ -101,7 +102,7 @@ impl SyncJob<'_> {
         match status {
             DocStatus::Failed { reason } => {
                 record.phase = DocPhase::Failed;
-                record.reason = Some(reason);
+                record.reason_json = Some(reason_json(&reason));
             }
             status => {
                 record.phase = DocPhase::Done;

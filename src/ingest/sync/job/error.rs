@@ -33,7 +33,7 @@ impl JobError {
             + 'static,
         R: std::fmt::Debug + Send + Sync + 'static,
     {
-        let message = format!("{what}: {}", crate::http::error_chain(&e));
+        let message = format!("{what}: {}", crate::outbound::error_chain(&e));
         let throttled = e
             .as_service_error()
             .and_then(|s| s.code())
@@ -55,6 +55,15 @@ impl JobError {
 
 impl From<RetrievalError> for JobError {
     fn from(e: RetrievalError) -> Self {
+        match e.class() {
+            ErrorClass::Transient => Self::Transient(e.to_string()),
+            ErrorClass::Permanent => Self::Permanent(e.to_string()),
+        }
+    }
+}
+
+impl From<crate::store::StoreError> for JobError {
+    fn from(e: crate::store::StoreError) -> Self {
         match e.class() {
             ErrorClass::Transient => Self::Transient(e.to_string()),
             ErrorClass::Permanent => Self::Permanent(e.to_string()),

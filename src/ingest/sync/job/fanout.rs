@@ -3,16 +3,16 @@
 //! document no longer listed queued as a removal. The queue then spreads the documents over
 //! as many invocations as the function's reserved concurrency allows.
 use super::error::JobError;
-use super::ledger::DocPhase;
 use super::message::{ChangeKind, ObjectChange, SyncMessage};
 use super::SyncJob;
+use crate::store::DocPhase;
 use std::collections::HashMap;
 
 impl SyncJob<'_> {
     /// Lists the source and queues its changes; returns how many messages were sent.
     pub(crate) async fn handle_full_sync(&self) -> Result<usize, JobError> {
         let listed = self.source.list().await?;
-        let recorded: HashMap<String, super::DocRecord> = self
+        let recorded: HashMap<String, crate::store::DocRecord> = self
             .ledger
             .docs()
             .await?

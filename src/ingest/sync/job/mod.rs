@@ -1,7 +1,8 @@
 //! The sync function's work, one SQS message at a time (the entry parses the batch and maps
 //! outcomes): a changed object read, embedded and recorded once ([`SyncJob::handle_change`]);
 //! the debounced, single-flight publish ([`SyncJob::handle_publish`]); a full sync fanned out
-//! over the queue ([`SyncJob::handle_full_sync`]). Records live in DynamoDB ([`Ledger`]),
+//! over the queue ([`SyncJob::handle_full_sync`]). Records live in the store ([`Ledger`] on
+//! [`crate::store::SyncRecords`]),
 //! documents' reader output and vectors beside the knowledge base in S3; the queue and the
 //! event bus are seams ([`SyncQueue`], [`SyncEvents`]) the entry fills with SQS and
 //! EventBridge.
@@ -9,7 +10,7 @@
 //! | module | owns |
 //! |---|---|
 //! | `message` | [`SyncMessage`]: S3 notifications and the function's own messages, parsed |
-//! | `ledger` | the DynamoDB records: documents, the publish lease and counters, jobs |
+//! | `ledger` | one destination's records in the store: documents, the publish lease and counters, jobs |
 //! | `document` | one change: claim, read, embed, record, schedule a publish |
 //! | `publish` | the publish lease, the state from the records, one version, the job's statistics |
 //! | `fanout` | a full sync: the source listed, changed documents queued |
@@ -23,7 +24,7 @@ mod publish;
 
 pub(crate) use document::DocOutcome;
 pub use error::JobError;
-pub use ledger::{Control, DocPhase, DocRecord, JobRecord, Ledger};
+pub use ledger::{reason_of, summary_of, Ledger};
 pub(crate) use message::SyncMessage;
 
 use super::objects::SyncObjects;
@@ -31,7 +32,7 @@ use super::source::SyncSource;
 use crate::aws::S3Location;
 use crate::embed::Embedder;
 use crate::ingest::options::IngestOptions;
-use crate::search::s3::BundleStore;
+use crate::kb::bundle::s3::BundleStore;
 use async_trait::async_trait;
 use std::time::Duration;
 

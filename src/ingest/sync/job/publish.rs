@@ -6,12 +6,13 @@
 //! publishes it through the same build as `kb sync`. Changes recorded while it ran schedule
 //! the next one.
 use super::error::JobError;
-use super::ledger::{DocPhase, JobRecord};
+use super::ledger::{reason_of, summary_json};
 use super::message::SyncMessage;
 use super::{now_ms, SyncJob};
 use crate::ingest::sync::build::build_and_publish;
 use crate::ingest::sync::state::{DocState, DocStatus, SyncState};
 use crate::ingest::sync::summary::{FailedFile, SyncSummary};
+use crate::store::{DocPhase, JobRecord, PublishEnd, SyncControl};
 use futures::StreamExt;
 use std::collections::{HashMap, HashSet};
 
@@ -59,7 +60,7 @@ impl SyncJob<'_> {
     async fn publish_taken(
         &self,
         owner: &str,
-        taken: &super::Control,
+        taken: &SyncControl,
         started: u64,
     ) -> Result<PublishOutcome, JobError> {
         let old = self.objects.load_state().await?;
@@ -91,15 +92,15 @@ impl SyncJob<'_> {
                     Some(prev) => prev.clone(),
                     None => continue,
                 },
-                DocPhase::Failed => DocState {
-                    fingerprint: doc.object_version,
-                    hash: doc.hash,
-                    status: DocStatus::Failed {
-                        reason: doc
-                            .reason
-                            .unwrap_or(crate::ingest::sync::FailReason::Abandoned { attempts: 0 }),
-                    },
-                },
+                DocPhase::Failed => {
+                    let reason = reason_of(&doc)
+                        .unwrap_or(crate::ingest::sync::FailReason::Abandoned { attempts: 0 });
+                    DocState {
+                        fingerprint: doc.object_version,
+                        hash: doc.hash,
+                        status: DocStatus::Failed { reason },
+                    }
+                }
                 DocPhase::Done => {
                     let status = match old.documents.get(&doc.rel) {
                         Some(prev) if prev.hash == doc.hash => prev.status.clone(),
@@ -142,10 +143,12 @@ impl SyncJob<'_> {
                     reason: reason.clone(),
                 }),
                 DocStatus::Skipped { reason } => {
-                    summary.skipped.push(crate::search::format::SkippedFile {
-                        path: rel.clone(),
-                        reason: reason.clone(),
-                    })
+                    summary
+                        .skipped
+                        .push(crate::kb::bundle::format::SkippedFile {
+                            path: rel.clone(),
+                            reason: reason.clone(),
+                        })
                 }
                 DocStatus::Read { .. } => {}
             }
@@ -153,9 +156,12 @@ impl SyncJob<'_> {
         summary.embedded_passages = (taken.embedded - taken.published_embedded) as usize;
         summary.cached_passages = (taken.cached - taken.published_cached) as usize;
         if changed.is_empty() && summary.deleted == 0 && old.version.is_some() {
-            self.ledger
-                .finish_publish(owner, taken, old.version.as_deref(), false)
-                .await?;
+            let end = PublishEnd {
+                taken,
+                version: old.version.as_deref(),
+                published: false,
+            };
+            self.ledger.finish_publish(owner, end).await?;
             return Ok(PublishOutcome::NothingChanged);
         }
         let root = self.source.root();
@@ -169,18 +175,21 @@ impl SyncJob<'_> {
             number: taken.changes,
             started_at: started,
             finished_at: now_ms(),
-            summary,
+            summary_json: summary_json(&summary),
         };
         self.ledger.put_job(&job).await?;
-        self.ledger
-            .finish_publish(owner, taken, Some(&built.version), built.published)
-            .await?;
+        let end = PublishEnd {
+            taken,
+            version: Some(&built.version),
+            published: built.published,
+        };
+        self.ledger.finish_publish(owner, end).await?;
         if let Some(events) = self.events {
             let detail = serde_json::json!({
                 "destination": self.objects.store.location().to_string(),
                 "source": self.source_location.to_string(),
                 "job": job.number,
-                "statistics": job.summary,
+                "statistics": summary,
             });
             if let Err(e) = events.finished(&detail).await {
                 // The version is published and recorded; a lost event is logged, not retried.

@@ -1,0 +1,28 @@
+//! The bundle store: a knowledge base in a folder (`KB_PATH`, `ingest --out DIR`) or published
+//! to S3 (`KB_URI=s3://...`), both sides of it.
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`format`](mod@format) | what a bundle folder holds: manifest, layout, stats, the S3 pointer |
+//! | `knowledge_base` | [`KnowledgeBase`]: BM25, hybrid and graph search over one opened bundle |
+//! | `open` | opening a bundle from a folder or from files in memory |
+//! | `in_memory` | a knowledge base indexed in memory from documents (ingest's folder, the sample, tests) |
+//! | `build_index`, `hash` | writing: the BM25 index built, the content hash (a bundle's version) |
+//! | [`s3`] | reading published bundles: pointer, manifests, list, fetch |
+//! | `publish` | [`BundleStore::publish`](s3::BundleStore::publish) and `point`: bundles to S3 behind the pointer |
+//! | `live` | the knowledge a function serves from S3: loaded at start, refreshed between runs |
+
+pub(crate) mod build_index;
+pub mod format;
+pub(crate) mod hash;
+mod in_memory;
+mod knowledge_base;
+mod live;
+pub(crate) mod open;
+mod publish;
+pub mod s3;
+
+pub(crate) use in_memory::InMemory;
+pub use knowledge_base::KnowledgeBase;
+pub use live::{check_compatible, LiveKnowledge, LoadOptions, RefreshOutcome};
+pub(crate) use live::{check_embedding, check_vectors};
