@@ -4,22 +4,30 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`engine`] | generic bounded state-graph runner: step limit, deadline budget, retries, checkpoints, resume |
-//! | [`rag`] | the adaptive-RAG workflow: state, nodes, routers, prompts, speculation, contextualize, request and response |
+//! | [`entry`] | CLI, API Gateway, stream, SQS, sweeper and sync handlers, the local server: parse input, call [`runs`], map its answers; the AWS adapters (SQS queues, EventBridge) |
 //! | [`runs`] | a run's life cycle: admission, start, continue, cancel, history, listing, completion events, threads; one call per entry need, typed refusals |
-//! | [`llm`] | provider-neutral structured chat; OpenAI-compatible client; offline provider |
-//! | [`kb`] | knowledge stores: the `Retriever` seam and every store with its reading and writing sides (bundle in a folder or on S3, PostgreSQL, Bedrock knowledge base), opened from `KB_URI` / `KB_PATH` |
+//! | [`rag`] | the adaptive-RAG workflow: state, nodes, routers, prompts, speculation, contextualize, request and response |
+//! | [`llm`] | provider-neutral structured chat and the plain-text answer; OpenAI-compatible and Bedrock clients; offline and scripted providers; the reply cache |
+//! | [`kb`] | knowledge stores: the [`kb::Retriever`] seam and every store with its reading and writing sides (bundle in a folder or on S3, PostgreSQL, Bedrock knowledge base), opened from `KB_URI` / `KB_PATH` |
 //! | [`search`] | query mechanics: BM25, vectors and fusion, filters, graph hops, per-source cap, rerank; `WebSearch` (Tavily-compatible) |
-//! | [`ingest`] | documents in: reading sources, chunking, embedding at ingest, writing them through `kb`; sync |
+//! | [`ingest`] | documents in: reading sources, chunking, embedding at ingest, writing through [`kb`]; `kb sync` and the sync function's job |
 //! | [`embed`] | embeddings clients (OpenAI-compatible, Bedrock), used at ingest and for query vectors |
-//! | [`store`] | versioned checkpoint stores: memory, local file, DynamoDB |
-//! | [`config`] | settings from the environment, validated |
+//! | [`engine`] | generic bounded state-graph runner: step limit, deadline budget, retries, checkpoints, resume |
+//! | [`store`] | versioned checkpoint stores (memory, local file, DynamoDB), cache items, threads, the sync function's records; every key typed |
+//! | [`config`] | settings from the environment, validated; every default |
+//! | [`secrets`] | secret values that never print, Secrets Manager with caching |
 //! | [`aws`] | per-call timeouts of the AWS clients, from the deadline margin; AWS SDK errors classified; `S3Location` |
-//! | `bedrock` | the Amazon Bedrock runtime client and its failures, shared by chat and embeddings |
-//! | `http` | HTTP plumbing of the remote clients: retryable statuses, `Retry-After`, transport errors, scrubbing, the shared JSON endpoint |
+//! | `bedrock_client` | the Amazon Bedrock runtime client and its failures, shared by chat, embeddings and rerank |
+//! | `outbound` | HTTP plumbing of the outgoing clients: retryable statuses, `Retry-After`, transport errors, scrubbing, the shared JSON endpoint |
+//! | [`tls`] | one TLS stack (rustls, *ring*) for every outbound connection |
+//! | [`events`] | the event seam: `EventSink`, the kinds of event (`Run Finished`, `Sync Finished`), `SinkError` |
+//! | [`error`] | [`error::Classify`]: transient or permanent, shared by every layer's error |
 //! | `clock` | the one injected clock (re-exported by [`engine`]) |
-//! | [`entry`] | CLI, API Gateway, stream, SQS and sweeper handlers: parse input, call [`runs`], map its answers; the AWS adapters (SQS queue, EventBridge) |
 //! | [`otlp`] | span export (OTLP/HTTP JSON) and trace context propagation |
+//! | [`spans`] | the target of the spans that exist for trace export only |
+//!
+//! The arrows point one way: entry → runs → rag → llm / search / kb → engine → store;
+//! ingest → kb → search.
 #![warn(missing_docs)]
 
 pub mod aws;
@@ -30,6 +38,7 @@ pub mod embed;
 pub mod engine;
 pub mod entry;
 pub mod error;
+pub mod events;
 pub mod ingest;
 pub mod kb;
 pub mod llm;

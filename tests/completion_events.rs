@@ -13,11 +13,10 @@ use aws_lambda_events::event::sqs::SqsEvent;
 use bounded_rag::config::Settings;
 use bounded_rag::engine::{Clock, FakeClock};
 use bounded_rag::entry::{sqs, App};
+use bounded_rag::events::{EventSink, SinkError};
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{RagGraph, RagLimits};
-use bounded_rag::runs::{
-    sweep, CompletionEvents, EventSink, MemoryQueue, Runs, SinkError, WorkMessage,
-};
+use bounded_rag::runs::{sweep, CompletionEvents, MemoryQueue, Runs, WorkMessage};
 use bounded_rag::store::{CheckpointStore, MemoryStore};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};

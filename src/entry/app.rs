@@ -356,9 +356,8 @@ fn completion_events(settings: &Settings, sdk: &aws_config::SdkConfig) -> Option
         .timeout_config(aws::timeouts(sdk, timeout))
         .build();
     let client = aws_sdk_eventbridge::Client::from_conf(config);
-    Some(CompletionEvents::new(Box::new(EventBridgeSink::new(
-        client, bus,
-    ))))
+    let sink = EventBridgeSink::new(client, bus, crate::events::EventKind::RunFinished);
+    Some(CompletionEvents::new(Box::new(sink)))
 }
 
 /// The SQS work queue of `settings`, when `WORK_QUEUE_URL` is set; each send (SDK retries

@@ -8,14 +8,14 @@
 //! |---|---|
 //! | `app.rs` | [`App`]: every client built once from the settings |
 //! | `startup_error.rs` | [`StartupError`]: why the application could not start, with what to check |
-//! | `http/` | the HTTP API handler (routing, input, the one refusal-to-status mapping) |
-//! | `stream.rs`, `stream_resume.rs`, `sse.rs` | the stream function: a run as server-sent events, a resumed stream, SSE framing |
+//! | `api/` | the HTTP API handler (incoming requests; routing, input, the one refusal-to-status mapping) |
+//! | `stream_function.rs`, `stream_resume.rs`, `sse.rs` | the stream function: a run as server-sent events, a resumed stream, SSE framing |
 //! | `sqs.rs` | the SQS worker: records to runs, outcomes to batch item failures |
 //! | `sweeper.rs` | the sweeper function: its clients and its scheduled event |
-//! | `sync.rs` | the sync function: its clients, S3 notifications and its own messages to the sync job, outcomes to batch item failures |
+//! | `sync_function.rs` | the sync function: its clients, S3 notifications and its own messages to the sync job, outcomes to batch item failures |
 //! | `cli/` | the `bounded-rag` command line |
 //! | `serve/` | `bounded-rag serve`: the handlers behind a local HTTP server, an in-process work queue, the playground page |
-//! | `adapters/` | the AWS adapters: SQS work queue, EventBridge completion events |
+//! | `adapters/` | the AWS adapters: SQS work queue, EventBridge completion events, the sync function's queue and events |
 //! | `caller.rs`, `messages.rs`, `metrics.rs`, `logging.rs` | who asks, caller-facing texts, EMF lines, log set-up |
 
 pub mod adapters;

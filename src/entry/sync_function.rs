@@ -11,8 +11,9 @@
 //! | permanent failure, or a body that is no sync message | yes, until the redrive policy dead-letters it |
 use crate::config::Settings;
 use crate::embed::Embedder;
-use crate::entry::adapters::{EventBridgeSyncEvents, SqsSyncQueue};
+use crate::entry::adapters::{EventBridgeSink, SqsQueue};
 use crate::entry::app::{build_embedder, load_secrets};
+use crate::events::EventKind;
 use crate::ingest::sync::job::{DocOutcome, Ledger, SyncJob, SyncMessage, SyncSettings};
 use crate::ingest::IngestOptions;
 use crate::kb::bundle::s3::{self, BundleStore};
@@ -28,8 +29,8 @@ pub struct SyncFunction {
     table: String,
     source: crate::aws::S3Location,
     dest: crate::aws::S3Location,
-    queue: SqsSyncQueue,
-    events: Option<EventBridgeSyncEvents>,
+    queue: SqsQueue,
+    events: Option<EventBridgeSink>,
     embedder: Option<Arc<dyn Embedder>>,
     settings: Settings,
     sync: SyncSettings,
@@ -87,12 +88,15 @@ impl SyncFunction {
         let events = std::env::var("EVENT_BUS_NAME")
             .ok()
             .filter(|b| !b.is_empty())
-            .map(|bus| EventBridgeSyncEvents::new(aws_sdk_eventbridge::Client::new(&sdk), bus));
+            .map(|bus| {
+                let client = aws_sdk_eventbridge::Client::new(&sdk);
+                EventBridgeSink::new(client, bus, EventKind::SyncFinished)
+            });
         Ok(Self {
             dynamodb: aws_sdk_dynamodb::Client::new(&sdk),
             s3: s3::client(&sdk),
             table: var("SYNC_TABLE")?,
-            queue: SqsSyncQueue::new(aws_sdk_sqs::Client::new(&sdk), var("SYNC_QUEUE_URL")?),
+            queue: SqsQueue::new(aws_sdk_sqs::Client::new(&sdk), var("SYNC_QUEUE_URL")?),
             source,
             dest,
             events,

@@ -1,7 +1,7 @@
 //! Completion events: one `Run Finished` event per run that reaches a final status
 //! (`completed`, `best_effort`, `failed`, `cancelled`), put into an [`EventSink`] (the
 //! EventBridge bus named by `EVENT_BUS_NAME`: `entry/adapters/event_bus.rs`; unset: none is
-//! sent). The detail holds the run id, the thread id (`null` for a run outside any thread), the
+//! sent; the seam is [`crate::events`]). The detail holds the run id, the thread id (`null` for a run outside any thread), the
 //! status, `limits_hit`, tokens, model calls, steps, the duration and a hash of the caller,
 //! never the question or the answer.
 //!
@@ -20,41 +20,13 @@
 //! only when an invocation dies between its put and the record of it (or that record fails).
 
 use crate::engine::{Clock, EngineError, Session, SystemClock};
-use crate::error::{Classify, ErrorClass};
+use crate::events::{EventSink, SinkError};
 use crate::rag::{RagCheckpoint, RunResponse};
 use crate::store::{CheckpointStore, StoreError, StoreKey};
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A failed put of an event, classified once.
-#[derive(Debug, thiserror::Error)]
-pub enum SinkError {
-    /// Throttling, timeouts, 5xx: a later attempt may succeed.
-    #[error("event bus temporarily unavailable: {0}")]
-    Transient(String),
-    /// Refused (no such bus, access denied).
-    #[error("event bus refused the event: {0}")]
-    Permanent(String),
-}
-
-impl Classify for SinkError {
-    fn class(&self) -> ErrorClass {
-        match self {
-            SinkError::Transient(_) => ErrorClass::Transient,
-            SinkError::Permanent(_) => ErrorClass::Permanent,
-        }
-    }
-}
-
-/// Where `Run Finished` events go.
-#[async_trait]
-pub trait EventSink: Send + Sync {
-    /// Puts one event with `detail` (a JSON object).
-    async fn put(&self, detail: &Value) -> Result<(), SinkError>;
-}
 
 /// Why a completion event could not be sent (it will be tried again).
 #[derive(Debug, thiserror::Error)]
@@ -254,6 +226,7 @@ mod tests {
     use crate::engine::{run_key, Checkpoint, Phase};
     use crate::rag::{Caller, Outcome, RagNode, RagState, RunRequest};
     use crate::store::{Lease, MemoryStore};
+    use async_trait::async_trait;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
 

@@ -21,10 +21,10 @@
 //! | `service.rs` | [`Runs`]: the clients, admission limits and the budget rule |
 //! | `start.rs` | admission, starting a run, asynchronous runs |
 //! | `work.rs` | queue messages, continuing a run, poison messages |
-//! | `answer.rs` | what a run answers, and `finish`: completion event, continuation |
+//! | `ran.rs` | what a run answers, and `finish`: completion event, continuation |
 //! | `control.rs` | status, steps, list, cancel; thread reads and delete |
 //! | `input.rs`, `refusal.rs` | a run request as read by an entry point; why a call is refused |
-//! | `rate.rs`, `active.rs`, `idempotency.rs` | the request rate window, active-run slots, `Idempotency-Key` |
+//! | `rate_limit.rs`, `active.rs`, `idempotency.rs` | the request rate window, active-run slots, `Idempotency-Key` |
 //! | `workflow.rs`, `observed.rs` | [`Workflow`]: the run driver (create, resume, cancel, fail, read a run's checkpoint) and what its writes also do |
 //! | `cancel.rs` | cancelling a run, and an invocation that finds its run cancelled |
 //! | `history.rs`, `replay.rs`, `listing.rs` | a run's steps a page at a time, its `step` events rebuilt, the owner index of runs |
@@ -42,8 +42,8 @@ mod idempotency;
 mod input;
 mod listing;
 mod observed;
-mod outcome;
 mod queue;
+mod ran;
 mod rate_limit;
 mod refusal;
 mod replay;
@@ -55,13 +55,13 @@ mod work;
 mod workflow;
 
 pub(crate) use cancel::Cancel;
-pub use finished::{CompletionEvents, EventSink, SinkError};
+pub use finished::CompletionEvents;
 pub(crate) use history::MAX_STEPS_PER_PAGE;
 pub(crate) use input::RunInput;
 pub(crate) use listing::parse_status;
 pub use listing::RunIndexer;
-pub(crate) use outcome::{Answer, Continuation, Ran};
 pub use queue::{MemoryQueue, QueueError, WorkMessage, WorkQueue};
+pub(crate) use ran::{Answer, Continuation, Ran};
 pub(crate) use refusal::{Invalid, Refusal};
 pub(crate) use replay::steps_after;
 pub use service::Runs;

@@ -17,8 +17,8 @@
 use super::active::{ActiveRuns, Admission as Slots};
 use super::idempotency::{self, Claim};
 use super::input::RunInput;
-use super::outcome::Answer;
 use super::queue::{WorkMessage, WorkQueue};
+use super::ran::Answer;
 use super::rate_limit;
 use super::refusal::Refusal;
 use super::service::Runs;

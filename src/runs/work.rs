@@ -2,8 +2,8 @@
 //! suspended or crashed one) and the CLI's `ask --resume`. The run is advanced within the
 //! invocation's budget and ended through [`Runs::finish`], like a run started by a request.
 
-use super::outcome::Ran;
 use super::queue::{WorkMessage, WorkQueue};
+use super::ran::Ran;
 use super::refusal::{Invalid, Refusal};
 use super::service::Runs;
 use crate::engine::{Budget, EngineError};

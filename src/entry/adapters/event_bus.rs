@@ -1,27 +1,23 @@
-//! `Run Finished` events on Amazon EventBridge: the [`EventSink`] of the bus named by
-//! `EVENT_BUS_NAME`. What an event holds, and when it is sent, is the run life cycle's
-//! (`runs/finished.rs`).
+//! Events on Amazon EventBridge: the one [`EventSink`] of the bus named by `EVENT_BUS_NAME`,
+//! for `Run Finished` (the run life cycle's, `runs/finished.rs`) and `Sync Finished` (the sync
+//! job's) alike.
 
 use crate::error::ErrorClass;
-use crate::runs::{EventSink, SinkError};
+use crate::events::{EventKind, EventSink, SinkError, SOURCE};
 use async_trait::async_trait;
 use serde_json::Value;
 
-/// The events' `source`.
-pub(crate) const SOURCE: &str = "bounded-rag";
-/// The events' `detail-type`.
-pub(crate) const DETAIL_TYPE: &str = "Run Finished";
-
-/// An EventBridge bus.
+/// An EventBridge bus, carrying one kind of event.
 pub(crate) struct EventBridgeSink {
     client: aws_sdk_eventbridge::Client,
     bus: String,
+    kind: EventKind,
 }
 
 impl EventBridgeSink {
-    /// The bus `bus` (a name or an ARN) through `client`.
-    pub(crate) fn new(client: aws_sdk_eventbridge::Client, bus: String) -> Self {
-        Self { client, bus }
+    /// The bus `bus` (a name or an ARN) through `client`, for events of `kind`.
+    pub(crate) fn new(client: aws_sdk_eventbridge::Client, bus: String, kind: EventKind) -> Self {
+        Self { client, bus, kind }
     }
 }
 
@@ -31,7 +27,7 @@ impl EventSink for EventBridgeSink {
         let entry = aws_sdk_eventbridge::types::PutEventsRequestEntry::builder()
             .event_bus_name(&self.bus)
             .source(SOURCE)
-            .detail_type(DETAIL_TYPE)
+            .detail_type(self.kind.detail_type())
             .detail(detail.to_string())
             .build();
         let out = self

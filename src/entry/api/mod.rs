@@ -10,7 +10,7 @@
 //! | `cancel.rs` | cancelling a run |
 //! | `history.rs` | a run's steps, and the caller's runs |
 //! | `threads.rs` | `/threads` |
-//! | `answer.rs` | the answer to a run (200, 202, 502/503), and its metrics line |
+//! | `respond.rs` | the answer to a run (200, 202, 502/503), and its metrics line |
 //! | `refusal.rs` | the one mapping of refusals to status codes |
 //! | `status.rs` | how answers are shaped: JSON bodies, error bodies, 202 |
 

@@ -8,9 +8,9 @@
 //! | `mod.rs` | the commands, and `ask`, `status`, `cancel` |
 //! | `args.rs` | `ask`'s arguments and the run request they make |
 //! | `output.rs` | what the CLI prints, and exit codes |
-//! | `stream.rs` | `ask --stream`: events printed as they come |
-//! | `thread.rs` | `thread show / list / delete` |
-//! | `kb.rs` | `ingest` and `kb publish / list / use / sync` |
+//! | `ask_stream.rs` | `ask --stream`: events printed as they come |
+//! | `threads.rs` | `thread show / list / delete` |
+//! | `kb.rs`, `sync.rs` | `ingest` and `kb publish / list / use / sync`; `kb sync-status` |
 //! | `search.rs` | `kb search`: the knowledge store searched directly |
 //! | `eval.rs` | `eval`: a labelled question set through the workflow |
 //! | `serve.rs` | `serve` (the local server and playground) and `graph` (the workflow diagram) |

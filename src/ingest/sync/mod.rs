@@ -8,7 +8,7 @@
 //! | `source` | listing a source without reading it; fetching one file |
 //! | `reader` | one file read under a panic guard, a time limit and a text bound |
 //! | `state` | what the last sync knew (per file: fingerprint, hash, reader output or typed failure) |
-//! | `cache` | the embedding cache beside the knowledge base |
+//! | `embedding_cache` | the embedding cache beside the knowledge base |
 //! | `build` | the state to a bundle, written as ingest writes it, and published |
 //! | `run` | [`sync`]: compare, read, build, publish, remember |
 //! | `into_store` | `kb sync SOURCE postgres://...`: the same comparison, the changed documents written into PostgreSQL |

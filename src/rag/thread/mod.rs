@@ -5,7 +5,7 @@
 //! | file | owns |
 //! |---|---|
 //! | `context.rs` | the context a turn's state carries, and the thread id rule |
-//! | `history.rs` | how earlier turns are shown to the prompts |
+//! | `earlier_turns.rs` | how earlier turns are shown to the prompts |
 //! | `contextualize.rs` | the `contextualize_question` node |
 
 mod context;

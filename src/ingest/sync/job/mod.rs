@@ -4,8 +4,8 @@
 //! over the queue ([`SyncJob::handle_full_sync`]). Records live in the store ([`Ledger`] on
 //! [`crate::store::SyncRecords`]),
 //! documents' reader output and vectors beside the knowledge base in S3; the queue and the
-//! event bus are seams ([`SyncQueue`], [`SyncEvents`]) the entry fills with SQS and
-//! EventBridge.
+//! event bus are seams ([`SyncQueue`], [`EventSink`]) the entry fills with SQS and
+//! EventBridge (`Sync Finished` events).
 //!
 //! | module | owns |
 //! |---|---|
@@ -31,6 +31,7 @@ use super::objects::SyncObjects;
 use super::source::SyncSource;
 use crate::aws::S3Location;
 use crate::embed::Embedder;
+use crate::events::EventSink;
 use crate::ingest::options::IngestOptions;
 use crate::kb::bundle::s3::BundleStore;
 use async_trait::async_trait;
@@ -49,13 +50,6 @@ pub(crate) trait SyncQueue: Send + Sync {
         }
         Ok(())
     }
-}
-
-/// Where `Sync Finished` events go (EventBridge when `EVENT_BUS_NAME` is set).
-#[async_trait]
-pub(crate) trait SyncEvents: Send + Sync {
-    /// Sends one `Sync Finished` event with `detail`.
-    async fn finished(&self, detail: &serde_json::Value) -> Result<(), JobError>;
 }
 
 /// How the sync function behaves.
@@ -88,7 +82,7 @@ pub struct SyncJob<'a> {
     pub(crate) objects: SyncObjects,
     pub(crate) options: IngestOptions<'a>,
     pub(crate) queue: &'a dyn SyncQueue,
-    pub(crate) events: Option<&'a dyn SyncEvents>,
+    pub(crate) events: Option<&'a dyn EventSink>,
     pub(crate) settings: SyncSettings,
 }
 
@@ -104,7 +98,7 @@ impl<'a> SyncJob<'a> {
         embedder: Option<&'a dyn Embedder>,
         options: IngestOptions<'a>,
         queue: &'a dyn SyncQueue,
-        events: Option<&'a dyn SyncEvents>,
+        events: Option<&'a dyn EventSink>,
         settings: SyncSettings,
     ) -> Self {
         crate::ingest::sources::enable_parsers();

@@ -191,7 +191,7 @@ impl SyncJob<'_> {
                 "job": job.number,
                 "statistics": summary,
             });
-            if let Err(e) = events.finished(&detail).await {
+            if let Err(e) = events.put(&detail).await {
                 // The version is published and recorded; a lost event is logged, not retried.
                 tracing::warn!(error = %e, "Sync Finished event not sent");
             }
