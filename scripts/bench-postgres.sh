@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Figures of BENCHMARKS.md "PostgreSQL store": writes a synthetic corpus into the PostgreSQL of
-# scripts/pg.sh through the ingest path and times searches (src/search/postgres/bench.rs).
+# scripts/pg.sh through the ingest path and times searches (src/kb/postgres/bench.rs).
 #   scripts/bench-postgres.sh                 # 1,000,000 passages full text; 100,000 hybrid
 #   FTS_PASSAGES=100000 HYBRID_PASSAGES=20000 scripts/bench-postgres.sh
 # Cost on a 2-core machine: about 8 minutes at the defaults (most of it writing).

@@ -128,7 +128,7 @@ impl Browser {
     }
 
     /// Saves a PNG of the page under `$PLAYGROUND_SCREENSHOTS/NAME` when that is set (the README's
-    /// screenshots: `PLAYGROUND_SCREENSHOTS=docs cargo test --test integration playground_browser::`).
+    /// screenshots: `PLAYGROUND_SCREENSHOTS=docs/src cargo test --test integration playground_browser::`).
     pub async fn screenshot(&self, name: &str) {
         let Ok(dir) = std::env::var("PLAYGROUND_SCREENSHOTS") else {
             return;

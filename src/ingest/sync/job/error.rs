@@ -20,35 +20,25 @@ impl JobError {
         matches!(self, Self::Transient(_))
     }
 
-    /// An AWS SDK failure, classified as the crate classifies them.
-    pub(crate) fn sdk<E, R>(
+    /// An AWS SDK failure, classified as every AWS failure is ([`crate::aws::sdk_error_class`]).
+    pub(crate) fn sdk<E>(
         what: &str,
-        e: aws_smithy_runtime_api::client::result::SdkError<E, R>,
+        e: aws_smithy_runtime_api::client::result::SdkError<
+            E,
+            aws_smithy_runtime_api::http::Response,
+        >,
     ) -> Self
     where
-        E: aws_sdk_dynamodb::error::ProvideErrorMetadata
+        E: aws_smithy_types::error::metadata::ProvideErrorMetadata
             + std::error::Error
             + Send
             + Sync
             + 'static,
-        R: std::fmt::Debug + Send + Sync + 'static,
     {
         let message = format!("{what}: {}", crate::outbound::error_chain(&e));
-        let throttled = e
-            .as_service_error()
-            .and_then(|s| s.code())
-            .is_some_and(|c| c.contains("Throttl") || c.contains("InternalServer"));
-        let transient = throttled
-            || matches!(
-                e,
-                aws_smithy_runtime_api::client::result::SdkError::TimeoutError(_)
-                    | aws_smithy_runtime_api::client::result::SdkError::ResponseError(_)
-                    | aws_smithy_runtime_api::client::result::SdkError::DispatchFailure(_)
-            );
-        if transient {
-            Self::Transient(message)
-        } else {
-            Self::Permanent(message)
+        match crate::aws::sdk_error_class(&e) {
+            ErrorClass::Transient => Self::Transient(message),
+            ErrorClass::Permanent => Self::Permanent(message),
         }
     }
 }
