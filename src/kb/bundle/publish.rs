@@ -52,7 +52,9 @@ impl BundleStore {
         self.put(&self.location.key(POINTER), body).await
     }
 
-    async fn put(&self, key: &str, body: Vec<u8>) -> Result<(), RetrievalError> {
+    /// Writes `body` at `key` of the bucket (a bundle's file, the pointer, or an object kept
+    /// beside the bundles: the sync's under `.sync/`).
+    pub(crate) async fn put(&self, key: &str, body: Vec<u8>) -> Result<(), RetrievalError> {
         self.client
             .put_object()
             .bucket(&self.location.bucket)

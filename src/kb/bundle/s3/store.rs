@@ -123,6 +123,16 @@ impl BundleStore {
         bundle_key(&self.location, version, path)
     }
 
+    /// The object at `key` of the bucket (an object kept beside the bundles: the sync's under
+    /// `.sync/`), `None` when there is none.
+    pub(crate) async fn get_object(&self, key: &str) -> Result<Option<Vec<u8>>, RetrievalError> {
+        match self.get(key).await {
+            Ok(body) => Ok(Some(body)),
+            Err(GetError::NotFound) => Ok(None),
+            Err(GetError::Other(e)) => Err(e),
+        }
+    }
+
     async fn get(&self, key: &str) -> Result<Vec<u8>, GetError> {
         let out = self
             .client
