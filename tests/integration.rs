@@ -38,6 +38,7 @@ mod llm_bedrock;
 mod llm_cache;
 mod llm_offline;
 mod llm_openai;
+mod llm_reasoning;
 mod local_stack;
 mod openapi;
 mod otlp_export;

@@ -45,6 +45,7 @@ fn request(task: Task, timeout: Duration) -> ChatRequest<'static> {
         } else {
             32
         },
+        stop: &[],
     }
 }
 
@@ -81,7 +82,8 @@ async fn sends_converse_with_the_schema_as_a_forced_tool_and_reads_tool_input_an
         completion.tokens,
         Some(TokenCount {
             prompt: 42,
-            completion: 3
+            completion: 3,
+            reasoning: 0
         })
     );
 
@@ -242,7 +244,8 @@ async fn a_streamed_reply_arrives_in_order_in_several_deltas_with_its_usage() {
         completion.tokens,
         Some(TokenCount {
             prompt: 1234,
-            completion: 56
+            completion: 56,
+            reasoning: 0
         })
     );
     let calls = server.recorded();
@@ -327,6 +330,7 @@ async fn ask_metered_with_a_sink_charges_the_reported_tokens_of_one_streamed_cal
             estimated: false,
             model_calls: 1,
             cache_hits: 0,
+            reasoning_tokens: 0,
         }
     );
     assert!(seen.into_inner().unwrap().len() > 1);

@@ -55,6 +55,7 @@ fn request<'a>(
         },
         timeout: Duration::from_secs(1),
         max_tokens: 1024,
+        stop: &[],
     }
 }
 
@@ -158,6 +159,7 @@ async fn replies_are_deterministic_and_in_the_design_shapes() {
             },
             timeout: Duration::from_secs(1),
             max_tokens: 1024,
+            stop: &[],
         };
         let first = OfflineModel.complete(&request).await.unwrap().content;
         assert_eq!(

@@ -42,6 +42,7 @@ fn request(task: Task, timeout: Duration) -> ChatRequest<'static> {
         } else {
             32
         },
+        stop: &[],
     }
 }
 
@@ -354,7 +355,11 @@ async fn an_unstreamed_reply_reports_the_scripted_usage() {
 }
 
 fn tokens(prompt: u64, completion: u64) -> TokenCount {
-    TokenCount { prompt, completion }
+    TokenCount {
+        prompt,
+        completion,
+        reasoning: 0,
+    }
 }
 
 fn answer() -> ChatRequest<'static> {
@@ -552,6 +557,7 @@ async fn ask_metered_with_a_sink_charges_the_reported_tokens_of_one_streamed_cal
             estimated: false,
             model_calls: 1,
             cache_hits: 0,
+            reasoning_tokens: 0,
         }
     );
     let seen = seen.into_inner().unwrap();

@@ -18,6 +18,7 @@ pub use error::ConfigError;
 mod kb_location;
 mod knowledge;
 mod model_window;
+mod reasoning;
 mod speculation;
 mod sql_location;
 
@@ -30,6 +31,7 @@ pub use knowledge::{
     EmbeddingsProvider, EmbeddingsSettings, EmbeddingsTuning, RerankProvider, RerankSettings,
 };
 pub(crate) use model_window::ModelWindow;
+pub use reasoning::ReasoningEffort;
 pub use speculation::Speculation;
 pub use sql_location::{PgLocation, PgTls, RdsDataLocation};
 mod thread_settings;
@@ -151,7 +153,9 @@ pub struct LlmSettings {
     /// `LLM_CACHE_TTL_SECONDS`: how long model replies are cached in the checkpoint store
     /// (0..=2592000 s); `None` when 0, the default: no response cache.
     pub cache_ttl: Option<Duration>,
-    /// `LLM_CONTEXT_TOKENS` and `LLM_MAX_ANSWER_TOKENS`.
+    /// `LLM_REASONING_EFFORT`: how hard a reasoning model thinks; `None` (unset) sends none.
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// `LLM_CONTEXT_TOKENS`, `LLM_MAX_ANSWER_TOKENS` and `LLM_REASONING_TOKENS`.
     pub(crate) window: ModelWindow,
 }
 
@@ -374,6 +378,7 @@ fn llm(
         timeout: env.millis("LLM_TIMEOUT_MS", LLM_TIMEOUT)?,
         cache_ttl: Some(env.seconds("LLM_CACHE_TTL_SECONDS", LLM_CACHE_TTL)?)
             .filter(|ttl| !ttl.is_zero()),
+        reasoning_effort: reasoning::reasoning_effort(env)?,
         window: model_window::model_window(env)?,
     })
 }

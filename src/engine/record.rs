@@ -111,6 +111,7 @@ mod tests {
             estimated: true,
             model_calls: 2,
             cache_hits: 1,
+            ..Usage::default()
         };
         let record = StepRecord::new(
             "generate".to_owned(),

@@ -10,9 +10,13 @@ pub struct Usage {
     /// Prompt (input) tokens.
     #[serde(default)]
     pub prompt_tokens: u64,
-    /// Completion (output) tokens.
+    /// Completion (output) tokens, reasoning included.
     #[serde(default)]
     pub completion_tokens: u64,
+    /// Of the completion tokens, those a reasoning model spent thinking, as the provider
+    /// reported them apart (or estimated with the rest); shown as `tokens.reasoning` when any.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
     /// True when any part was estimated because a provider reported no `usage`.
     #[serde(default)]
     pub estimated: bool,
@@ -39,6 +43,7 @@ impl Usage {
     pub(crate) fn add(&mut self, other: &Usage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
         self.estimated |= other.estimated;
         self.model_calls += other.model_calls;
         self.cache_hits += other.cache_hits;
@@ -61,6 +66,7 @@ impl Usage {
         Self {
             prompt_tokens: count(&tokens["prompt"]),
             completion_tokens: count(&tokens["completion"]),
+            reasoning_tokens: count(&tokens["reasoning"]),
             estimated: tokens["estimated"].as_bool().unwrap_or(false),
             model_calls: u32::try_from(count(&details["model_calls"])).unwrap_or(u32::MAX),
             cache_hits: u32::try_from(count(&details["cache_hits"])).unwrap_or(u32::MAX),
@@ -68,15 +74,24 @@ impl Usage {
     }
 
     /// The JSON object shown in step details and response metadata:
-    /// `{"prompt", "completion", "total", "estimated"}`.
+    /// `{"prompt", "completion", "total", "estimated"}`, and `reasoning` (part of `completion`)
+    /// when a model thought.
     pub(crate) fn tokens_json(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut tokens = serde_json::json!({
             "prompt": self.prompt_tokens,
             "completion": self.completion_tokens,
             "total": self.total(),
             "estimated": self.estimated,
-        })
+        });
+        if self.reasoning_tokens > 0 {
+            tokens["reasoning"] = self.reasoning_tokens.into();
+        }
+        tokens
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A provider-neutral token estimate of one text sent to a model (a chat message or an
@@ -134,6 +149,29 @@ mod tests {
         assert!(u.estimated);
         assert_eq!(u.tokens_json()["total"], 147);
         assert!(Usage::default().is_empty());
+    }
+
+    #[test]
+    fn reasoning_tokens_add_up_and_show_only_when_a_model_thought() {
+        let mut u = Usage {
+            completion_tokens: 50,
+            reasoning_tokens: 40,
+            model_calls: 1,
+            ..Usage::default()
+        };
+        u.add(&u.clone());
+        assert_eq!(
+            (u.completion_tokens, u.reasoning_tokens, u.total()),
+            (100, 80, 100)
+        );
+        let mut details = serde_json::Map::new();
+        u.insert_into(&mut details);
+        let details = serde_json::Value::Object(details);
+        assert_eq!(details["tokens"]["reasoning"], 80);
+        assert_eq!(Usage::from_details(&details), u);
+        assert!(Usage::default().tokens_json().get("reasoning").is_none());
+        let saved = serde_json::to_value(Usage::default()).unwrap();
+        assert!(saved.get("reasoning_tokens").is_none(), "{saved}");
     }
 
     #[test]

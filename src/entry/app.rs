@@ -204,6 +204,8 @@ fn build_model(
             })?;
             let mut config = BedrockConfig::new(&settings.llm.model);
             config.request_timeout = settings.llm.timeout;
+            config.reasoning_effort = settings.llm.reasoning_effort;
+            config.reasoning_tokens = settings.llm.window.reasoning_tokens;
             Arc::new(BedrockModel::new(sdk, config)?)
         }
         LlmProvider::OpenAi => {
@@ -212,6 +214,7 @@ fn build_model(
                 &settings.llm.model,
             );
             config.request_timeout = settings.llm.timeout;
+            config.reasoning_effort = settings.llm.reasoning_effort;
             config.api_key = settings
                 .llm
                 .api_key

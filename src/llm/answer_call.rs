@@ -125,6 +125,7 @@ mod tests {
             },
             timeout: Duration::from_secs(5),
             max_tokens: 8,
+            stop: &[],
         }
     }
 

@@ -25,6 +25,12 @@ pub(crate) fn cache_key(scope: &str, request: &ChatRequest<'_>) -> String {
     field(request.task.schema_name().as_bytes());
     field(request.task.schema().to_string().as_bytes());
     field(&request.max_tokens.to_be_bytes());
+    // Only a request with stop sequences hashes them, so keys of requests without stay as
+    // they were.
+    for stop in request.stop {
+        field(b"stop");
+        field(stop.as_bytes());
+    }
     for message in &request.messages {
         field(role_name(message.role).as_bytes());
         field(message.content.as_bytes());

@@ -12,6 +12,7 @@ mod error;
 mod lexical;
 mod offline;
 mod openai;
+mod reasoning;
 mod reply_cache;
 #[cfg(test)]
 mod scripted;
@@ -87,9 +88,12 @@ pub struct ChatRequest<'a> {
     pub inputs: TaskInputs<'a>,
     /// Upper bound for this one call (the engine passes what is left of the budget).
     pub timeout: Duration,
-    /// The most tokens the reply may have: sent as the provider's output cap
-    /// (`max_tokens`, `max_completion_tokens` or Bedrock's `maxTokens`).
+    /// The most tokens the reply may have, thinking included: sent as the provider's output
+    /// cap (`max_tokens`, `max_completion_tokens` or Bedrock's `maxTokens`).
     pub max_tokens: u32,
+    /// Where the model stops writing: sent as OpenAI's `stop` (not to reasoning models, which
+    /// refuse it) and Bedrock's `inferenceConfig.stopSequences`; empty sends neither.
+    pub stop: &'a [&'a str],
 }
 
 /// Tokens of one model call, as the provider reported them.
@@ -97,8 +101,11 @@ pub struct ChatRequest<'a> {
 pub struct TokenCount {
     /// Prompt (input) tokens.
     pub prompt: u64,
-    /// Completion (output) tokens.
+    /// Completion (output) tokens, reasoning included.
     pub completion: u64,
+    /// Of the completion tokens, those the model spent thinking, when the provider reports them
+    /// apart (`usage.completion_tokens_details.reasoning_tokens`); 0 when it does not.
+    pub reasoning: u64,
 }
 
 /// Why the model stopped writing.
@@ -115,8 +122,12 @@ pub(crate) enum Finish {
 /// One model reply: the message content and what it cost.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Completion {
-    /// The raw text of the reply's message content (JSON for structured calls).
+    /// The text of the reply's message content (JSON for structured calls), without what the
+    /// model thought before it (see `reasoning`).
     pub content: String,
+    /// What a reasoning model thought before it answered (a `<think>` block or a reasoning
+    /// field): never shown as the answer nor parsed, only counted.
+    pub(crate) reasoning: String,
     /// Why the model stopped: a [`Finish::Length`] reply was cut at the output cap.
     pub(crate) finish: Finish,
     /// Tokens as the provider reported them (`usage`); `None` when it reported none, in which
@@ -131,6 +142,7 @@ impl Completion {
     pub(crate) fn new(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
+            reasoning: String::new(),
             finish: Finish::Stop,
             tokens: None,
             cached: false,
@@ -138,7 +150,8 @@ impl Completion {
     }
 }
 
-/// Receives the raw content of a streamed reply, piece by piece, as it arrives.
+/// Receives the content of a streamed reply, piece by piece, as it arrives (never what a
+/// reasoning model thinks).
 pub(crate) type DeltaSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
 /// A chat model: a decision's reply is JSON matching `request.task`'s schema; the answer's

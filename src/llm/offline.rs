@@ -286,6 +286,7 @@ mod tests {
             },
             timeout: Duration::from_secs(1),
             max_tokens: 1024,
+            stop: &[],
         };
         ask(&OfflineModel, &request).await.unwrap()
     }
@@ -438,6 +439,7 @@ mod tests {
             },
             timeout: Duration::from_secs(1),
             max_tokens: 1024,
+            stop: &[],
         };
         let written = OfflineModel.complete(&request).await.unwrap();
         assert_eq!(written.content, generated, "the answer is plain text");

@@ -61,6 +61,7 @@ impl CachingModel {
                 tracing::debug!(schema, "response cache hit");
                 Some(Completion {
                     content,
+                    reasoning: String::new(),
                     finish: Finish::Stop,
                     tokens: None,
                     cached: true,
@@ -160,6 +161,7 @@ mod tests {
             },
             timeout: Duration::from_secs(5),
             max_tokens: 32,
+            stop: &[],
         }
     }
 
@@ -217,6 +219,7 @@ mod tests {
             second,
             Completion {
                 content: YES.into(),
+                reasoning: String::new(),
                 finish: Finish::Stop,
                 tokens: None,
                 cached: true
@@ -330,6 +333,12 @@ mod tests {
             cache_key("openai ab c", &req)
         );
         assert_eq!(cache_key("s", &req), cache_key("s", &req.clone()));
+        let mut stopped = req.clone();
+        stopped.stop = &["\n\n"];
+        assert_ne!(cache_key("s", &req), cache_key("s", &stopped));
+        let mut framed = req.clone();
+        framed.stop = &["\n", "\n"];
+        assert_ne!(cache_key("s", &stopped), cache_key("s", &framed));
     }
 
     #[tokio::test]

@@ -138,8 +138,9 @@ async fn ask_metered_once<T: DeserializeOwned>(
     })
 }
 
-/// What one reply cost: a cache hit costs nothing; reported tokens are taken as they are;
-/// otherwise both sides are estimated with [`estimate_tokens`] and marked as estimated.
+/// What one reply cost: a cache hit costs nothing; reported tokens are taken as they are
+/// (reasoning tokens included); otherwise both sides, and what the model thought, are estimated
+/// with [`estimate_tokens`] and marked as estimated.
 pub(super) fn usage_of(request: &ChatRequest<'_>, completion: &Completion) -> Usage {
     if completion.cached {
         return Usage {
@@ -151,20 +152,29 @@ pub(super) fn usage_of(request: &ChatRequest<'_>, completion: &Completion) -> Us
         Some(tokens) => Usage {
             prompt_tokens: tokens.prompt,
             completion_tokens: tokens.completion,
+            reasoning_tokens: tokens.reasoning,
             model_calls: 1,
             ..Usage::default()
         },
-        None => Usage {
-            prompt_tokens: request
-                .messages
-                .iter()
-                .map(|m| estimate_tokens(&m.content))
-                .sum(),
-            completion_tokens: estimate_tokens(&completion.content),
-            estimated: true,
-            model_calls: 1,
-            ..Usage::default()
-        },
+        None => {
+            // What the model thought was written too, so it counts like the reply.
+            let reasoning = match completion.reasoning.as_str() {
+                "" => 0,
+                thought => estimate_tokens(thought),
+            };
+            Usage {
+                prompt_tokens: request
+                    .messages
+                    .iter()
+                    .map(|m| estimate_tokens(&m.content))
+                    .sum(),
+                completion_tokens: estimate_tokens(&completion.content) + reasoning,
+                reasoning_tokens: reasoning,
+                estimated: true,
+                model_calls: 1,
+                ..Usage::default()
+            }
+        }
     }
 }
 
@@ -272,6 +282,7 @@ mod tests {
             },
             timeout: Duration::from_secs(5),
             max_tokens: 32,
+            stop: &[],
         }
     }
 

@@ -110,5 +110,6 @@ pub(super) fn request<'a>(
         },
         timeout: ctx.remaining(),
         max_tokens: graph.output_cap(task),
+        stop: &[],
     }
 }

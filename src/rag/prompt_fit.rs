@@ -179,6 +179,7 @@ mod tests {
     const SMALL: ModelWindow = ModelWindow {
         context_tokens: 2_048,
         max_answer_tokens: 1_024,
+        reasoning_tokens: 0,
     };
 
     #[test]

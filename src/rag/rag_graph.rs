@@ -90,9 +90,10 @@ impl RagGraph {
         self
     }
 
-    /// The output cap of a `task` call: a decision's own small cap, else the answer's.
+    /// The output cap of a `task` call: a decision's own small cap, else the answer's, plus
+    /// the reasoning allowance ([`ModelWindow::output_cap`]).
     pub(crate) fn output_cap(&self, task: Task) -> u32 {
-        task.decision_cap().unwrap_or(self.window.max_answer_tokens)
+        self.window.output_cap(task.decision_cap())
     }
 
     /// The first node of a run's workflow proper (a node that prepares the question may run

@@ -3,8 +3,9 @@
 //! Titan Text Embeddings v2.
 //!
 //! Chat calls are answered from the same [`Script`] as the OpenAI-compatible server
-//! ([`super::llm_server`]), keyed by the forced tool's name (`toolConfig.toolChoice.tool.name`,
-//! the schema name; a request without a tool is the plain-text answer, `generate_answer`), so
+//! ([`super::llm_server`]), keyed by the task tool's name (`toolConfig.tools[0].toolSpec.name`,
+//! the schema name, forced or offered; a request without a tool is the plain-text answer,
+//! `generate_answer`), so
 //! both providers run the same scenarios with the same exact counts:
 //! - when the request forces a tool, a content reply that is a JSON object becomes a `toolUse`
 //!   block with that input (stop reason `tool_use`); any other content is a `text` block
@@ -15,6 +16,9 @@
 //! - a streamed call (`/converse-stream`) sends `messageStart`, `contentBlockStart`, the
 //!   content in `contentBlockDelta`s of [`Reply::chunked`] characters (with [`Reply::every`]
 //!   pauses, cut by [`Reply::cut_after`]), `contentBlockStop`, `messageStop` and `metadata`;
+//! - what the model thought ([`Reply::reasoning_content`] or [`Reply::reasoning`]) comes first,
+//!   as a `reasoningContent` block (`reasoningText` with a signature), streamed as block 0 of
+//!   `reasoningContent` deltas (text pieces, then the signature), the content then block 1;
 //! - [`Reply::status`] becomes the Bedrock exception of that status (429 `ThrottlingException`,
 //!   400 `ValidationException`, 403 `AccessDeniedException`, 500 `InternalServerException`,
 //!   503 `ServiceUnavailableException`, ...) with `x-amzn-ErrorType`; a body starting with
@@ -177,7 +181,7 @@ impl Replies for BedrockScript {
             return next_in(&mut self.embeddings).unwrap_or_else(vectors);
         }
         let stream = call.path.ends_with("/converse-stream");
-        let tool = call.body["toolConfig"]["toolChoice"]["tool"]["name"]
+        let tool = call.body["toolConfig"]["tools"][0]["toolSpec"]["name"]
             .as_str()
             .map(str::to_owned);
         convert(self.chat.next(call), tool, stream)
@@ -219,8 +223,18 @@ impl Answer {
             _ => (json!({"text": content.text}), "end_turn"),
         };
         let stop = if content.at_cap { "max_tokens" } else { stop };
+        let mut blocks = Vec::new();
+        if let Some((_, thought)) = &content.thought {
+            blocks.push(json!({"reasoningContent": {
+                "reasoningText": {"text": thought, "signature": "scripted-signature"}
+            }}));
+        }
+        // A reply cut while thinking has nothing after the thought.
+        if !(content.thought.is_some() && content.text.is_empty()) {
+            blocks.push(block);
+        }
         let mut reply = json!({
-            "output": {"message": {"role": "assistant", "content": [block]}},
+            "output": {"message": {"role": "assistant", "content": blocks}},
             "stopReason": stop,
             "metrics": {"latencyMs": 1}
         });
@@ -237,8 +251,25 @@ impl Answer {
             Duration::ZERO,
             Some(event("messageStart", json!({"role": "assistant"}))),
         )];
+        // The content's block: 1 after a thought's block 0.
+        let mut index = 0;
+        if let Some((_, thought)) = &content.thought {
+            let chars: Vec<char> = thought.chars().collect();
+            let mut deltas: Vec<Value> = chars
+                .chunks(content.chunk_chars.max(1))
+                .map(|piece| json!({"text": piece.iter().collect::<String>()}))
+                .collect();
+            deltas.push(json!({"signature": "scripted-signature"}));
+            for delta in deltas {
+                let delta = json!({"contentBlockIndex": 0, "delta": {"reasoningContent": delta}});
+                frames.push((Duration::ZERO, Some(event("contentBlockDelta", delta))));
+            }
+            let stop = json!({"contentBlockIndex": 0});
+            frames.push((Duration::ZERO, Some(event("contentBlockStop", stop))));
+            index = 1;
+        }
         if is_tool {
-            let start = json!({"contentBlockIndex": 0,
+            let start = json!({"contentBlockIndex": index,
                 "start": {"toolUse": {"toolUseId": "tooluse_1", "name": tool}}});
             frames.push((Duration::ZERO, Some(event("contentBlockStart", start))));
         }
@@ -260,7 +291,7 @@ impl Answer {
             };
             let frame = event(
                 "contentBlockDelta",
-                json!({"contentBlockIndex": 0, "delta": delta}),
+                json!({"contentBlockIndex": index, "delta": delta}),
             );
             frames.push((pause, Some(frame)));
         }
@@ -274,7 +305,10 @@ impl Answer {
             };
             frames.push((
                 Duration::ZERO,
-                Some(event("contentBlockStop", json!({"contentBlockIndex": 0}))),
+                Some(event(
+                    "contentBlockStop",
+                    json!({"contentBlockIndex": index}),
+                )),
             ));
             frames.push((
                 Duration::ZERO,

@@ -22,7 +22,13 @@
 //! Per reply: [`Reply::chunked`] sets the chunk size, [`Reply::every`] a pause between content
 //! chunks, [`Reply::cut_after`] drops the connection after that many content chunks, and
 //! [`Reply::at_cap`] ends the reply with `finish_reason: "length"` (cut at its output cap).
-//! [`Reply::overflow`] is llama.cpp's answer to a prompt over the context window. Status
+//! [`Reply::overflow`] is llama.cpp's answer to a prompt over the context window.
+//!
+//! **Reasoning models.** A `<think>…</think>` block is just content ([`Reply::raw`]).
+//! [`Reply::reasoning_content`] and [`Reply::reasoning`] add what the model thought in a field of
+//! the message of that name (llama.cpp, vLLM and DeepSeek use the first; OpenRouter and Ollama
+//! the second), streamed as deltas of that field before the content (chunked like it);
+//! [`Reply::reasoning_tokens`] reports `usage.completion_tokens_details.reasoning_tokens`. Status
 //! replies, `Retry-After`, [`Reply::delayed`] and body overrides behave as for unstreamed
 //! requests (a status is answered before any stream; a body override is plain JSON).
 //!
@@ -62,6 +68,10 @@ pub struct Content {
     pub at_cap: bool,
     /// `usage` to report as (prompt, completion); stamped from the [`Script`] when picked.
     usage: Option<(u64, u64)>,
+    /// What the model thought, in a field of its own: (the field's name, the text).
+    pub thought: Option<(&'static str, String)>,
+    /// `completion_tokens_details.reasoning_tokens` to report with the usage.
+    pub reasoning_tokens: Option<u64>,
 }
 
 impl Content {
@@ -74,6 +84,8 @@ impl Content {
             cut_after: None,
             at_cap: false,
             usage: Some(DEFAULT_USAGE),
+            thought: None,
+            reasoning_tokens: None,
         }
     }
 
@@ -85,12 +97,25 @@ impl Content {
     /// `usage` as the wire has it, if any.
     fn usage_json(&self) -> Option<Value> {
         self.usage.map(|(prompt, completion)| {
-            json!({
+            let mut usage = json!({
                 "prompt_tokens": prompt,
                 "completion_tokens": completion,
                 "total_tokens": prompt + completion
-            })
+            });
+            if let Some(reasoning) = self.reasoning_tokens {
+                usage["completion_tokens_details"] = json!({"reasoning_tokens": reasoning});
+            }
+            usage
         })
+    }
+
+    /// The text pieces of a stream: `chunk_chars` characters each.
+    fn pieces(&self, text: &str) -> Vec<String> {
+        let chars: Vec<char> = text.chars().collect();
+        chars
+            .chunks(self.chunk_chars.max(1))
+            .map(|piece| piece.iter().collect())
+            .collect()
     }
 
     /// The reply's `finish_reason`.
@@ -115,13 +140,19 @@ impl Content {
             Duration::ZERO,
             chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": ""}}])),
         )];
-        let chars: Vec<char> = self.text.chars().collect();
-        for (i, piece) in chars.chunks(self.chunk_chars.max(1)).enumerate() {
+        if let Some((field, thought)) = &self.thought {
+            for piece in self.pieces(thought) {
+                frames.push(Frame::Send(
+                    Duration::ZERO,
+                    chunk(json!([{"index": 0, "delta": {*field: piece}, "finish_reason": null}])),
+                ));
+            }
+        }
+        for (i, piece) in self.pieces(&self.text).into_iter().enumerate() {
             if self.cut_after == Some(i) {
                 break;
             }
             let pause = if i == 0 { Duration::ZERO } else { self.every };
-            let piece: String = piece.iter().collect();
             frames.push(Frame::Send(
                 pause,
                 chunk(json!([{"index": 0, "delta": {"content": piece}, "finish_reason": null}])),
@@ -201,6 +232,10 @@ impl Payload for Content {
         if request["stream"] == true {
             return self.stream(request, &id, model);
         }
+        let mut message = json!({"role": "assistant", "content": self.text});
+        if let Some((field, thought)) = &self.thought {
+            message[*field] = json!(thought);
+        }
         let mut reply = json!({
             "id": id,
             "object": "chat.completion",
@@ -208,7 +243,7 @@ impl Payload for Content {
             "model": model,
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": self.text},
+                "message": message,
                 "finish_reason": self.finish_reason()
             }]
         });
@@ -278,6 +313,24 @@ impl Reply {
     /// Ends the reply as cut at its output cap (`finish_reason: "length"`).
     pub fn at_cap(self) -> Self {
         self.content(|c| c.at_cap = true, "at_cap")
+    }
+    /// Adds what the model thought as the message's `reasoning_content` (llama.cpp, vLLM,
+    /// DeepSeek; Bedrock: a `reasoningContent` block).
+    pub fn reasoning_content(self, thought: &str) -> Self {
+        let thought = thought.to_owned();
+        self.content(
+            |c| c.thought = Some(("reasoning_content", thought)),
+            "reasoning_content",
+        )
+    }
+    /// Adds what the model thought as the message's `reasoning` (OpenRouter, Ollama).
+    pub fn reasoning(self, thought: &str) -> Self {
+        let thought = thought.to_owned();
+        self.content(|c| c.thought = Some(("reasoning", thought)), "reasoning")
+    }
+    /// Reports `completion_tokens_details.reasoning_tokens` with the usage.
+    pub fn reasoning_tokens(self, tokens: u64) -> Self {
+        self.content(|c| c.reasoning_tokens = Some(tokens), "reasoning_tokens")
     }
 
     /// Edits the content of an `Ok` reply (through delays).
@@ -391,13 +444,13 @@ impl Replies for Script {
 }
 
 impl Call {
-    /// The chat request's `response_format.json_schema.name` (Bedrock: the forced tool's
-    /// name, `toolConfig.toolChoice.tool.name`); `generate_answer` for a chat request without
-    /// either (the plain-text answer); empty for anything else.
+    /// The chat request's `response_format.json_schema.name` (Bedrock: the task tool's name,
+    /// `toolConfig.tools[0].toolSpec.name`, forced or offered); `generate_answer` for a chat
+    /// request without either (the plain-text answer); empty for anything else.
     pub fn name(&self) -> &str {
         self.body["response_format"]["json_schema"]["name"]
             .as_str()
-            .or_else(|| self.body["toolConfig"]["toolChoice"]["tool"]["name"].as_str())
+            .or_else(|| self.body["toolConfig"]["tools"][0]["toolSpec"]["name"].as_str())
             .unwrap_or(if self.body["messages"].is_array() {
                 "generate_answer"
             } else {

@@ -8,12 +8,20 @@
 //! SDK's retries are off: a failure is classified once (`crate::bedrock`) and left to the
 //! engine's retry policy, like every other provider's. A call is bounded by the request's
 //! timeout (or `LLM_TIMEOUT_MS`, whichever is shorter), the whole stream included.
+//!
+//! Reasoning: `reasoningContent` blocks (and a leading `<think>` block of the text) are never
+//! the answer nor streamed, only counted (`llm::reasoning`). With `LLM_REASONING_EFFORT` set
+//! (not `none`), an Anthropic model thinks: `additionalModelRequestFields.thinking` with
+//! `LLM_REASONING_TOKENS` as its budget, which every call's cap already includes (Bedrock wants
+//! `maxTokens` above the budget); Claude then takes no temperature and no forced tool, so the
+//! task's tool is offered with `toolChoice: auto` (a text reply is re-asked as malformed).
 
 mod stream;
 mod wire;
 
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmError};
 use crate::bedrock_client::{self, Failure, Purpose};
+use crate::config::ReasoningEffort;
 use crate::error::ErrorClass;
 use crate::outbound::status_is_transient;
 use async_trait::async_trait;
@@ -35,18 +43,29 @@ pub struct BedrockConfig {
     pub request_timeout: Duration,
     /// Cap on establishing a connection.
     pub connect_timeout: Duration,
+    /// `LLM_REASONING_EFFORT`: any effort but `none` turns on an Anthropic model's extended
+    /// thinking (other models refuse it: DeepSeek-R1 thinks by itself).
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// `LLM_REASONING_TOKENS`: the thinking budget (Claude's minimum is 1024).
+    pub reasoning_tokens: u32,
 }
 
 impl BedrockConfig {
-    /// `model_id` with the default timeouts (those of the OpenAI-compatible client).
+    /// `model_id` with the default timeouts (those of the OpenAI-compatible client), no
+    /// thinking.
     pub fn new(model_id: impl Into<String>) -> Self {
         Self {
             model_id: model_id.into(),
             request_timeout: crate::config::DEFAULT_LLM_TIMEOUT,
             connect_timeout: crate::config::DEFAULT_LLM_CONNECT_TIMEOUT,
+            reasoning_effort: None,
+            reasoning_tokens: 0,
         }
     }
 }
+
+/// Claude's smallest thinking budget.
+const MIN_THINKING_BUDGET: u32 = 1_024;
 
 /// The Bedrock chat client. Cheap to clone (the SDK client is shared).
 #[derive(Debug, Clone)]
@@ -54,6 +73,8 @@ pub struct BedrockModel {
     client: Client,
     model_id: String,
     request_timeout: Duration,
+    /// Claude's thinking budget, when it thinks.
+    thinking: Option<u32>,
 }
 
 impl BedrockModel {
@@ -61,7 +82,8 @@ impl BedrockModel {
     ///
     /// # Errors
     ///
-    /// [`LlmError::Config`] for an empty model id or zero timeouts.
+    /// [`LlmError::Config`] for an empty model id, zero timeouts, or a reasoning effort for a
+    /// model that is not Anthropic's or with a budget under 1024 tokens.
     pub fn new(sdk: &SdkConfig, config: BedrockConfig) -> Result<Self, LlmError> {
         let model_id = config.model_id.trim().to_owned();
         if model_id.is_empty() {
@@ -72,10 +94,15 @@ impl BedrockModel {
                 "timeouts must be greater than zero".into(),
             ));
         }
+        let thinking = match config.reasoning_effort {
+            None | Some(ReasoningEffort::None) => None,
+            Some(effort) => Some(thinking_budget(&model_id, effort, config.reasoning_tokens)?),
+        };
         Ok(Self {
             client: bedrock_client::client(sdk, config.connect_timeout),
             model_id,
             request_timeout: config.request_timeout,
+            thinking,
         })
     }
 
@@ -98,7 +125,7 @@ impl BedrockModel {
 #[async_trait]
 impl ChatModel for BedrockModel {
     async fn complete(&self, request: &ChatRequest<'_>) -> Result<Completion, LlmError> {
-        let parts = wire::parts(request)?;
+        let parts = wire::parts(request, self.thinking)?;
         self.bounded(request, async {
             let reply = self
                 .client
@@ -108,6 +135,7 @@ impl ChatModel for BedrockModel {
                 .set_messages(Some(parts.messages))
                 .set_tool_config(parts.tools)
                 .inference_config(parts.inference)
+                .set_additional_model_request_fields(parts.model_fields)
                 .send()
                 .await
                 .map_err(|e| llm_error(&e, self.request_timeout))?;
@@ -116,8 +144,10 @@ impl ChatModel for BedrockModel {
                 Some(ConverseOutput::Message(message)) => message.content(),
                 _ => &[],
             };
+            let thought = wire::content(blocks, request.task.schema_name(), &stop_reason)?;
             Ok(Completion {
-                content: wire::content(blocks, request.task.schema_name(), &stop_reason)?,
+                content: thought.answer,
+                reasoning: thought.reasoning,
                 finish: wire::finish(&stop_reason),
                 tokens: reply.usage().map(wire::tokens),
                 cached: false,
@@ -133,7 +163,7 @@ impl ChatModel for BedrockModel {
         request: &ChatRequest<'_>,
         on_delta: DeltaSink<'_>,
     ) -> Result<Completion, LlmError> {
-        let parts = wire::parts(request)?;
+        let parts = wire::parts(request, self.thinking)?;
         self.bounded(request, async {
             let output = self
                 .client
@@ -143,6 +173,7 @@ impl ChatModel for BedrockModel {
                 .set_messages(Some(parts.messages))
                 .set_tool_config(parts.tools)
                 .inference_config(parts.inference)
+                .set_additional_model_request_fields(parts.model_fields)
                 .send()
                 .await
                 .map_err(|e| llm_error(&e, self.request_timeout))?;
@@ -155,9 +186,32 @@ impl ChatModel for BedrockModel {
         "bedrock"
     }
 
+    /// The model id, and the thinking budget when it thinks (it changes replies).
     fn cache_scope(&self) -> String {
-        format!("bedrock {}", self.model_id)
+        match self.thinking {
+            Some(budget) => format!("bedrock {} thinking {budget}", self.model_id),
+            None => format!("bedrock {}", self.model_id),
+        }
     }
+}
+
+/// The thinking budget of `model_id` asked for `effort` (not `none`): Anthropic models only,
+/// at least Claude's minimum.
+fn thinking_budget(model_id: &str, effort: ReasoningEffort, budget: u32) -> Result<u32, LlmError> {
+    if !model_id.to_ascii_lowercase().contains("anthropic.") {
+        return Err(LlmError::Config(format!(
+            "LLM_REASONING_EFFORT={effort} turns on extended thinking, which Bedrock takes from \
+             Anthropic models only, not {model_id}; models such as DeepSeek-R1 think without \
+             it: unset LLM_REASONING_EFFORT (LLM_REASONING_TOKENS still raises every cap)"
+        )));
+    }
+    if budget < MIN_THINKING_BUDGET {
+        return Err(LlmError::Config(format!(
+            "LLM_REASONING_EFFORT={effort} turns on Claude's extended thinking, whose budget \
+             LLM_REASONING_TOKENS={budget} must be at least {MIN_THINKING_BUDGET}"
+        )));
+    }
+    Ok(budget)
 }
 
 /// A failed Converse or ConverseStream call as an [`LlmError`] of the class decided in

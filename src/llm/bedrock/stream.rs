@@ -6,7 +6,9 @@
 //! input as pieces of JSON text in `toolUse` deltas: each is handed to the caller's sink at
 //! once, and the pieces are joined into the [`Completion`] (the tool's input when there is
 //! one, else the text: [`crate::llm::ask`] finds text where a tool call was due malformed).
-//! `messageStop`'s `max_tokens` stop reason marks a reply cut at its cap.
+//! `messageStop`'s `max_tokens` stop reason marks a reply cut at its cap. What a reasoning
+//! model thinks (`reasoningContent` deltas, a leading `<think>` block of the text) is never
+//! handed to the sink, only counted (`llm::reasoning`).
 //!
 //! A stream that ends before `messageStop` was cut: a transient [`LlmError::Transport`], as is
 //! a throttling, unavailable, internal or model-stream error reported inside the stream; a
@@ -14,12 +16,15 @@
 
 use super::wire::{finish, no_content, tokens};
 use crate::bedrock_client::TRANSIENT_CODES;
+use crate::llm::reasoning::{Splitter, Thought};
 use crate::llm::{Completion, DeltaSink, LlmError, TokenCount};
 use crate::outbound::error_chain;
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::primitives::event_stream::EventReceiver;
 use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
-use aws_sdk_bedrockruntime::types::{ContentBlockDelta, ConverseStreamOutput};
+use aws_sdk_bedrockruntime::types::{
+    ContentBlockDelta, ConverseStreamOutput, ReasoningContentBlockDelta,
+};
 
 /// Reads the event stream to its end, calling `on_delta` with each piece of the tool's input.
 pub(super) async fn read(
@@ -38,7 +43,7 @@ pub(super) async fn read(
             Err(e) => return Err(stream_error(&e)),
         }
     }
-    reply.finish()
+    reply.finish(on_delta)
 }
 
 /// A streamed reply being put together, event by event.
@@ -46,8 +51,11 @@ pub(super) async fn read(
 struct Assembly {
     /// The tool's input so far; `None` until a `toolUse` delta arrives.
     tool_input: Option<String>,
-    /// Text so far (a reply that did not call the tool).
-    text: String,
+    /// Text so far (a reply that did not call the tool), split into the answer and thinking;
+    /// `reasoningContent` deltas go in as thinking too.
+    text: Splitter,
+    /// A `reasoningContent` delta arrived (possibly encrypted, without text).
+    thought: bool,
     /// From the `metadata` event.
     tokens: Option<TokenCount>,
     /// From `messageStop`: the message is whole.
@@ -65,8 +73,15 @@ impl Assembly {
                     (!piece.is_empty()).then_some(piece)
                 }
                 ContentBlockDelta::Text(piece) => {
-                    self.text.push_str(&piece);
-                    (!piece.is_empty()).then_some(piece)
+                    let shown = self.text.push(&piece);
+                    (!shown.is_empty()).then_some(shown)
+                }
+                ContentBlockDelta::ReasoningContent(thinking) => {
+                    self.thought = true;
+                    if let ReasoningContentBlockDelta::Text(piece) = thinking {
+                        self.text.think(&piece);
+                    }
+                    None
                 }
                 _ => None,
             },
@@ -82,20 +97,29 @@ impl Assembly {
         }
     }
 
-    /// The whole reply, once the stream has ended.
-    fn finish(self) -> Result<Completion, LlmError> {
+    /// The whole reply, once the stream has ended; answer text held back to the end (see
+    /// [`Splitter::finish`]) goes to `on_delta` first.
+    fn finish(mut self, on_delta: DeltaSink<'_>) -> Result<Completion, LlmError> {
         let Some(stop_reason) = self.stop_reason else {
             return Err(LlmError::Transport(
                 "the Bedrock reply stream ended before messageStop".into(),
             ));
         };
-        let content = match (self.tool_input, self.text) {
-            (Some(input), _) => input,
-            (None, text) if !text.is_empty() => text,
-            (None, _) => return Err(no_content(&stop_reason)),
+        let tail = self.text.finish();
+        let Thought { answer, reasoning } = self.text.into_parts();
+        let content = match self.tool_input {
+            Some(input) => input,
+            None if !answer.is_empty() || self.thought || !reasoning.is_empty() => {
+                if !tail.is_empty() {
+                    on_delta(&tail);
+                }
+                answer
+            }
+            None => return Err(no_content(&stop_reason)),
         };
         Ok(Completion {
             content,
+            reasoning,
             finish: finish(&stop_reason),
             tokens: self.tokens,
             cached: false,
@@ -184,13 +208,14 @@ mod tests {
         assert_eq!(reply.add(tool_piece("wer\": 1}")), Some("wer\": 1}".into()));
         assert_eq!(reply.add(stop()), None);
         assert_eq!(reply.add(usage()), None);
-        let completion = reply.finish().unwrap();
+        let completion = reply.finish(&|_| {}).unwrap();
         assert_eq!(completion.content, "{\"answer\": 1}");
         assert_eq!(
             completion.tokens,
             Some(TokenCount {
                 prompt: 7,
-                completion: 3
+                completion: 3,
+                reasoning: 0
             })
         );
     }
@@ -215,7 +240,7 @@ mod tests {
                 .build()
                 .unwrap(),
         ));
-        let completion = reply.finish().unwrap();
+        let completion = reply.finish(&|_| {}).unwrap();
         assert_eq!(completion.content, "It is a fungus");
         assert_eq!(completion.finish, crate::llm::Finish::Length);
     }
@@ -224,16 +249,62 @@ mod tests {
     fn a_stream_without_message_stop_was_cut_and_is_transient() {
         let mut reply = Assembly::default();
         reply.add(tool_piece("{\"answer\""));
-        let error = reply.finish().unwrap_err();
+        let error = reply.finish(&|_| {}).unwrap_err();
         assert!(matches!(error, LlmError::Transport(_)), "{error:?}");
         assert_eq!(error.class(), ErrorClass::Transient);
+    }
+
+    #[test]
+    fn reasoning_deltas_and_a_think_block_never_reach_the_sink() {
+        let delta = |delta: ContentBlockDelta| {
+            ConverseStreamOutput::ContentBlockDelta(
+                ContentBlockDeltaEvent::builder()
+                    .content_block_index(0)
+                    .delta(delta)
+                    .build()
+                    .unwrap(),
+            )
+        };
+        let thinking = |piece: &str| {
+            delta(ContentBlockDelta::ReasoningContent(
+                ReasoningContentBlockDelta::Text(piece.into()),
+            ))
+        };
+        let mut reply = Assembly::default();
+        assert_eq!(reply.add(thinking("It is ")), None);
+        assert_eq!(reply.add(thinking("a fungus.")), None);
+        let signature = ReasoningContentBlockDelta::Signature("sig".into());
+        assert_eq!(
+            reply.add(delta(ContentBlockDelta::ReasoningContent(signature))),
+            None
+        );
+        assert_eq!(
+            reply.add(delta(ContentBlockDelta::Text("<think>x</thi".into()))),
+            None
+        );
+        assert_eq!(
+            reply.add(delta(ContentBlockDelta::Text("nk> Fungus.".into()))),
+            Some("Fungus.".into())
+        );
+        reply.add(stop());
+        let completion = reply.finish(&|_| {}).unwrap();
+        assert_eq!(completion.content, "Fungus.");
+        assert_eq!(completion.reasoning, "It is a fungus.x");
+
+        // Only (encrypted) thinking before the cap: an empty answer.
+        let mut reply = Assembly::default();
+        let redacted =
+            ReasoningContentBlockDelta::RedactedContent(aws_smithy_types::Blob::new("x"));
+        reply.add(delta(ContentBlockDelta::ReasoningContent(redacted)));
+        reply.add(stop());
+        assert_eq!(reply.finish(&|_| {}).unwrap().content, "");
     }
 
     #[test]
     fn nothing_at_all_is_permanent() {
         let mut reply = Assembly::default();
         reply.add(stop());
-        let error = reply.finish().unwrap_err();
+        let error = reply.finish(&|_| {}).unwrap_err();
         assert_eq!(error.class(), ErrorClass::Permanent);
     }
 }

@@ -1,10 +1,12 @@
 //! OpenAI-compatible chat-completions client (OpenAI, Ollama, vLLM, llama.cpp server).
 //!
 //! One `reqwest::Client` is built per model and reused, so calls share a connection pool.
-//! Backends differ by base URL (and key) only. The wire structs are private to this module
-//! (`wire`); callers see [`ChatRequest`] in and a [`Completion`] out. A streamed call
-//! (`stream`) sends the same body plus `"stream": true` and is classified the same way up to
-//! the first byte of the stream.
+//! Backends differ by base URL (and key) only, and reasoning models by their configured effort
+//! (`LLM_REASONING_EFFORT`). The wire structs are private to this module (`wire`); callers see
+//! [`ChatRequest`] in and a [`Completion`] out, its content without what the model thought
+//! (`<think>` blocks, `reasoning_content`; see `llm::reasoning`). A streamed call (`stream`)
+//! sends the same body plus `"stream": true` and is classified the same way up to the first
+//! byte of the stream.
 
 mod stream;
 mod wire;
@@ -12,6 +14,7 @@ mod wire;
 use super::error::excerpt;
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmError};
 use crate::clock::{Clock, SystemClock};
+use crate::config::ReasoningEffort;
 use crate::outbound::{self, error_chain, Transport};
 use crate::secrets::Secret;
 use async_trait::async_trait;
@@ -20,7 +23,7 @@ use reqwest::{Client, Response, Url};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
-use wire::{CapField, WireRequest, WireResponse};
+use wire::{Dialect, WireRequest, WireResponse};
 
 /// Settings of the OpenAI-compatible client.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +39,10 @@ pub struct OpenAiConfig {
     pub request_timeout: Duration,
     /// Cap on establishing a connection.
     pub connect_timeout: Duration,
+    /// `LLM_REASONING_EFFORT`: sent as `reasoning_effort` when set, with the cap as
+    /// `max_completion_tokens` and neither `temperature` nor `stop` (OpenAI's reasoning models
+    /// refuse both).
+    pub reasoning_effort: Option<ReasoningEffort>,
 }
 
 impl OpenAiConfig {
@@ -52,6 +59,7 @@ impl OpenAiConfig {
             api_key: None,
             request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+            reasoning_effort: None,
         }
     }
 
@@ -73,8 +81,8 @@ pub struct OpenAiModel {
     /// Kept only to scrub it from error bodies a server might echo it in.
     api_key: Option<Secret>,
     request_timeout: Duration,
-    /// The field that carries a call's output cap for this server.
-    cap_field: CapField,
+    /// Where this server reads a call's output cap, and the reasoning effort.
+    dialect: Dialect,
     /// Reads "now" for an HTTP-date `Retry-After`.
     clock: Arc<dyn Clock>,
 }
@@ -133,15 +141,8 @@ impl OpenAiModel {
             .map_err(|e| {
                 LlmError::Config(format!("cannot build the HTTP client: {}", error_chain(&e)))
             })?;
-        // api.openai.com refuses `max_tokens` for its newer models; every other
-        // OpenAI-compatible server reads `max_tokens` (and not always the newer name).
-        let cap_field = if endpoint.host_str() == Some("api.openai.com") {
-            CapField::MaxCompletionTokens
-        } else {
-            CapField::MaxTokens
-        };
         Ok(Self {
-            cap_field,
+            dialect: Dialect::new(endpoint.host_str(), config.reasoning_effort),
             client,
             endpoint,
             model: config.model,
@@ -173,7 +174,7 @@ impl OpenAiModel {
         if timeout.is_zero() {
             return Err(LlmError::Timeout { after: timeout });
         }
-        let body = WireRequest::new(&self.model, request, stream, self.cap_field);
+        let body = WireRequest::new(&self.model, request, stream, self.dialect);
         // reqwest's per-request timeout runs until the body has been read to its end.
         let mut http = self
             .client
@@ -261,8 +262,12 @@ impl ChatModel for OpenAiModel {
         "openai"
     }
 
+    /// The endpoint and model, and the reasoning effort when one is set (it changes replies).
     fn cache_scope(&self) -> String {
-        format!("openai {} {}", self.endpoint, self.model)
+        match self.dialect.effort {
+            Some(effort) => format!("openai {} {} effort {effort}", self.endpoint, self.model),
+            None => format!("openai {} {}", self.endpoint, self.model),
+        }
     }
 }
 

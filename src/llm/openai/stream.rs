@@ -1,7 +1,9 @@
 //! Streamed replies: the server-sent events of `"stream": true`, read as they arrive.
 //!
 //! Each `data:` event is a `chat.completion.chunk`; its `choices[0].delta.content` is handed
-//! to the caller's sink at once, and the pieces are joined into the [`Completion`]. With
+//! to the caller's sink at once, and the pieces are joined into the [`Completion`], except what
+//! a reasoning model thinks: `reasoning_content` / `reasoning` deltas and a leading `<think>`
+//! block of the content are kept back and only counted (`llm::reasoning`). With
 //! `stream_options.include_usage`, the last chunk (empty `choices`) carries `usage`; then
 //! `data: [DONE]` ends the stream.
 //!
@@ -10,9 +12,10 @@
 //! [`LlmError::InvalidResponse`], like a whole reply that is not JSON. The request timeout
 //! covers the whole stream (reqwest's per-request timeout runs until the body ends).
 
-use super::wire::{finish, message_content, no_choices, WireChunk};
+use super::wire::{finish, message_content, no_choices, reasoning_text, WireChunk};
 use super::OpenAiModel;
 use crate::llm::error::excerpt;
+use crate::llm::reasoning::{Splitter, Thought};
 use crate::llm::{Completion, DeltaSink, Finish, LlmError, TokenCount};
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{FutureExt, StreamExt};
@@ -70,7 +73,7 @@ impl OpenAiModel {
                 on_delta(&piece);
             }
         }
-        reply.finish()
+        reply.finish(on_delta)
     }
 }
 
@@ -113,8 +116,10 @@ impl ChunkError {
 /// A streamed reply being put together, chunk by chunk.
 #[derive(Debug, Default)]
 struct Assembly {
-    /// Content so far; `None` until a chunk carries some.
-    content: Option<String>,
+    /// The content so far, split into the answer and what the model thought.
+    content: Splitter,
+    /// A chunk carried content (possibly empty).
+    saw_content: bool,
     /// Refusal so far; `None` until a chunk carries some.
     refusal: Option<String>,
     /// From the chunk that carries `usage` (the last one).
@@ -128,7 +133,7 @@ struct Assembly {
 }
 
 impl Assembly {
-    /// Takes one event's `data`; returns the content piece it carries, if any.
+    /// Takes one event's `data`; returns the answer text it carries, if any (never thinking).
     fn add(&mut self, data: &str) -> Result<Option<String>, ChunkError> {
         let chunk: WireChunk = serde_json::from_str(data).map_err(|e| ChunkError::NotJson {
             error: e.to_string(),
@@ -147,20 +152,25 @@ impl Assembly {
         if choice.finish_reason.is_some() {
             self.finished = Some(finish(choice.finish_reason.as_deref()));
         }
-        if let Some(refusal) = choice.delta.refusal {
+        let delta = choice.delta;
+        if let Some(refusal) = delta.refusal {
             self.refusal.get_or_insert_default().push_str(&refusal);
         }
-        match choice.delta.content {
+        let thought = reasoning_text(&delta.reasoning_content, &delta.reasoning);
+        self.content.think(thought);
+        match delta.content {
             Some(piece) => {
-                self.content.get_or_insert_default().push_str(&piece);
-                Ok((!piece.is_empty()).then_some(piece))
+                self.saw_content = true;
+                let shown = self.content.push(&piece);
+                Ok((!shown.is_empty()).then_some(shown))
             }
             None => Ok(None),
         }
     }
 
-    /// The whole reply, once the stream has ended.
-    fn finish(self) -> Result<Completion, LlmError> {
+    /// The whole reply, once the stream has ended; answer text held back to the end (see
+    /// [`Splitter::finish`]) goes to `on_delta` first.
+    fn finish(mut self, on_delta: DeltaSink<'_>) -> Result<Completion, LlmError> {
         if !self.done && self.finished.is_none() {
             return Err(LlmError::Transport(
                 "the reply stream ended before it was complete".into(),
@@ -169,8 +179,16 @@ impl Assembly {
         if !self.saw_choice {
             return Err(no_choices());
         }
+        let tail = self.content.finish();
+        let Thought { answer, reasoning } = self.content.into_parts();
+        let content =
+            message_content(self.saw_content.then_some(answer), self.refusal, &reasoning)?;
+        if !tail.is_empty() {
+            on_delta(&tail);
+        }
         Ok(Completion {
-            content: message_content(self.content, self.refusal)?,
+            content,
+            reasoning,
             finish: self.finished.unwrap_or_default(),
             tokens: self.tokens,
             cached: false,
@@ -201,23 +219,63 @@ mod tests {
         assert_eq!(reply.add(STOP), Ok(None));
         assert_eq!(reply.add(USAGE), Ok(None));
         reply.done = true;
-        let completion = reply.finish().unwrap();
+        let completion = reply.finish(&|_| {}).unwrap();
         assert_eq!(completion.content, "{\"answer\": 1}");
         assert_eq!(
             completion.tokens,
             Some(TokenCount {
                 prompt: 7,
-                completion: 3
+                completion: 3,
+                reasoning: 0
             })
         );
         assert!(!completion.cached);
     }
 
     #[test]
+    fn thinking_never_reaches_the_sink_and_held_back_answer_text_does_at_the_end() {
+        let mut reply = Assembly::default();
+        let thought = |text: &str| {
+            serde_json::json!({"choices": [{"index": 0, "delta": {"reasoning_content": text}}]})
+                .to_string()
+        };
+        assert_eq!(reply.add(&thought("Grade it.")), Ok(None));
+        assert_eq!(reply.add(&piece("<thi")), Ok(None));
+        assert_eq!(reply.add(&piece("nk>more</think>\n")), Ok(None));
+        assert_eq!(reply.add(&piece("{}")), Ok(Some("{}".into())));
+        reply.add(STOP).unwrap();
+        let completion = reply.finish(&|_| {}).unwrap();
+        assert_eq!(completion.content, "{}");
+        assert_eq!(completion.reasoning, "Grade it.more");
+
+        let mut reply = Assembly::default();
+        assert_eq!(reply.add(&piece("<th")), Ok(None));
+        reply.add(STOP).unwrap();
+        let shown = std::sync::Mutex::new(String::new());
+        let completion = reply
+            .finish(&|piece| shown.lock().unwrap().push_str(piece))
+            .unwrap();
+        assert_eq!(completion.content, "<th");
+        assert_eq!(shown.into_inner().unwrap(), "<th");
+
+        // Only thinking, cut at the cap: an empty answer, not a reply without content.
+        let mut reply = Assembly::default();
+        reply.add(&thought("Let me")).unwrap();
+        reply
+            .add(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#)
+            .unwrap();
+        let completion = reply.finish(&|_| {}).unwrap();
+        assert_eq!(
+            (completion.content.as_str(), completion.finish),
+            ("", Finish::Length)
+        );
+    }
+
+    #[test]
     fn a_stream_without_done_or_finish_reason_was_cut_and_is_transient() {
         let mut reply = Assembly::default();
         reply.add(&piece("{\"answer\"")).unwrap();
-        let error = reply.finish().unwrap_err();
+        let error = reply.finish(&|_| {}).unwrap_err();
         assert!(matches!(error, LlmError::Transport(_)), "{error:?}");
         assert_eq!(error.class(), ErrorClass::Transient);
     }
@@ -227,7 +285,7 @@ mod tests {
         let mut reply = Assembly::default();
         reply.add(&piece("{}")).unwrap();
         reply.add(STOP).unwrap();
-        let completion = reply.finish().unwrap();
+        let completion = reply.finish(&|_| {}).unwrap();
         assert_eq!(completion.content, "{}");
         assert_eq!(completion.tokens, None);
     }
@@ -243,7 +301,7 @@ mod tests {
         reply.add(STOP).unwrap();
         reply.done = true;
         assert_eq!(
-            reply.finish().unwrap_err(),
+            reply.finish(&|_| {}).unwrap_err(),
             LlmError::InvalidResponse("the model refused: I can't help.".into())
         );
     }
@@ -253,7 +311,7 @@ mod tests {
         let mut reply = Assembly::default();
         reply.add(USAGE).unwrap();
         reply.done = true;
-        let error = reply.finish().unwrap_err();
+        let error = reply.finish(&|_| {}).unwrap_err();
         assert_eq!(error, no_choices());
         assert_eq!(error.class(), ErrorClass::Permanent);
     }

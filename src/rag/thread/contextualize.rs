@@ -48,6 +48,7 @@ pub(crate) async fn contextualize_question(
                     },
                     timeout: ctx.remaining(),
                     max_tokens: graph.output_cap(task),
+                    stop: &[],
                 };
                 async move {
                     ask_metered::<Contextualized>(graph.model.as_ref(), &request, ctx.meter(), None)
