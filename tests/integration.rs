@@ -45,6 +45,7 @@ mod otlp_export;
 mod playground_browser;
 mod playground_live;
 mod prompts_wire;
+mod reasoning_run;
 mod retrieval_kb;
 mod run_control;
 mod run_events;

@@ -14,7 +14,7 @@ use bounded_rag::llm::{
     ask, write_answer, BedrockConfig, BedrockModel, BinaryScore, ChatModel, ChatRequest, LlmError,
     Message, OpenAiConfig, OpenAiModel, Role, Task, TaskInputs, TokenCount,
 };
-use serde_json::{json, Value};
+use serde_json::json;
 use std::sync::Mutex;
 use std::time::Duration;
 use support::bedrock_server::{BedrockScript, ScriptedBedrock};
@@ -78,36 +78,6 @@ async fn streamed_answer(
 /// `estimate_tokens` of the engine: a quarter of the characters, rounded up, plus four.
 fn estimate(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4) + 4
-}
-
-/// OpenAI's reasoning models: `max_tokens`, a `temperature` other than 1 and `stop` are
-/// refused with a 400 worded as OpenAI words it, and so is a request without
-/// `max_completion_tokens`; anything else gets `reply`.
-fn o_series(reply: Reply) -> Reply {
-    Reply::from_fn(move |body: &Value| {
-        let refused = [
-            ("max_tokens", body.get("max_tokens").is_some()),
-            (
-                "temperature",
-                body.get("temperature").is_some_and(|t| t != 1),
-            ),
-            ("stop", body.get("stop").is_some()),
-            (
-                "max_completion_tokens",
-                body.get("max_completion_tokens").is_none(),
-            ),
-        ];
-        match refused.iter().find(|(_, refused)| *refused) {
-            Some((param, _)) => Reply::status(400).body(
-                json!({"error": {
-                    "message": format!("Unsupported parameter: '{param}' is not supported with this model."),
-                    "type": "invalid_request_error", "param": param, "code": "unsupported_parameter"
-                }})
-                .to_string(),
-            ),
-            None => reply.clone(),
-        }
-    })
 }
 
 #[tokio::test]
@@ -252,10 +222,10 @@ async fn o_series_gets_max_completion_tokens_and_the_effort_and_reports_reasonin
     let yes = Reply::yes().reasoning_tokens(32);
     let server = ScriptedLlm::start(
         Script::new()
-            .on("grade_documents", [o_series(yes)])
+            .on("grade_documents", [yes.o_series()])
             .on(
                 "generate_answer",
-                [o_series(Reply::answer(ANSWER).reasoning_tokens(512))],
+                [Reply::answer(ANSWER).reasoning_tokens(512).o_series()],
             )
             .usage(100, 40),
     )
@@ -304,10 +274,10 @@ async fn an_o_series_cap_eaten_by_reasoning_is_a_cut_empty_reply() {
     let eaten = Reply::raw("").at_cap().reasoning_tokens(40);
     let server = ScriptedLlm::start(
         Script::new()
-            .on("grade_documents", [o_series(eaten.clone())])
+            .on("grade_documents", [eaten.clone().o_series()])
             .on(
                 "generate_answer",
-                [o_series(eaten), o_series(Reply::answer(ANSWER))],
+                [eaten.o_series(), Reply::answer(ANSWER).o_series()],
             )
             .usage(100, 40),
     )

@@ -28,7 +28,8 @@
 //! [`Reply::reasoning_content`] and [`Reply::reasoning`] add what the model thought in a field of
 //! the message of that name (llama.cpp, vLLM and DeepSeek use the first; OpenRouter and Ollama
 //! the second), streamed as deltas of that field before the content (chunked like it);
-//! [`Reply::reasoning_tokens`] reports `usage.completion_tokens_details.reasoning_tokens`. Status
+//! [`Reply::reasoning_tokens`] reports `usage.completion_tokens_details.reasoning_tokens`;
+//! [`Reply::o_series`] refuses, as OpenAI's reasoning models do, what they do not take. Status
 //! replies, `Retry-After`, [`Reply::delayed`] and body overrides behave as for unstreamed
 //! requests (a status is answered before any stream; a body override is plain JSON).
 //!
@@ -331,6 +332,39 @@ impl Reply {
     /// Reports `completion_tokens_details.reasoning_tokens` with the usage.
     pub fn reasoning_tokens(self, tokens: u64) -> Self {
         self.content(|c| c.reasoning_tokens = Some(tokens), "reasoning_tokens")
+    }
+    /// This reply as OpenAI's reasoning models give it: only to a request with
+    /// `max_completion_tokens` and without `max_tokens`, `stop` or a `temperature` other than 1;
+    /// any other gets the 400 OpenAI answers (`unsupported_parameter`, naming the field).
+    pub fn o_series(self) -> Self {
+        Reply::from_fn(move |body: &Value| {
+            let refused = [
+                ("max_tokens", body.get("max_tokens").is_some()),
+                (
+                    "temperature",
+                    body.get("temperature").is_some_and(|t| t != 1),
+                ),
+                ("stop", body.get("stop").is_some()),
+                (
+                    "max_completion_tokens",
+                    body.get("max_completion_tokens").is_none(),
+                ),
+            ];
+            match refused.iter().find(|(_, refused)| *refused) {
+                Some((param, _)) => Reply::status(400).body(
+                    json!({"error": {
+                        "message": format!(
+                            "Unsupported parameter: '{param}' is not supported with this model."
+                        ),
+                        "type": "invalid_request_error",
+                        "param": param,
+                        "code": "unsupported_parameter"
+                    }})
+                    .to_string(),
+                ),
+                None => self.clone(),
+            }
+        })
     }
 
     /// Edits the content of an `Ok` reply (through delays).
