@@ -6,6 +6,7 @@
 mod playground;
 mod support;
 
+mod answer_floor;
 mod aws_workflow;
 mod bedrock_cli;
 mod cli;

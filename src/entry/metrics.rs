@@ -98,6 +98,7 @@ fn limit_metric(limit: LimitHit) -> &'static str {
         LimitHit::NoSources => "LimitNoSources",
         LimitHit::AnswerLength => "LimitAnswerLength",
         LimitHit::ModelUnavailable => "LimitModelUnavailable",
+        LimitHit::ModelUnusable => "LimitModelUnusable",
     }
 }
 

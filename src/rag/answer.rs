@@ -1,21 +1,40 @@
 //! The answer of a run: one plain-text call streamed as it is written, its prompt fitted to the
-//! model's window, and the extractive fallback when the model stays down.
+//! model's window, checked against the floor every answer must pass ([`super::floor`]), and
+//! the extractive fallback when the model stays down or its answers stay under the floor.
 
+use super::floor::{self, Unusable};
 use super::model_call::{fitting, fixed_tokens, request};
 use super::prompt_fit::{self, fit_documents, Fit};
+use super::state::Quoted;
 use super::{RagError, RagGraph, RagState, RunEvent};
 use crate::engine::StepCtx;
 use crate::error::Classify;
 use crate::llm::{write_answer, LlmError, Task, Written};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+/// An answer the model wrote that passed the floor.
+pub(super) struct Answered {
+    /// The answer.
+    pub(super) written: Written,
+    /// The number of the generation attempt that wrote it.
+    pub(super) attempt: u32,
+    /// What was left out of the prompt to fit the model's window.
+    pub(super) fit: Fit,
+    /// Why the attempt before it was under the floor, when it was asked for once more.
+    pub(super) under_floor: Option<Unusable>,
+}
+
 /// An answer the model could not write although the run had documents: quoted from them
-/// instead ([`crate::llm::extractive_answer`]), with why the model could not.
+/// instead ([`crate::llm::extractive_answer`]), with why.
 pub(super) struct Fallback {
     /// The extractive answer.
     pub(super) text: String,
-    /// The model's last error.
+    /// The model's last error, or what was wrong with its last answer.
     pub(super) error: String,
+    /// Why the model's answer was not used.
+    pub(super) why: Quoted,
+    /// The number of the last generation attempt (its answer discarded).
+    pub(super) attempt: u32,
 }
 
 /// True when the model failed for a reason the caller cannot fix: time-outs and server
@@ -34,24 +53,65 @@ fn unavailable(error: &RagError) -> bool {
         )
 }
 
-/// [`generate_answer`], or the extractive fallback when the model is unavailable and the run
-/// found documents (`model_unavailable`).
+/// [`generate_answer`] checked against the floor: an answer under it is discarded and asked
+/// for once more, with a hint of what was wrong; a second one under it, or a model that is
+/// unavailable, gives the extractive fallback (when the run found documents).
 pub(super) async fn generate_or_quote(
     graph: &RagGraph,
     ctx: &StepCtx<'_>,
     state: &RagState,
-) -> Result<Result<(Written, u32, Fit), Fallback>, RagError> {
-    match generate_answer(graph, ctx, state).await {
-        Ok(answer) => Ok(Ok(answer)),
-        Err(error) if unavailable(&error) && !state.documents.is_empty() => {
-            tracing::warn!(%error, "the model cannot answer: quoting the documents instead");
-            Ok(Err(Fallback {
-                text: crate::llm::extractive_answer(&state.request.question, &state.documents),
-                error: error.to_string(),
-            }))
+) -> Result<Result<Answered, Fallback>, RagError> {
+    let question = state.request.question.as_str();
+    let mut under_floor = None;
+    let mut attempts_before = state.generations;
+    for _ in 0..2 {
+        let hint = under_floor.as_ref().map(Unusable::hint);
+        let (written, attempt, fit) = match generate_answer(
+            graph,
+            ctx,
+            state,
+            attempts_before,
+            hint,
+        )
+        .await
+        {
+            Ok(answer) => answer,
+            Err(error) if unavailable(&error) && !state.documents.is_empty() => {
+                tracing::warn!(%error, "the model cannot answer: quoting the documents instead");
+                return Ok(Err(Fallback {
+                    text: crate::llm::extractive_answer(question, &state.documents),
+                    error: error.to_string(),
+                    why: Quoted::Unavailable,
+                    attempt: attempts_before,
+                }));
+            }
+            Err(error) => return Err(error),
+        };
+        let given = &state.documents[..state.documents.len() - fit.dropped];
+        match floor::check(&written.text, question, given) {
+            Ok(()) => {
+                return Ok(Ok(Answered {
+                    written,
+                    attempt,
+                    fit,
+                    under_floor,
+                }))
+            }
+            Err(unusable) => {
+                tracing::warn!(attempt, reason = %unusable.describe(), "answer under the floor: discarded");
+                graph.events.emit(RunEvent::Discarded { attempt });
+                attempts_before = attempt;
+                under_floor = Some(unusable);
+            }
         }
-        Err(error) => Err(error),
     }
+    let unusable = under_floor.map(|u| u.describe()).unwrap_or_default();
+    Ok(Err(Fallback {
+        text: crate::llm::extractive_answer(question, &state.documents),
+        error: format!("{unusable} (twice)"),
+        why: Quoted::Unusable,
+        attempt: attempts_before,
+    }))
 }
 
 /// The answer call (plain text), streamed to the run's events as `token`s when someone
@@ -59,10 +119,15 @@ pub(super) async fn generate_or_quote(
 /// before the retry. The prompt is fitted to the model's window first (older thread turns,
 /// then the lowest ranked documents, are left out). Returns the answer, the number of the
 /// attempt that produced it, and what was left out.
-pub(super) async fn generate_answer(
+///
+/// `attempts_before` numbers the attempts; `hint`, on the second ask after an answer under the
+/// floor, is added to the instruction.
+async fn generate_answer(
     graph: &RagGraph,
     ctx: &StepCtx<'_>,
     state: &RagState,
+    attempts_before: u32,
+    hint: Option<&str>,
 ) -> Result<(Written, u32, Fit), RagError> {
     let question = state.request.question.as_str();
     // A thread's answer prompt also sees the recent turns.
@@ -70,7 +135,7 @@ pub(super) async fn generate_answer(
         .thread
         .as_ref()
         .map_or(&[][..], |t| t.history.as_slice());
-    let attempt = AtomicU32::new(state.generations);
+    let attempt = AtomicU32::new(attempts_before);
     let attempt = &attempt;
     fitting(graph, Task::GenerateAnswer, |room| async move {
         let keep = prompt_fit::fit_history(turns, room.history_share(), |t| {
@@ -95,12 +160,16 @@ pub(super) async fn generate_answer(
             if let (Some(history), Some(user)) = (history, request.messages.last_mut()) {
                 user.content.insert_str(0, history);
             }
+            if let (Some(hint), Some(system)) = (hint, request.messages.first_mut()) {
+                system.content.push(' ');
+                system.content.push_str(hint);
+            }
             request
         };
         let written = ctx
             .retry(Task::GenerateAnswer.schema_name(), || {
                 let n = attempt.fetch_add(1, Ordering::SeqCst) + 1;
-                if graph.events.is_on() && n > state.generations + 1 {
+                if graph.events.is_on() && n > attempts_before + 1 {
                     graph.events.emit(RunEvent::Discarded { attempt: n - 1 });
                 }
                 let request = answer_request();

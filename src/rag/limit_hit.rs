@@ -29,11 +29,15 @@ pub enum LimitHit {
     /// The model could not answer (time-outs or server errors after their retries, unusable
     /// replies); the answer was quoted from the documents found.
     ModelUnavailable,
+    /// The model's answers stayed under the floor every answer must pass (an echo of the
+    /// prompt, no content, a loop, a missing citation, nothing shared with the documents); the
+    /// answer was quoted from the documents found.
+    ModelUnusable,
 }
 
 impl LimitHit {
     /// Every limit, in the order metrics list them.
-    pub(crate) const ALL: [LimitHit; 8] = [
+    pub(crate) const ALL: [LimitHit; 9] = [
         LimitHit::StepLimit,
         LimitHit::Deadline,
         LimitHit::TokenBudget,
@@ -42,6 +46,7 @@ impl LimitHit {
         LimitHit::NoSources,
         LimitHit::AnswerLength,
         LimitHit::ModelUnavailable,
+        LimitHit::ModelUnusable,
     ];
 
     /// Wire name (`limits_hit[]`).
@@ -55,6 +60,7 @@ impl LimitHit {
             LimitHit::NoSources => "no_sources",
             LimitHit::AnswerLength => "answer_length",
             LimitHit::ModelUnavailable => "model_unavailable",
+            LimitHit::ModelUnusable => "model_unusable",
         }
     }
 }
@@ -77,6 +83,7 @@ impl From<BestEffortReason> for LimitHit {
             BestEffortReason::NoSources => LimitHit::NoSources,
             BestEffortReason::AnswerLength => LimitHit::AnswerLength,
             BestEffortReason::ModelUnavailable => LimitHit::ModelUnavailable,
+            BestEffortReason::ModelUnusable => LimitHit::ModelUnusable,
             BestEffortReason::Limit(limit) => limit.into(),
         }
     }

@@ -110,6 +110,11 @@ pub(super) fn request<'a>(
         },
         timeout: ctx.remaining(),
         max_tokens: graph.output_cap(task),
-        stop: &[],
+        // The answer stops where a small model would start a question of its own.
+        stop: if task == Task::GenerateAnswer {
+            &prompts::ANSWER_STOP
+        } else {
+            &[]
+        },
     }
 }

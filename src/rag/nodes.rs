@@ -153,11 +153,16 @@ pub(super) async fn grade_documents(
     let fit = grades
         .iter()
         .fold(Fit::default(), |all, (_, fit)| all.add(*fit));
-    let mut keep = grades.iter().map(|(g, _)| g.yes());
+    let said: Vec<bool> = grades.iter().map(|(g, _)| g.yes()).collect();
+    let (kept, overruled) = super::overrule::relevance(&state.documents, &said);
+    let mut keep = kept.into_iter();
     state.documents.retain(|_| keep.next().unwrap_or(false));
     let relevant = state.documents.len();
     let (next, decision) = decide_to_generate(graph, state, relevant);
     let mut details = json!({ "graded": graded, "relevant": relevant, "decision": decision });
+    if let Some(overruled) = overruled {
+        details["overruled"] = overruled;
+    }
     fit.record(&mut details);
     Ok(StepOutput::next(next, details))
 }
@@ -230,11 +235,12 @@ pub(super) async fn web_search(graph: &RagGraph, state: &mut RagState, ctx: &Ste
 }
 
 pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepCtx<'_>) -> Step {
-    let (written, attempt, fit) = match generate_or_quote(graph, ctx, state).await? {
-        Ok(answer) => answer,
+    let answered = match generate_or_quote(graph, ctx, state).await? {
+        Ok(answered) => answered,
         Err(fallback) => {
             state.generation = Some(fallback.text);
-            state.model_unavailable = true;
+            state.quoted(fallback.why);
+            state.generations = state.generations.max(fallback.attempt);
             let details = json!({
                 "documents": state.documents.len(),
                 "fallback": "extractive",
@@ -243,6 +249,7 @@ pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepC
             return Ok(after_answer(state, details));
         }
     };
+    let (written, attempt, fit) = (answered.written, answered.attempt, answered.fit);
     let cut = written.finish == Finish::Length;
     state.generation = Some(written.text);
     state.answer_cut = cut;
@@ -256,6 +263,9 @@ pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepC
     if cut {
         details["answer_length"] = json!(true);
     }
+    if let Some(unusable) = answered.under_floor {
+        details["under_floor"] = json!(unusable.describe());
+    }
     fit.record(&mut details);
     Ok(after_answer(state, details))
 }
@@ -265,13 +275,14 @@ pub(super) fn after_answer(
     state: &mut RagState,
     details: serde_json::Value,
 ) -> StepOutput<RagNode> {
-    if state.model_unavailable {
+    if state.model_unavailable || state.model_unusable {
         // Quoted from the documents: nothing for the model to check.
-        return end(
-            state,
-            Outcome::BestEffort(BestEffortReason::ModelUnavailable),
-            details,
-        );
+        let reason = if state.model_unusable {
+            BestEffortReason::ModelUnusable
+        } else {
+            BestEffortReason::ModelUnavailable
+        };
+        return end(state, Outcome::BestEffort(reason), details);
     }
     let no_context = state.documents.is_empty();
     if no_context && state.route != Some(DataSource::LlmInternal) {
@@ -321,7 +332,10 @@ pub(super) async fn grade_hallucinations(
         (grounded.await?, None)
     };
     let max = graph.limits.max_regenerations;
-    if grade.yes() {
+    let written = answer.unwrap_or_default();
+    let (yes, overruled) =
+        super::overrule::grounded(written, question, &state.documents, grade.yes());
+    if yes {
         state.answer_check = useful;
         let mut details = json!({ "grounded": true, "answer_checked": useful.is_some() });
         fit.record(&mut details);
@@ -334,16 +348,21 @@ pub(super) async fn grade_hallucinations(
         state.hallucination_retry_count += 1;
         let n = state.hallucination_retry_count;
         tracing::info!("answer not grounded: regeneration retry {n}/{max}");
-        return Ok(StepOutput::next(
-            RagNode::Generate,
-            json!({ "grounded": false, "retry": format!("{n}/{max}") }),
-        ));
+        let mut details = json!({ "grounded": false, "retry": format!("{n}/{max}") });
+        if let Some(overruled) = overruled {
+            details["overruled"] = overruled;
+        }
+        return Ok(StepOutput::next(RagNode::Generate, details));
     }
     tracing::warn!("max retries reached ({max}/{max} regenerations): ending best-effort");
+    let mut details = json!({ "grounded": false, "decision": "max_regenerations" });
+    if let Some(overruled) = overruled {
+        details["overruled"] = overruled;
+    }
     Ok(end(
         state,
         Outcome::BestEffort(BestEffortReason::MaxRegenerations),
-        json!({ "grounded": false, "decision": "max_regenerations" }),
+        details,
     ))
 }
 

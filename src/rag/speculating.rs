@@ -1,6 +1,7 @@
 //! What speculation keeps in the run's state: the fork's findings until it joins (`Speculating`)
 //! and the run's speculation counters; the rule that uses them is in `speculation.rs`.
 
+use super::state::Quoted;
 use crate::llm::DataSource;
 use serde::{Deserialize, Serialize};
 
@@ -31,10 +32,14 @@ pub struct SpeculativeAnswer {
     /// The answer was cut at its output cap (`answer_length`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(super) cut: bool,
-    /// The model could not answer: the answer is quoted from the documents
-    /// (`model_unavailable`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub(super) quoted: bool,
+    /// The model could not answer (`model_unavailable`) or its answers stayed under the floor
+    /// (`model_unusable`): the answer is quoted from the documents.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "quoted_compat"
+    )]
+    pub(super) quoted: Option<Quoted>,
     pub(super) attempt: u32,
     pub(super) tokens: u64,
 }
@@ -66,4 +71,20 @@ pub enum RagMerge {
     Grades(Grades),
     /// The speculative answer.
     Answer(SpeculativeAnswer),
+}
+
+/// Reads `quoted` as written now (`"unavailable"`, `"unusable"`) and as checkpoints written
+/// before the floor did (`true`: the model was unavailable).
+fn quoted_compat<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Quoted>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Flag(bool),
+        Why(Quoted),
+    }
+    Ok(match Option::<Either>::deserialize(d)? {
+        Some(Either::Flag(true)) => Some(Quoted::Unavailable),
+        Some(Either::Flag(false)) | None => None,
+        Some(Either::Why(why)) => Some(why),
+    })
 }

@@ -59,10 +59,16 @@ pub(super) async fn branch(
                 call::<BinaryScore>(graph, ctx, Task::GradeDocuments, question, doc, None)
             }))
             .await?;
-            let keep: Vec<bool> = grades.into_iter().map(BinaryScore::yes).collect();
+            let said: Vec<bool> = grades.into_iter().map(BinaryScore::yes).collect();
+            let (keep, overruled) = super::overrule::relevance(&state.documents, &said);
             let relevant = keep.iter().filter(|k| **k).count();
+            let mut details =
+                json!({ "graded": keep.len(), "relevant": relevant, "speculative": true });
+            if let Some(overruled) = overruled {
+                details["overruled"] = overruled;
+            }
             Ok(BranchOutput {
-                details: json!({ "graded": keep.len(), "relevant": relevant, "speculative": true }),
+                details,
                 merge: RagMerge::Grades(Grades {
                     keep,
                     tokens: ctx.usage().total(),
@@ -70,16 +76,17 @@ pub(super) async fn branch(
             })
         }
         RagNode::Generate => {
-            let (written, attempt, fit, fallback) =
+            let (written, attempt, fit, under_floor, fallback) =
                 match super::answer::generate_or_quote(graph, ctx, state).await? {
-                    Ok((written, attempt, fit)) => (written, attempt, fit, None),
+                    Ok(a) => (a.written, a.attempt, a.fit, a.under_floor, None),
                     Err(fallback) => {
                         let written = crate::llm::Written {
                             text: fallback.text,
                             finish: crate::llm::Finish::Stop,
                         };
-                        let attempt = state.generations + 1;
-                        (written, attempt, Default::default(), Some(fallback.error))
+                        let attempt = fallback.attempt.max(state.generations + 1);
+                        let why = (fallback.why, fallback.error);
+                        (written, attempt, Default::default(), None, Some(why))
                     }
                 };
             let mut details = json!({
@@ -89,14 +96,17 @@ pub(super) async fn branch(
                 "speculative": true,
             });
             fit.record(&mut details);
-            if let Some(error) = &fallback {
+            if let Some(unusable) = under_floor {
+                details["under_floor"] = json!(unusable.describe());
+            }
+            if let Some((_, error)) = &fallback {
                 details["fallback"] = json!("extractive");
                 details["error"] = json!(error);
             }
             Ok(BranchOutput {
                 details,
                 merge: RagMerge::Answer(SpeculativeAnswer {
-                    quoted: fallback.is_some(),
+                    quoted: fallback.as_ref().map(|(why, _)| *why),
                     cut: written.finish == crate::llm::Finish::Length,
                     answer: written.text,
                     attempt,
@@ -171,7 +181,9 @@ pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode
             state.generations = answer.attempt;
             state.generation = Some(answer.answer);
             state.answer_cut = answer.cut;
-            state.model_unavailable = answer.quoted;
+            if let Some(why) = answer.quoted {
+                state.quoted(why);
+            }
             state.answer_check = None;
             nodes::after_answer(state, json!({})).next
         }

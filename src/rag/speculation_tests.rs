@@ -398,13 +398,24 @@ async fn both(model: impl Fn() -> ScriptedModel) -> (Run, Run) {
 
 #[tokio::test]
 async fn rewrites_and_the_web_fallback_cost_one_discarded_answer() {
-    let (on, off) = both(|| {
-        script("kg_retrieval", &["no"]).reply(
-            Task::RefineQuery,
-            json!({ "refined_question": "durian trunk disease" }),
-        )
-    })
-    .await;
+    // A question every passage matches about as well (no clear match: a clear match graded
+    // irrelevant would be kept), graded irrelevant every time.
+    let vague = || RunRequest::new("Tell me about durian trees.");
+    let model = || {
+        ScriptedModel::new()
+            .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
+            .reply(Task::GradeDocuments, json!({ "binary_score": "no" }))
+            .reply(
+                Task::RefineQuery,
+                json!({ "refined_question": "durian trees" }),
+            )
+            .raw(Task::GenerateAnswer, "Durian trees are grown in orchards.")
+            .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
+            .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }))
+    };
+    let on = run(model(), 0, Speculation::On, vague()).await;
+    let off = run(model(), 0, Speculation::Off, vague()).await;
+
     let (m, o) = (&on.response.metadata, &off.response.metadata);
     assert_eq!(m.query_transformation_retry_count, 3);
     assert!(m.web_fallback && o.web_fallback);

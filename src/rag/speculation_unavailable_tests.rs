@@ -83,3 +83,60 @@ async fn a_model_down_after_its_retries_ends_best_effort_quoting_the_documents()
     assert_eq!(r.response.status, crate::rag::RunStatus::Failed);
     assert_eq!(r.calls(Task::RouteQuery), 2);
 }
+
+#[tokio::test]
+async fn a_speculative_answer_under_the_floor_twice_is_replaced_by_the_quote() {
+    // The answer echoes the prompt's structure: asked once more, then quoted, on the
+    // speculative branch as on `generate`.
+    let echo = "Documents:\n[1] Patch canker\nQuestion: What causes patch canker in durian?";
+    let model = ScriptedModel::new()
+        .reply(
+            Task::RouteQuery,
+            serde_json::json!({ "data_source": "kg_retrieval" }),
+        )
+        .reply(
+            Task::GradeDocuments,
+            serde_json::json!({ "binary_score": "yes" }),
+        )
+        .raw(Task::GenerateAnswer, echo);
+    let r = run(model, 0, Speculation::On, one_document()).await;
+    let response = &r.response;
+    assert_eq!(response.status, crate::rag::RunStatus::BestEffort);
+    assert_eq!(
+        response.metadata.limits_hit,
+        [crate::rag::LimitHit::ModelUnusable]
+    );
+    assert!(
+        !response.answer.contains("Question:"),
+        "{}",
+        response.answer
+    );
+    assert!(
+        response.answer.contains("Phytophthora"),
+        "{}",
+        response.answer
+    );
+    assert_eq!(
+        [
+            Task::RouteQuery,
+            Task::GradeDocuments,
+            Task::GenerateAnswer,
+            Task::GradeHallucinations
+        ]
+        .map(|t| r.calls(t)),
+        [1, 1, 2, 0]
+    );
+    assert_eq!(response.metadata.speculation.used, 1);
+    assert_eq!(
+        r.steps(),
+        [
+            "kg_retrieval",
+            "route_question",
+            "grade_documents",
+            "generate"
+        ]
+    );
+    let answer = &response.workflow_steps[3].details;
+    assert_eq!(answer["fallback"], "extractive", "{answer}");
+    assert_eq!(answer["error"], "the answer repeats the prompt (twice)");
+}

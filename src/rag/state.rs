@@ -28,6 +28,16 @@ pub struct Citation {
     pub url: String,
 }
 
+/// Why an answer was quoted from the documents instead of written by the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Quoted {
+    /// The model could not answer (`model_unavailable`).
+    Unavailable,
+    /// The model's answers stayed under the floor (`model_unusable`).
+    Unusable,
+}
+
 /// Why an answer is best-effort rather than complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -43,6 +53,10 @@ pub(crate) enum BestEffortReason {
     AnswerLength,
     /// The model could not answer; the answer is quoted from the documents found.
     ModelUnavailable,
+    /// The model's answers stayed under the floor (an echo of the prompt, no content, a loop,
+    /// a citation of a document it was not given, nothing shared with its documents); the
+    /// answer is quoted from the documents found.
+    ModelUnusable,
     /// An engine limit stopped the run.
     Limit(Limit),
 }
@@ -65,6 +79,9 @@ impl BestEffortReason {
             }
             BestEffortReason::ModelUnavailable => {
                 "Note: the model could not answer right now; these are the passages of the sources that best match the question."
+            }
+            BestEffortReason::ModelUnusable => {
+                "Note: the model's answer did not pass the checks every answer must pass; these are the passages of the sources that best match the question."
             }
             BestEffortReason::Limit(Limit::StepLimit) => {
                 "Note: the workflow reached its step limit; this is the best answer found so far."
@@ -119,6 +136,10 @@ pub struct RagState {
     /// with `model_unavailable`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) model_unavailable: bool,
+    /// The model's answers stayed under the floor ([`super::floor`]): the answer was quoted
+    /// from the documents, and the run ends `best_effort` with `model_unusable`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) model_unusable: bool,
     /// Generation attempts so far (numbers the `token` and `discarded` stream events).
     #[serde(default)]
     pub(crate) generations: u32,
@@ -171,6 +192,7 @@ impl RagState {
             hallucination_retry_count: 0,
             answer_cut: false,
             model_unavailable: false,
+            model_unusable: false,
             generations: 0,
             answer_check: None,
             web_fallback: false,
@@ -220,6 +242,14 @@ impl RagState {
                 url: d.url.clone(),
             })
             .collect()
+    }
+
+    /// Marks the answer as quoted from the documents, and why.
+    pub(crate) fn quoted(&mut self, why: Quoted) {
+        match why {
+            Quoted::Unavailable => self.model_unavailable = true,
+            Quoted::Unusable => self.model_unusable = true,
+        }
     }
 
     /// Ends the workflow with `outcome`, fixing the caller-facing answer.

@@ -17,6 +17,7 @@ pub mod llm_server;
 pub mod moto;
 pub mod pg_tls;
 pub mod postgres;
+pub mod providers;
 pub mod rerank_server;
 pub mod scripted_http;
 pub mod store_conformance;

@@ -37,7 +37,8 @@ pub(crate) fn answer_history(turns: &[super::PastTurn]) -> Option<String> {
         let _ = write!(
             block,
             "User: {}\nAssistant: {}\n",
-            turn.question, turn.answer
+            crate::rag::prompts::neutralise(&turn.question).replace('\n', " "),
+            crate::rag::prompts::neutralise(turn.answer.trim_end())
         );
     }
     block.push('\n');

@@ -14,6 +14,7 @@ const LIMITS = {
   no_sources: 'neither the knowledge base nor web search found anything to answer from',
   answer_length: 'the answer reached its output cap (LLM_MAX_ANSWER_TOKENS)',
   model_unavailable: 'the model could not answer; the answer quotes the documents found',
+  model_unusable: "the model's answers did not pass the answer checks; the answer quotes the documents found",
 };
 const $ = (id) => document.getElementById(id);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

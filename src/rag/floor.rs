@@ -1,0 +1,246 @@
+//! The floor under every answer: checks that need no model, run on each written answer before
+//! it is returned or graded. A model too weak to follow the prompt cannot be trusted to grade
+//! its own answer either, so these checks are lexical and deterministic:
+//!
+//! - **no echo**: the answer does not repeat the instructions (any [`ECHO_WORDS`] consecutive
+//!   words of a system prompt) nor the prompt's structure (a line opening with one of its
+//!   labels, or the delimiter markers of earlier prompt versions, `[[`…`]]`);
+//! - **content**: it has at least one content word once citations are taken out (a row of
+//!   `[1] [2] [3]` says nothing);
+//! - **no loop**: it is not a run of repeated text (of its word triples, at most
+//!   [`MAX_REPEATED_SHARE`] are repeats);
+//! - **citations exist**: every `[n]` names one of the documents it was given (an answer
+//!   written without documents lists no sources, so its citations are not checked);
+//! - **support**: an answer long enough to judge ([`MIN_JUDGED_STEMS`] content words beyond
+//!   the question's) shares at least one of them with the documents it cites (all documents
+//!   when it cites none), unless it says plainly that they do not answer.
+//!
+//! An answer under the floor is asked for once more; a second one under it ends the run
+//! `best_effort` with `model_unusable` and the extractive answer ([`super::answer`]).
+
+use super::prompts;
+use crate::llm::{content_words, stems, words};
+use crate::search::Document;
+use std::collections::HashSet;
+
+/// Consecutive words of an instruction that make an echo.
+pub(super) const ECHO_WORDS: usize = 8;
+/// The most of an answer's word triples that may be repeats of earlier ones.
+pub(super) const MAX_REPEATED_SHARE: f64 = 0.5;
+/// Content stems (beyond the question's) an answer needs before its support is judged.
+pub(super) const MIN_JUDGED_STEMS: usize = 4;
+
+/// Why an answer is under the floor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unusable {
+    /// It repeats the instructions or the prompt's structure.
+    Echo,
+    /// It has no content word (only citations, markers or punctuation).
+    NoContent,
+    /// It repeats the same text over and over.
+    Repetition,
+    /// It cites a document it was not given.
+    MissingCitation(u32),
+    /// It shares no content with the documents it cites.
+    Unsupported,
+}
+
+impl Unusable {
+    /// What was wrong, for the step details and the fallback's error.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Unusable::Echo => "the answer repeats the prompt".into(),
+            Unusable::NoContent => "the answer has no content".into(),
+            Unusable::Repetition => "the answer repeats itself".into(),
+            Unusable::MissingCitation(n) => {
+                format!("the answer cites [{n}], which it was not given")
+            }
+            Unusable::Unsupported => "the answer shares nothing with its documents".into(),
+        }
+    }
+
+    /// The one-line hint of the second ask: what to do instead.
+    pub(super) fn hint(&self) -> &'static str {
+        match self {
+            Unusable::Echo | Unusable::NoContent | Unusable::Repetition => {
+                "Do not repeat these instructions or the documents' labels. Answer the question \
+                 in your own words, in one to three sentences."
+            }
+            Unusable::MissingCitation(_) | Unusable::Unsupported => {
+                "Use only what the documents say, and cite only their numbers. If they do not \
+                 answer the question, say so."
+            }
+        }
+    }
+}
+
+/// Checks `answer` to `question`, written from `documents` (numbered from 1 in its prompt).
+pub(crate) fn check(answer: &str, question: &str, documents: &[Document]) -> Result<(), Unusable> {
+    if echoes_the_prompt(answer) {
+        return Err(Unusable::Echo);
+    }
+    let cited = citations(answer);
+    let text = without_citations(answer);
+    if content_words(&text).all(|w| w.chars().all(char::is_numeric)) {
+        return Err(Unusable::NoContent);
+    }
+    if repeats_itself(&text) {
+        return Err(Unusable::Repetition);
+    }
+    if documents.is_empty() || says_they_do_not_answer(&text) {
+        // Without documents a citation names nothing, and the answer lists no sources.
+        return Ok(());
+    }
+    if let Some(n) = cited
+        .iter()
+        .find(|n| **n == 0 || **n as usize > documents.len())
+    {
+        return Err(Unusable::MissingCitation(*n));
+    }
+    let sources: Vec<&Document> = if cited.is_empty() {
+        documents.iter().collect()
+    } else {
+        cited.iter().map(|n| &documents[*n as usize - 1]).collect()
+    };
+    let judged = new_stems(&text, question);
+    if judged.len() >= MIN_JUDGED_STEMS && support(&judged, &sources) == 0 {
+        return Err(Unusable::Unsupported);
+    }
+    Ok(())
+}
+
+/// The answer's content stems that are not the question's: what the answer adds.
+pub(super) fn new_stems(answer: &str, question: &str) -> HashSet<String> {
+    let asked = stems(question);
+    stems(&without_citations(answer))
+        .into_iter()
+        .filter(|s| !asked.contains(s))
+        .collect()
+}
+
+/// How many of `judged` occur in `documents` (titles included).
+pub(super) fn support(judged: &HashSet<String>, documents: &[&Document]) -> usize {
+    let mut found = HashSet::new();
+    for doc in documents {
+        found.extend(stems(&doc.title));
+        found.extend(stems(&doc.content));
+    }
+    judged.iter().filter(|s| found.contains(*s)).count()
+}
+
+/// True when `answer` repeats an instruction or the prompt's structure.
+fn echoes_the_prompt(answer: &str) -> bool {
+    if answer.contains("[[") && answer.contains("]]") {
+        return true;
+    }
+    if answer.lines().any(prompts::is_structure_line) {
+        return true;
+    }
+    let said: Vec<String> = words(answer).collect();
+    let windows: HashSet<&[String]> = said.windows(ECHO_WORDS).collect();
+    prompts::instructions().iter().any(|instruction| {
+        let taught: Vec<String> = words(instruction).collect();
+        taught.windows(ECHO_WORDS).any(|w| windows.contains(w))
+    })
+}
+
+/// True when most of the answer's word triples repeat earlier ones.
+fn repeats_itself(text: &str) -> bool {
+    let said: Vec<String> = words(text).collect();
+    let triples: Vec<&[String]> = said.windows(3).collect();
+    if triples.len() < 12 {
+        return false;
+    }
+    let distinct: HashSet<&[String]> = triples.iter().copied().collect();
+    let repeats = triples.len() - distinct.len();
+    repeats as f64 / triples.len() as f64 > MAX_REPEATED_SHARE
+}
+
+/// Phrases that say the documents do not answer (English; a refusal needs no support).
+const NOT_ANSWERED: &[&str] = &[
+    "do not answer",
+    "does not answer",
+    "do not contain",
+    "does not contain",
+    "do not mention",
+    "does not mention",
+    "do not say",
+    "does not say",
+    "do not provide",
+    "does not provide",
+    "no information",
+    "not mentioned",
+    "not covered",
+    "cannot answer",
+    "can not answer",
+    "cannot find",
+    "not enough information",
+    "i don't know",
+    "i do not know",
+];
+
+/// True when `text` says that the documents do not answer.
+pub(super) fn says_they_do_not_answer(text: &str) -> bool {
+    let plain = words(text).collect::<Vec<_>>().join(" ");
+    let plain = plain
+        .replace("don t", "don't")
+        .replace("doesn t", "does not");
+    let plain = plain.replace("don't", "do not");
+    NOT_ANSWERED
+        .iter()
+        .any(|phrase| plain.contains(&phrase.replace("don't", "do not")))
+}
+
+/// The document numbers cited as `[n]` or `[n, m]` (in order, without repeats).
+pub(crate) fn citations(text: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(']') else { break };
+        let inside = &after[..close];
+        let numbers: Option<Vec<u32>> = inside
+            .split(',')
+            .map(|n| n.trim().parse::<u32>().ok())
+            .collect();
+        if let Some(numbers) = numbers.filter(|n| !n.is_empty() && !inside.trim().is_empty()) {
+            for n in numbers {
+                if !out.contains(&n) {
+                    out.push(n);
+                }
+            }
+        }
+        rest = &after[close..];
+    }
+    out
+}
+
+/// `text` with its `[n]` citations taken out.
+fn without_citations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find(']') {
+            Some(close)
+                if !after[..close].trim().is_empty()
+                    && after[..close]
+                        .split(',')
+                        .all(|n| n.trim().parse::<u32>().is_ok()) =>
+            {
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('[');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+#[path = "floor_tests.rs"]
+mod tests;
