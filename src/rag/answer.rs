@@ -5,7 +5,7 @@
 use super::floor::{self, Unusable};
 use super::model_call::{fitting, fixed_tokens, request};
 use super::prompt_fit::{self, fit_documents, Fit};
-use super::state::Quoted;
+use super::quoted::Quoted;
 use super::{RagError, RagGraph, RagState, RunEvent};
 use crate::engine::StepCtx;
 use crate::error::Classify;

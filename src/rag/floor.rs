@@ -118,11 +118,13 @@ pub(super) fn new_stems(answer: &str, question: &str) -> HashSet<String> {
         .collect()
 }
 
-/// How many of `judged` occur in `documents` (titles included).
+/// How many of `judged` occur in `documents` (their titles and sources, as the prompt shows
+/// them, included).
 pub(super) fn support(judged: &HashSet<String>, documents: &[&Document]) -> usize {
     let mut found = HashSet::new();
     for doc in documents {
         found.extend(stems(&doc.title));
+        found.extend(stems(&doc.url));
         found.extend(stems(&doc.content));
     }
     judged.iter().filter(|s| found.contains(*s)).count()

@@ -34,6 +34,7 @@ mod nodes;
 mod overrule;
 mod prompt_fit;
 pub(crate) mod prompts;
+mod quoted;
 mod rag_graph;
 mod request;
 mod rerank;

@@ -78,9 +78,19 @@ pub(crate) fn neutralise(text: &str) -> String {
 }
 
 /// Appends document `n`: its heading line (`[n] title`) and its text.
+///
+/// The heading also names where the document comes from (its source path without `kb://`, a
+/// web result's address): what a question asks for — a crate, a package, a tool — is often
+/// named there rather than in the text.
 fn push_document(out: &mut String, n: usize, doc: &Document) {
-    let title = doc.title.split_whitespace().collect::<Vec<_>>().join(" ");
-    out.push_str(&format!("[{n}] {title}\n"));
+    let one_line = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let title = one_line(&doc.title);
+    let source = one_line(doc.url.strip_prefix("kb://").unwrap_or(&doc.url));
+    if source.is_empty() || title.contains(&source) {
+        out.push_str(&format!("[{n}] {title}\n"));
+    } else {
+        out.push_str(&format!("[{n}] {title} ({source})\n"));
+    }
     out.push_str(neutralise(&doc.content).trim_end());
     out.push_str("\n\n");
 }
@@ -261,8 +271,9 @@ mod tests {
         let m = messages(Task::GenerateAnswer, "What causes it?", &docs, None, None);
         assert_eq!(
             m[1].content,
-            "Documents:\n\n[1] Patch canker\nCaused by Phytophthora palmivora.\n\nDrain the soil.\n\n\
-             [2] Mulch guide\nMulch keeps the soil moist.\n\nQuestion: What causes it?\n"
+            "Documents:\n\n[1] Patch canker (patch-canker.md)\nCaused by Phytophthora palmivora.\n\n\
+             Drain the soil.\n\n[2] Mulch guide (patch-canker.md)\nMulch keeps the soil moist.\n\n\
+             Question: What causes it?\n"
         );
         assert!(m[0]
             .content
@@ -304,8 +315,8 @@ mod tests {
                 .collect();
             let expected = [
                 "Documents:",
-                "[1] Irrigation",
-                "[2] Mulch",
+                "[1] Irrigation (patch-canker.md)",
+                "[2] Mulch (patch-canker.md)",
                 "Answer to check:",
                 "Question: q",
             ];

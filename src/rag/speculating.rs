@@ -1,7 +1,7 @@
 //! What speculation keeps in the run's state: the fork's findings until it joins (`Speculating`)
 //! and the run's speculation counters; the rule that uses them is in `speculation.rs`.
 
-use super::state::Quoted;
+use super::quoted::Quoted;
 use crate::llm::DataSource;
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,6 @@
 //! The workflow state checkpointed after every step: typed counters, never string keys.
 
+use super::quoted::Quoted;
 use super::speculating::Speculating;
 use super::{Caller, RunRequest};
 use crate::engine::Limit;
@@ -26,16 +27,6 @@ pub struct Citation {
     pub title: String,
     /// URL, or `kb://` path for the knowledge base.
     pub url: String,
-}
-
-/// Why an answer was quoted from the documents instead of written by the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Quoted {
-    /// The model could not answer (`model_unavailable`).
-    Unavailable,
-    /// The model's answers stayed under the floor (`model_unusable`).
-    Unusable,
 }
 
 /// Why an answer is best-effort rather than complete.

@@ -67,7 +67,7 @@ impl Server {
 macro_rules! for_each_provider {
     ($($scenario:ident),* $(,)?) => {$(
         mod $scenario {
-            use crate::support::providers::Provider;
+            use $crate::support::providers::Provider;
 
             #[tokio::test]
             async fn openai() {
