@@ -4,7 +4,8 @@
 //!
 //! - **no echo**: the answer does not repeat the instructions (any [`ECHO_WORDS`] consecutive
 //!   words of a system prompt) nor the prompt's structure (a line opening with one of its
-//!   labels, or the delimiter markers of earlier prompt versions, `[[`…`]]`);
+//!   labels, a document's heading line, or the delimiter markers of earlier prompt versions,
+//!   `[[`…`]]`);
 //! - **content**: it has at least one content word once citations are taken out (a row of
 //!   `[1] [2] [3]` says nothing);
 //! - **no loop**: it is not a run of repeated text (of its word triples, at most
@@ -76,7 +77,7 @@ impl Unusable {
 
 /// Checks `answer` to `question`, written from `documents` (numbered from 1 in its prompt).
 pub(crate) fn check(answer: &str, question: &str, documents: &[Document]) -> Result<(), Unusable> {
-    if echoes_the_prompt(answer) {
+    if echoes_the_prompt(answer) || copies_a_heading(answer, documents) {
         return Err(Unusable::Echo);
     }
     let cited = citations(answer);
@@ -143,6 +144,25 @@ fn echoes_the_prompt(answer: &str) -> bool {
     prompts::instructions().iter().any(|instruction| {
         let taught: Vec<String> = words(instruction).collect();
         taught.windows(ECHO_WORDS).any(|w| windows.contains(w))
+    })
+}
+
+/// True when a line of `answer` opens with a document's heading as the prompt showed it
+/// (`[2] memchr — ... (memchr-2.8.3/README.md#7)`): the structure copied, not an answer.
+fn copies_a_heading(answer: &str, documents: &[Document]) -> bool {
+    let headings: Vec<(String, String)> = documents
+        .iter()
+        .enumerate()
+        .filter(|(_, doc)| !doc.title.trim().is_empty())
+        .map(|(i, doc)| {
+            let title = doc.title.split_whitespace().collect::<Vec<_>>().join(" ");
+            (prompts::heading(i + 1, doc), format!("[{}] {title}", i + 1))
+        })
+        .collect();
+    answer.lines().map(str::trim).any(|line| {
+        headings
+            .iter()
+            .any(|(whole, short)| line.starts_with(whole.as_str()) || line == short)
     })
 }
 

@@ -82,6 +82,8 @@ fn an_answer_with_the_prompts_structure_or_markers_is_an_echo() {
         "Thiserror [1].\nQuestion: How do I define my own error enum?",
         "Documents:\n[1] thiserror",
         "[[/Q9E8A736774AB 4]] [[/Q9E8A736774AB 5]] thiserror",
+        "Answer:\n[2] anyhow (anyhow.md) and more",
+        "[1] thiserror",
     ] {
         assert_eq!(check(answer, Q, &docs()), Err(Unusable::Echo), "{answer}");
     }

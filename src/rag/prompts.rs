@@ -77,20 +77,26 @@ pub(crate) fn neutralise(text: &str) -> String {
     out
 }
 
+/// The heading line of document `n` (`[n] title (source)`).
+pub(crate) fn heading(n: usize, doc: &Document) -> String {
+    let one_line = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let title = one_line(&doc.title);
+    let source = one_line(doc.url.strip_prefix("kb://").unwrap_or(&doc.url));
+    if source.is_empty() || title.contains(&source) {
+        format!("[{n}] {title}")
+    } else {
+        format!("[{n}] {title} ({source})")
+    }
+}
+
 /// Appends document `n`: its heading line (`[n] title`) and its text.
 ///
 /// The heading also names where the document comes from (its source path without `kb://`, a
 /// web result's address): what a question asks for — a crate, a package, a tool — is often
 /// named there rather than in the text.
 fn push_document(out: &mut String, n: usize, doc: &Document) {
-    let one_line = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let title = one_line(&doc.title);
-    let source = one_line(doc.url.strip_prefix("kb://").unwrap_or(&doc.url));
-    if source.is_empty() || title.contains(&source) {
-        out.push_str(&format!("[{n}] {title}\n"));
-    } else {
-        out.push_str(&format!("[{n}] {title} ({source})\n"));
-    }
+    out.push_str(&heading(n, doc));
+    out.push('\n');
     out.push_str(neutralise(&doc.content).trim_end());
     out.push_str("\n\n");
 }
