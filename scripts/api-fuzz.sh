@@ -11,11 +11,15 @@
 # in-process worker), with the fixed seed and fewer cases: serve answers through the same
 # handlers, so it must answer exactly as the functions do.
 #
-# Passes when schemathesis finds no server error (5xx) and no answer outside openapi.yaml (status
-# code, content type, headers, body schema). The run is bounded: a fixed seed, a fixed number of
-# generated cases per operation, one worker, and a time limit on the whole run. Every process
-# started here is stopped on exit, success or not. Logs and the JUnit report stay in
-# .local/api-fuzz/.
+# Passes when schemathesis finds no server error (5xx), no answer outside openapi.yaml (status
+# code, content type, headers, body schema, `Allow` of a 405) and no request outside it that is
+# accepted (`negative_data_rejection`: a body, parameter or header the contract refuses must be
+# refused, as `filters: null` once was not). Every check runs but `positive_data_acceptance`,
+# which reads each documented 400 or 422 of a valid-looking request as a failure: a cursor this
+# API never gave out, or an `Idempotency-Key` reused with another body. The run is bounded: a
+# fixed seed, a fixed number of generated cases per operation, one worker, and a time limit on
+# the whole run. Every process started here is stopped on exit, success or not. Logs and the
+# JUnit report stay in .local/api-fuzz/.
 #
 # Environment (all optional):
 #   API_FUZZ_MAX_EXAMPLES=100  cases per operation in the fuzzing phase
@@ -190,7 +194,8 @@ fuzz() {
     SCHEMATHESIS_HOOKS="$ROOT/scripts/api_fuzz_hooks.py" \
         timeout --kill-after=10 "$TIME_LIMIT" "$SCHEMATHESIS" run "$ROOT/openapi.yaml" \
         --url "$base" \
-        --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
+        --checks all \
+        --exclude-checks positive_data_acceptance \
         --phases examples,coverage,fuzzing \
         --max-examples "$examples" \
         --seed "$seed" \

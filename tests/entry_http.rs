@@ -315,6 +315,23 @@ async fn unauthenticated_function_url_requests_are_one_anonymous_caller() {
 }
 
 #[tokio::test]
+async fn an_idempotency_key_outside_the_contract_is_refused_naming_the_header() {
+    // Found by schemathesis (`negative_data_rejection`): a key with a tab inside
+    // (`FRuBqrVV14\t;o9`) was accepted, though openapi.yaml's pattern allows printable ASCII
+    // only. Spaces inside a key are printable, and allowed.
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let app = app(&llm, Arc::new(MemoryStore::new()), false);
+    let (status, body) = call(&app, None, &with_header(RUN, "idempotency-key", "a\tb")).await;
+    assert_eq!(
+        (status, body["field"].as_str()),
+        (400, Some("Idempotency-Key"))
+    );
+    assert_eq!(llm.total_calls(), 0);
+    let (status, body) = call(&app, None, &with_header(RUN, "idempotency-key", "a b")).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test]
 async fn idempotency_keys_are_scoped_per_caller() {
     let llm = ScriptedLlm::start(Script::defaults()).await;
     let app = app(&llm, Arc::new(MemoryStore::new()), false);

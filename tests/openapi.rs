@@ -41,22 +41,22 @@ const UNREACHABLE: &[(&str, &str, &str)] = &[(
 
 /// One answer of a handler.
 #[derive(Debug)]
-struct Exchange {
+pub(crate) struct Exchange {
     method: String,
     path: String,
-    status: u16,
+    pub(crate) status: u16,
     headers: HeaderMap,
     body: Vec<u8>,
 }
 
 /// The document, and the (method, path template, status) triples answers used.
-struct Spec {
-    doc: Value,
+pub(crate) struct Spec {
+    pub(crate) doc: Value,
     seen: BTreeSet<(String, String, String)>,
 }
 
 impl Spec {
-    fn load() -> Self {
+    pub(crate) fn load() -> Self {
         let doc: Value = serde_norway::from_str(SPEC).expect("openapi.yaml is YAML");
         assert!(
             doc["openapi"]
@@ -71,7 +71,7 @@ impl Spec {
     }
 
     /// Follows `$ref`s (`#/...` JSON pointers into this document).
-    fn resolve<'a>(&'a self, mut value: &'a Value) -> &'a Value {
+    pub(crate) fn resolve<'a>(&'a self, mut value: &'a Value) -> &'a Value {
         while let Some(pointer) = value.get("$ref").and_then(Value::as_str) {
             let pointer = pointer.strip_prefix('#').expect("local $ref");
             value = self
@@ -99,7 +99,7 @@ impl Spec {
     }
 
     /// Errors of `instance` against `schema` (a schema of this document).
-    fn schema_errors(&self, schema: &Value, instance: &Value) -> Vec<String> {
+    pub(crate) fn schema_errors(&self, schema: &Value, instance: &Value) -> Vec<String> {
         let mut schema = schema.clone();
         // `$ref`s point into `#/components/...`: carry the components along so they resolve.
         schema
@@ -249,7 +249,7 @@ fn iam_caller() -> bounded_rag::rag::Caller {
     bounded_rag::rag::Caller::Iam(arn.to_owned())
 }
 
-fn with_body(event: &str, body: &str) -> String {
+pub(crate) fn with_body(event: &str, body: &str) -> String {
     let mut v: Value = serde_json::from_str(event).unwrap();
     v["body"] = Value::String(body.to_owned());
     v["headers"]["content-length"] = Value::String(body.len().to_string());
@@ -304,7 +304,7 @@ fn with_method(event: &str, method: &str) -> String {
     v.to_string()
 }
 
-async fn call(app: &App, queue: Option<&dyn WorkQueue>, event: &str) -> Exchange {
+pub(crate) async fn call(app: &App, queue: Option<&dyn WorkQueue>, event: &str) -> Exchange {
     let request = lambda_http::request::from_str(event).expect("event parses");
     let method = request.method().to_string();
     let path = request.uri().path().to_owned();
@@ -318,7 +318,7 @@ async fn call(app: &App, queue: Option<&dyn WorkQueue>, event: &str) -> Exchange
     }
 }
 
-async fn call_stream(app: &'static App, event: &str) -> Exchange {
+pub(crate) async fn call_stream(app: &'static App, event: &str) -> Exchange {
     let request = lambda_http::request::from_str(event).expect("event parses");
     let method = request.method().to_string();
     let path = request.uri().path().to_owned();
@@ -339,7 +339,7 @@ async fn call_stream(app: &'static App, event: &str) -> Exchange {
     }
 }
 
-fn json_of(x: &Exchange) -> Value {
+pub(crate) fn json_of(x: &Exchange) -> Value {
     serde_json::from_slice(&x.body).unwrap_or(Value::Null)
 }
 

@@ -297,6 +297,41 @@ async fn a_deleted_thread_leaves_nothing_readable() {
 }
 
 #[tokio::test]
+async fn a_thread_id_percent_encoded_in_the_path_names_the_same_thread() {
+    // Found by schemathesis (`positive_data_acceptance`): `DELETE /threads/00%3ALLM`, a valid
+    // id with its `:` encoded as clients may send it, was refused with 400.
+    let (app, _, _) = app_with(None);
+    let (s, run, _) = ask(
+        &app,
+        RUN,
+        "team:durian",
+        "What causes patch canker in durian?",
+    )
+    .await;
+    assert_eq!(s, 200, "{run}");
+    let (s, thread, _) = call(
+        &app,
+        &event(RUNS_GET, "GET", "/threads/team%3Adurian", None),
+    )
+    .await;
+    assert_eq!(
+        (s, thread["thread_id"].as_str()),
+        (200, Some("team:durian"))
+    );
+    // An encoded `/` stays inside its segment: an invalid id, not another route.
+    let (s, refused, _) = call(
+        &app,
+        &event(RUNS_GET, "GET", "/threads/team%2Fdurian", None),
+    )
+    .await;
+    assert_eq!((s, refused["field"].as_str()), (400, Some("thread_id")));
+    let delete = event(RUNS_GET, "DELETE", "/threads/team%3adurian", None);
+    assert_eq!(call(&app, &delete).await.0, 204);
+    let gone = event(RUNS_GET, "GET", "/threads/team:durian", None);
+    assert_eq!(call(&app, &gone).await.0, 404);
+}
+
+#[tokio::test]
 async fn a_thousand_turn_thread_keeps_a_bounded_head_and_pages_its_turns() {
     let (app, model, store) = app_with(None);
     let runs = app.runs();

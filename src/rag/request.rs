@@ -2,6 +2,7 @@
 
 use super::integral;
 use crate::search::{Filter, RetrievalOptions};
+use serde::de::{DeserializeOwned, Deserializer, IntoDeserializer};
 use serde::{Deserialize, Serialize};
 
 /// Longest accepted question, in characters.
@@ -45,7 +46,7 @@ pub struct RunRequest {
     #[serde(default)]
     pub(crate) community_retrieval: bool,
     /// Checking preset (default `quality`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "named")]
     pub mode: Mode,
     /// Grade retrieved documents (default from `mode`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,7 +70,11 @@ pub struct RunRequest {
     pub filters: Option<Box<Filter>>,
     /// `off` turns speculation off for this run (`on`, the default, leaves it to
     /// `SPECULATION`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_named"
+    )]
     pub speculation: Option<crate::config::Speculation>,
     /// The conversation this run is a turn of (see [`super::thread`]); none: a single turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -87,6 +92,22 @@ fn default_three() -> u32 {
 }
 fn yes() -> bool {
     true
+}
+
+/// An enum field read from its name. serde_json reports a value of another JSON type for an
+/// enum (`"mode": null`, `"mode": 1`) as a syntax error of the whole body; read as a string
+/// first, it is a type error of this field, which the `400` then names.
+fn named<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<T, D::Error> {
+    T::deserialize(String::deserialize(d)?.into_deserializer())
+}
+
+/// [`named`] for an optional field: `null` is absent.
+fn optional_named<'de, D: Deserializer<'de>, T: DeserializeOwned>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    Option::<String>::deserialize(d)?
+        .map(|name| T::deserialize(name.into_deserializer()))
+        .transpose()
 }
 
 /// A request field that failed validation.
@@ -315,6 +336,22 @@ mod tests {
             "n_web_searches"
         );
         assert_eq!(field_of(r#"{"question":"q","mode":"fast"}"#), "mode");
+        // Another JSON type for an enum names the field, not the body.
+        assert_eq!(field_of(r#"{"question":"q","mode":null}"#), "mode");
+        assert_eq!(field_of(r#"{"question":"q","mode":1}"#), "mode");
+        assert_eq!(
+            field_of(r#"{"question":"q","speculation":1}"#),
+            "speculation"
+        );
+        assert_eq!(
+            field_of(r#"{"question":"q","speculation":[]}"#),
+            "speculation"
+        );
+        let message = |body: &str| RunRequest::from_json(body.as_bytes()).unwrap_err().message;
+        assert!(message(r#"{"question":"q","mode":null}"#)
+            .starts_with("invalid type: null, expected a string"));
+        assert!(message(r#"{"question":"q","mode":"fast"}"#)
+            .contains("expected one of `speed`, `balanced`, `quality`"));
         assert_eq!(field_of(r#"{"question":"q","colour":1}"#), "colour");
         assert_eq!(field_of(r#"{"question":"q""#), "body");
         assert_eq!(field_of(r#"{"question":"q","max_tokens":0}"#), "max_tokens");

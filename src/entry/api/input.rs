@@ -41,13 +41,19 @@ fn idempotency_key(request: &Request) -> Result<Option<&str>, Invalid> {
         .to_str()
         .ok()
         .map(str::trim)
-        .filter(|k| !k.is_empty() && k.len() <= MAX_IDEMPOTENCY_KEY)
+        // `to_str` also lets a tab through; the contract allows printable ASCII only (spaces
+        // inside the key included).
+        .filter(|k| {
+            !k.is_empty()
+                && k.len() <= MAX_IDEMPOTENCY_KEY
+                && k.bytes().all(|b| (b' '..=b'~').contains(&b))
+        })
         .map(Some)
         .ok_or_else(|| {
             Invalid::Field(ValidationError::new(
                 "Idempotency-Key",
-                "must be 1..=255 visible ASCII characters, e.g. a UUID; send one key per \
-                 logical request",
+                "must be 1..=255 printable ASCII characters (no tab), e.g. a UUID; send one \
+                 key per logical request",
             ))
         })
 }

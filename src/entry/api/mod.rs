@@ -35,6 +35,7 @@ use crate::runs::WorkQueue;
 use lambda_http::http::header::{HeaderValue, ALLOW};
 use lambda_http::http::{Method, StatusCode};
 use lambda_http::{Body, Request, RequestExt, Response};
+use percent_encoding::percent_decode_str;
 use refusal::Rejection;
 use tracing::Instrument;
 
@@ -74,7 +75,14 @@ async fn route(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Re
     let caller = caller::of(&request);
     let method = request.method().clone();
     let path = request.uri().path().trim_end_matches('/').to_owned();
-    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    // The path arrives as the client encoded it: `/threads/team%3Adurian` is the thread
+    // `team:durian`. Each segment is decoded after the split, so `%2F` never adds a segment.
+    let decoded: Vec<String> = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect();
+    let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
     let result = match (&method, segments.as_slice()) {
         (&Method::POST, ["workflow", "run"]) => {
             routes::run_sync(app, queue, caller, &request).await
