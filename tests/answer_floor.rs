@@ -25,6 +25,7 @@ for_each_provider!(
     answers_that_stay_under_the_floor_end_with_a_quote_and_model_unusable,
     a_clear_match_graded_irrelevant_is_kept_and_the_overrule_recorded,
     an_answer_without_support_graded_grounded_is_regenerated,
+    the_quote_of_an_unusable_model_draws_on_the_passages_its_grades_set_aside,
 );
 
 fn details(r: &RunResponse, name: &str) -> Value {
@@ -149,6 +150,22 @@ async fn an_answer_without_support_graded_grounded_is_regenerated(provider: Prov
     assert_eq!(first.details["grounded"], false);
     assert_eq!(first.details["overruled"]["rule"], "no_support");
     assert_eq!(first.details["overruled"]["grade"], "yes");
+}
+
+async fn the_quote_of_an_unusable_model_draws_on_the_passages_its_grades_set_aside(
+    provider: Provider,
+) {
+    // Two of three passages graded irrelevant by a model whose answers then stay under the
+    // floor: its grades are not trusted either, so the quote and its sources are all three.
+    let script = Script::defaults()
+        .on("grade_documents", [Reply::yes(), Reply::no(), Reply::no()])
+        .on("generate_answer", [Reply::answer(MARKERS)]);
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(r.metadata.limits_hit, ["model_unusable"]);
+    assert_eq!(details(&r, "grade_documents")["relevant"], 1);
+    assert_eq!(r.citations.len(), 3, "{:?}", r.citations);
+    assert_eq!(h.llm.total_calls(), 6);
 }
 
 /// A streamed run whose answers stay under the floor: each attempt's tokens are followed by

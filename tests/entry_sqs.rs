@@ -185,7 +185,10 @@ async fn a_batch_is_processed_concurrently() {
     let script = Script::new()
         .on("route_query", slow(Reply::route("kg_retrieval")))
         .on("grade_documents", slow(Reply::yes()))
-        .on("generate_answer", slow(Reply::answer("Phytophthora palmivora [1].")))
+        .on(
+            "generate_answer",
+            slow(Reply::answer("Phytophthora palmivora [1].")),
+        )
         .on("grade_hallucinations", slow(Reply::yes()))
         .on("grade_answer", slow(Reply::yes()));
     let llm = ScriptedLlm::start(script).await;

@@ -14,8 +14,6 @@ use std::time::Duration;
 use support::llm_server::{Reply, Script, ScriptedLlm};
 use support::web_server::{ScriptedWeb, WebReply, WebResult};
 
-const QUESTION: &str = "What causes patch canker in durian?";
-
 async fn run(llm: &ScriptedLlm, web: &ScriptedWeb, request: RunRequest) -> RunResponse {
     let model = OpenAiModel::new(OpenAiConfig::new(llm.base_url(), "m")).unwrap();
     let search = TavilyClient::new(TavilyConfig {

@@ -10,6 +10,7 @@ use super::{RagError, RagGraph, RagState, RunEvent};
 use crate::engine::StepCtx;
 use crate::error::Classify;
 use crate::llm::{write_answer, LlmError, Task, Written};
+use crate::search::Document;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// An answer the model wrote that passed the floor.
@@ -35,6 +36,9 @@ pub(super) struct Fallback {
     pub(super) why: Quoted,
     /// The number of the last generation attempt (its answer discarded).
     pub(super) attempt: u32,
+    /// The passages the quote was drawn from, when they are more than the run's documents
+    /// (the model's answers were unusable, so the passages its grades set aside count too).
+    pub(super) documents: Option<Vec<Document>>,
 }
 
 /// True when the model failed for a reason the caller cannot fix: time-outs and server
@@ -83,6 +87,7 @@ pub(super) async fn generate_or_quote(
                     error: error.to_string(),
                     why: Quoted::Unavailable,
                     attempt: attempts_before,
+                    documents: None,
                 }));
             }
             Err(error) => return Err(error),
@@ -105,12 +110,17 @@ pub(super) async fn generate_or_quote(
             }
         }
     }
+    // A model whose answers stay under the floor is not trusted with relevance either: the
+    // quote draws on every passage retrieved, the ones its grades set aside included.
     let unusable = under_floor.map(|u| u.describe()).unwrap_or_default();
+    let mut every = state.documents.clone();
+    every.extend(state.graded_out.iter().cloned());
     Ok(Err(Fallback {
-        text: crate::llm::extractive_answer(question, &state.documents),
+        text: crate::llm::extractive_answer(question, &every),
         error: format!("{unusable} (twice)"),
         why: Quoted::Unusable,
         attempt: attempts_before,
+        documents: (!state.graded_out.is_empty()).then_some(every),
     }))
 }
 

@@ -119,6 +119,7 @@ pub(super) async fn kg_retrieval(
         details["rerank_failed"] = json!(error);
     }
     state.documents = documents;
+    state.graded_out.clear();
     if state.route.is_none() {
         // Searched before routing: route, grade and answer at once over what was found.
         details["speculative"] = json!(true);
@@ -155,8 +156,7 @@ pub(super) async fn grade_documents(
         .fold(Fit::default(), |all, (_, fit)| all.add(*fit));
     let said: Vec<bool> = grades.iter().map(|(g, _)| g.yes()).collect();
     let (kept, overruled) = super::overrule::relevance(&state.documents, &said);
-    let mut keep = kept.into_iter();
-    state.documents.retain(|_| keep.next().unwrap_or(false));
+    state.set_aside(&kept);
     let relevant = state.documents.len();
     let (next, decision) = decide_to_generate(graph, state, relevant);
     let mut details = json!({ "graded": graded, "relevant": relevant, "decision": decision });
@@ -213,6 +213,7 @@ pub(super) async fn web_search(graph: &RagGraph, state: &mut RagState, ctx: &Ste
         tracing::warn!("web search wanted but not configured (WEB_SEARCH_BASE_URL unset)");
         state.web_search_unavailable = true;
         state.documents.clear();
+        state.graded_out.clear();
         return Ok(StepOutput::next(
             RagNode::Generate,
             json!({ "configured": false, "fallback": state.web_fallback, "results": 0 }),
@@ -228,6 +229,7 @@ pub(super) async fn web_search(graph: &RagGraph, state: &mut RagState, ctx: &Ste
         .await?;
     let found = results.len();
     state.documents = results;
+    state.graded_out.clear();
     Ok(StepOutput::next(
         RagNode::Generate,
         json!({ "configured": true, "fallback": state.web_fallback, "results": found }),
@@ -238,6 +240,11 @@ pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepC
     let answered = match generate_or_quote(graph, ctx, state).await? {
         Ok(answered) => answered,
         Err(fallback) => {
+            if let Some(documents) = fallback.documents {
+                // Quoted from every passage retrieved: they are its sources.
+                state.documents = documents;
+                state.graded_out.clear();
+            }
             state.generation = Some(fallback.text);
             state.quoted(fallback.why);
             state.generations = state.generations.max(fallback.attempt);

@@ -164,6 +164,7 @@ pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode
             discard(graph, state, answer);
         }
         state.documents.clear();
+        state.graded_out.clear();
         let next = match route {
             DataSource::WebSearch => RagNode::WebSearch,
             _ => RagNode::Generate,
@@ -172,8 +173,7 @@ pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode
     }
     let kept_all = grades.as_ref().is_none_or(|g| g.keep.iter().all(|k| *k));
     if let Some(grades) = grades {
-        let mut keep = grades.keep.into_iter();
-        state.documents.retain(|_| keep.next().unwrap_or(false));
+        state.set_aside(&grades.keep);
     }
     match answer {
         Some(answer) if kept_all => {

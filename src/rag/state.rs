@@ -131,6 +131,10 @@ pub struct RagState {
     /// from the documents, and the run ends `best_effort` with `model_unusable`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) model_unusable: bool,
+    /// The passages the latest grading judged irrelevant. A model whose answers stay under
+    /// the floor is not trusted with relevance either: its quote draws on these too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) graded_out: Vec<Document>,
     /// Generation attempts so far (numbers the `token` and `discarded` stream events).
     #[serde(default)]
     pub(crate) generations: u32,
@@ -184,6 +188,7 @@ impl RagState {
             answer_cut: false,
             model_unavailable: false,
             model_unusable: false,
+            graded_out: Vec::new(),
             generations: 0,
             answer_check: None,
             web_fallback: false,
@@ -233,6 +238,17 @@ impl RagState {
                 url: d.url.clone(),
             })
             .collect()
+    }
+
+    /// Keeps the passages graded relevant (`keep`, one verdict per passage, in order) and sets
+    /// the others aside ([`RagState::graded_out`]).
+    pub(crate) fn set_aside(&mut self, keep: &[bool]) {
+        let (kept, out): (Vec<_>, Vec<_>) = std::mem::take(&mut self.documents)
+            .into_iter()
+            .zip(keep.iter().copied().chain(std::iter::repeat(false)))
+            .partition(|(_, keep)| *keep);
+        self.documents = kept.into_iter().map(|(doc, _)| doc).collect();
+        self.graded_out = out.into_iter().map(|(doc, _)| doc).collect();
     }
 
     /// Marks the answer as quoted from the documents, and why.
