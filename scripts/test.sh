@@ -19,6 +19,7 @@ cd "$(dirname "$0")/.."
 python3 scripts/check-architecture.py --self-test
 python3 scripts/check-architecture.py
 python3 scripts/check-links.py --self-test
+python3 scripts/real_model_report.py --self-test
 python3 scripts/check-links.py
 scripts/setup-test-tools.sh
 .local/venv/bin/mdbook build docs
