@@ -177,7 +177,7 @@ where
         if out_of_budget {
             tracing::warn!(branch = branch.name(), %error, "deadline reached while retrying");
             stop(graph, cp, Limit::Deadline);
-        } else if error.is_transient() && graph.on_unavailable(&mut cp.state, branch, &error) {
+        } else if graph.on_unavailable(&mut cp.state, branch, &error) {
             tracing::warn!(branch = branch.name(), %error, "unavailable after its retries: ending with the best answer so far");
             cp.fork = None;
             cp.next = None;

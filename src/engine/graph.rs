@@ -140,10 +140,11 @@ pub trait Graph: Send + Sync {
         true
     }
 
-    /// Called when `node` (or a needed branch) failed with a transient error after its
-    /// retries, with budget left: `true` ends the run now with the best answer so far, which
-    /// this call leaves in the state; `false` (the default) fails the run, resumable. Must
-    /// not do I/O.
+    /// Called when `node` (or a needed branch) failed, with budget left: after its retries
+    /// for a transient error, at once for a permanent one. `true` ends the run now with the
+    /// best answer so far, which this call leaves in the state; `false` (the default) fails
+    /// the run (resumable when the error is transient). The graph decides which errors
+    /// qualify. Must not do I/O.
     fn on_unavailable(
         &self,
         _state: &mut Self::State,

@@ -85,9 +85,7 @@ where
                 stop(graph, cp, Limit::Deadline);
                 break;
             }
-            Err(error)
-                if error.is_transient() && graph.on_unavailable(&mut cp.state, node, &error) =>
-            {
+            Err(error) if graph.on_unavailable(&mut cp.state, node, &error) => {
                 tracing::warn!(node = node.name(), %error, "unavailable after its retries: ending with the best answer so far");
                 cp.next = None;
                 cp.phase = Phase::Finished;

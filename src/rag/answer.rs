@@ -44,7 +44,7 @@ pub(super) struct Fallback {
 /// True when the model failed for a reason the caller cannot fix: time-outs and server
 /// errors after their retries, replies that stayed unusable, a prompt still too long. Not an
 /// authentication, configuration or request error, which must fail loudly.
-fn unavailable(error: &RagError) -> bool {
+pub(super) fn unavailable(error: &RagError) -> bool {
     let RagError::Llm(error) = error else {
         return false;
     };

@@ -160,16 +160,24 @@ impl Graph for RagGraph {
         speculation::needed(branch, state)
     }
 
-    /// A model that stays unavailable after its retries ends the run `best_effort` with
+    /// A model that stays unavailable after its retries, or whose replies stay unusable (a
+    /// decision still malformed after its re-ask), ends the run `best_effort` with
     /// `model_unavailable` when there is something to answer with: the latest answer, else a
-    /// quote of the documents found. Without either, or for any other failure, the run fails
-    /// (resumable when transient).
+    /// quote of the documents found (those its grades set aside too). Without either, or for
+    /// any other failure, the run fails (resumable when transient).
     fn on_unavailable(&self, state: &mut RagState, _node: RagNode, error: &RagError) -> bool {
         let material = state.generation.is_some()
             || state.speculation.answer.is_some()
-            || !state.documents.is_empty();
-        if !matches!(error, RagError::Llm(_)) || !material {
+            || !state.documents.is_empty()
+            || !state.graded_out.is_empty();
+        if !super::answer::unavailable(error) || !material {
             return false;
+        }
+        if state.documents.is_empty() && state.generation.is_none() {
+            // Every passage graded irrelevant by a model that then stayed unavailable: its
+            // grades are not trusted more than its other replies, and the passages it set
+            // aside are the quote's sources.
+            state.documents = std::mem::take(&mut state.graded_out);
         }
         let answer = best_answer_so_far(state);
         state.model_unavailable = true;

@@ -140,3 +140,45 @@ async fn a_speculative_answer_under_the_floor_twice_is_replaced_by_the_quote() {
     assert_eq!(answer["fallback"], "extractive", "{answer}");
     assert_eq!(answer["error"], "the answer repeats the prompt (twice)");
 }
+
+#[tokio::test]
+async fn a_rewrite_that_stays_malformed_after_every_passage_was_set_aside_quotes_them() {
+    // Every passage graded irrelevant (no clear match), then the rewrite stays malformed: the
+    // grades of a model that then failed are not trusted, and the quote draws on the passages
+    // they set aside instead of the run failing.
+    let malformed = LlmError::Malformed {
+        schema: "refine_query",
+        attempts: 2,
+        error: "expected value".into(),
+        excerpt: "avez? $1000000000".into(),
+    };
+    let model = ScriptedModel::new()
+        .reply(
+            Task::RouteQuery,
+            serde_json::json!({ "data_source": "kg_retrieval" }),
+        )
+        .reply(
+            Task::GradeDocuments,
+            serde_json::json!({ "binary_score": "no" }),
+        )
+        .fail(Task::RefineQuery, malformed);
+    let mut vague = RunRequest::new("Tell me about durian trees.");
+    vague.n_retrieved_documents = 2;
+    let r = run(model, 0, Speculation::Off, vague).await;
+    let response = &r.response;
+    assert_eq!(response.status, crate::rag::RunStatus::BestEffort);
+    assert_eq!(
+        response.metadata.limits_hit,
+        [crate::rag::LimitHit::ModelUnavailable]
+    );
+    assert_eq!(response.citations.len(), 2, "{:?}", response.citations);
+    assert!(
+        response.answer.to_lowercase().contains("durian"),
+        "{}",
+        response.answer
+    );
+    assert_eq!(
+        [Task::RouteQuery, Task::GradeDocuments, Task::RefineQuery].map(|t| r.calls(t)),
+        [1, 2, 1]
+    );
+}
