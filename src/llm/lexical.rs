@@ -197,7 +197,7 @@ fn push_sentence(sentence: &str, out: &mut Vec<String>) {
     }
 }
 
-/// Removes citation markers like `[1]` or `[12]`.
+/// Removes citation markers like `[1]`, `[12]` or `[1, 2]`.
 pub(crate) fn strip_markers(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -205,7 +205,7 @@ pub(crate) fn strip_markers(text: &str) -> String {
         out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
         match after.find(']') {
-            Some(close) if close > 0 && after[..close].bytes().all(|b| b.is_ascii_digit()) => {
+            Some(close) if is_citation(&after[..close]) => {
                 rest = &after[close + 1..];
             }
             _ => {
@@ -216,6 +216,14 @@ pub(crate) fn strip_markers(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// True for the inside of a citation marker: numbers separated by commas (`1`, `1, 2`).
+fn is_citation(inside: &str) -> bool {
+    inside.split(',').all(|n| {
+        let n = n.trim();
+        !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+    })
 }
 
 /// `sentence` cut at a word boundary to at most `max` characters, marked with ` ...`.

@@ -20,7 +20,7 @@
 //! `best_effort` with `model_unusable` and the extractive answer ([`super::answer`]).
 
 use super::prompts;
-use crate::llm::{content_words, stems, words};
+use crate::llm::{content_words, stems, strip_markers as without_citations, words};
 use crate::search::Document;
 use std::collections::HashSet;
 
@@ -234,32 +234,6 @@ pub(crate) fn citations(text: &str) -> Vec<u32> {
         }
         rest = &after[close..];
     }
-    out
-}
-
-/// `text` with its `[n]` citations taken out.
-fn without_citations(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(open) = rest.find('[') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        match after.find(']') {
-            Some(close)
-                if !after[..close].trim().is_empty()
-                    && after[..close]
-                        .split(',')
-                        .all(|n| n.trim().parse::<u32>().is_ok()) =>
-            {
-                rest = &after[close + 1..];
-            }
-            _ => {
-                out.push('[');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
     out
 }
 
