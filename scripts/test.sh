@@ -25,7 +25,14 @@ scripts/setup-test-tools.sh
 .local/venv/bin/mdbook build docs
 # The PostgreSQL the tests start (tests/support/postgres.rs) is stopped however they end.
 trap 'scripts/pg.sh stop "${CARGO_TARGET_DIR:-target}/tmp/pg" >/dev/null 2>&1 || true' EXIT
-cargo test --locked --all-features "$@"
+# A failure's panic message is printed again at the end, where CI's log tail shows it.
+log="${CARGO_TARGET_DIR:-target}/test-output.log"
+mkdir -p "$(dirname "$log")"
+if ! cargo test --locked --all-features "$@" 2>&1 | tee "$log"; then
+  echo "── the failing tests' panics ──" >&2
+  grep -A6 "panicked at" "$log" | grep -v "^ *[0-9]*: \|^ *at " >&2 || true
+  exit 101
+fi
 python3 scripts/quickstart-test.py
 scripts/api-fuzz.sh
 scripts/validate-infra.sh

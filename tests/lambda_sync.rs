@@ -230,6 +230,22 @@ fn no_overlap(jobs: &[JobRecord]) {
     }
 }
 
+/// How many publishes a burst takes depends on how fast the machine works through it; what
+/// the debounce promises does not: each publish starts a debounce (1 s) or more after the one
+/// before, covers changes of its own, and the last covers all `changes`.
+fn debounced(jobs: &[JobRecord], changes: u64) {
+    let mut jobs = jobs.to_vec();
+    jobs.sort_by_key(|j| j.started_at);
+    for pair in jobs.windows(2) {
+        assert!(
+            pair[1].started_at >= pair[0].started_at + 1_000,
+            "publishes closer than the debounce: {jobs:?}"
+        );
+        assert!(pair[1].number > pair[0].number, "{jobs:?}");
+    }
+    assert_eq!(jobs.last().map(|j| j.number), Some(changes), "{jobs:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_sync_add_modify_delete_and_duplicates_or_redeliveries_do_nothing_twice() {
     let stack = Stack::new(vec![]).await;
@@ -465,7 +481,9 @@ async fn a_crash_mid_document_is_recovered_and_a_poisoned_file_fails_alone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_200_events_ends_in_a_few_publishes_never_concurrent() {
     let stack = Stack::new(vec![]).await;
-    let env = stack.env(&[]);
+    // Leases as long as production's outlast any step of a loaded machine: nothing here is
+    // taken over, so every passage is embedded once and no two publishes overlap.
+    let env = stack.env(&[("SYNC_LEASE_SECONDS", "120".into())]);
     let mut docs = Vec::new();
     let mut bodies = Vec::new();
     for i in 0..200 {
@@ -491,8 +509,8 @@ async fn a_burst_of_200_events_ends_in_a_few_publishes_never_concurrent() {
     assert_eq!(stack.embedded(), 200, "every passage embedded exactly once");
     let jobs = stack.jobs().await;
     eprintln!("burst of 200: {} publishes, {} changes", jobs.len(), 200);
-    assert!((1..=4).contains(&jobs.len()), "{} publishes", jobs.len());
     no_overlap(&jobs);
+    debounced(&jobs, 200);
     let control = stack.ledger.control().await.unwrap();
     assert_eq!(control.changes, 200);
     assert!(control.publishes as usize <= jobs.len());
@@ -503,7 +521,7 @@ async fn a_burst_of_200_events_ends_in_a_few_publishes_never_concurrent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_sync_fans_out_over_the_queue_and_finds_deletions() {
     let stack = Stack::new(vec![]).await;
-    let env = stack.env(&[]);
+    let env = stack.env(&[("SYNC_LEASE_SECONDS", "120".into())]);
     let mut docs = Vec::new();
     for i in 0..20 {
         let name = format!("doc-{i:02}.md");
@@ -522,7 +540,8 @@ async fn a_full_sync_fans_out_over_the_queue_and_finds_deletions() {
     assert!(deliveries >= 22, "{deliveries}");
     assert_eq!(stack.embedded(), 20);
     let jobs = stack.jobs().await;
-    assert!((1..=2).contains(&jobs.len()), "{jobs:?}");
+    no_overlap(&jobs);
+    debounced(&jobs, 20);
     let expected = ingest_version(&docs).await;
     assert_eq!(stack.store().pointer().await.unwrap().version, expected);
 
