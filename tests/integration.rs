@@ -51,6 +51,7 @@ mod reasoning_run;
 mod retrieval_kb;
 mod run_control;
 mod run_events;
+mod run_fork;
 mod secrets_manager;
 mod serve;
 mod store_dynamodb;

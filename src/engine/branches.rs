@@ -133,6 +133,7 @@ where
             Ok(out) => {
                 let timing = (started, elapsed);
                 let last = record_branch(graph, cp, node, branch, Ok(out), timing, used);
+                cp.trail_step();
                 persist.save(cp, last).await?;
                 if last {
                     return Ok(Flow::Finished);
@@ -170,6 +171,7 @@ where
             stop(graph, cp, limit);
             return Ok(Flow::Stopped);
         }
+        cp.trail_step();
         persist.save(cp, last).await?;
         return Ok(if last { Flow::Finished } else { Flow::Continue });
     }

@@ -1,5 +1,6 @@
 //! The checkpoint: everything needed to resume a run, written after every step.
 
+use super::trail::Trail;
 use super::{Budget, Fork, Limit, NodeId, StepRecord, Usage, WorkflowVersion};
 use crate::error::ErrorClass;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -127,6 +128,10 @@ pub struct Checkpoint<S, N> {
     /// order, so it need not be the last one). Not stored: it describes the last write.
     #[serde(skip)]
     pub(crate) latest: Option<usize>,
+    /// The state before the first step and what each step changed: any step's state can be
+    /// rebuilt ([`Checkpoint::rewind`]).
+    #[serde(default = "Trail::new", skip_serializing_if = "Trail::is_empty")]
+    pub(crate) trail: Trail<N>,
     /// Workflow state.
     pub state: S,
 }
@@ -147,6 +152,7 @@ impl<S, N> Checkpoint<S, N> {
             failure: None,
             fork: None,
             latest: None,
+            trail: Trail::new(),
             state,
         }
     }

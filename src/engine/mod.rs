@@ -20,6 +20,7 @@ mod record;
 mod retry;
 mod runner;
 mod session;
+mod trail;
 mod usage;
 mod version;
 
@@ -38,6 +39,7 @@ pub use record::{utc_seconds, StepRecord};
 pub use retry::RetryPolicy;
 pub use runner::advance;
 pub use session::{run_key, Loaded, Persist, Session};
+pub use trail::{RewindError, Rewound};
 pub(crate) use usage::estimate_tokens;
 pub use usage::{Meter, Usage};
 pub(crate) use version::{Incompatible, Versioning};

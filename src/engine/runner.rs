@@ -39,6 +39,7 @@ where
             cp.phase = Phase::Finished;
             break;
         };
+        cp.trail_begin();
         if branches::forks_at(graph, cp, node) {
             match branches::run_fork(graph, cp, node, budget, clock, persist).await? {
                 Flow::Continue => continue,
@@ -75,6 +76,7 @@ where
             Ok(out) => {
                 let elapsed = clock.now_micros().saturating_sub(started);
                 let last = record_step(cp, node, out, started, elapsed, used);
+                cp.trail_step();
                 persist.save(cp, last).await?;
                 if last {
                     return Ok(());

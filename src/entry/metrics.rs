@@ -187,6 +187,7 @@ mod tests {
                 thread_id: None,
                 turn: None,
                 standalone_question: None,
+                forked_from: None,
             },
             error: None,
         };

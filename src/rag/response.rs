@@ -112,6 +112,9 @@ pub struct Metadata {
     /// The follow-up rewritten to stand alone (`contextualize_question`), when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub standalone_question: Option<String>,
+    /// The run and step this run was forked from (`POST /workflow/runs/{run_id}/fork`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<super::ForkedFrom>,
 }
 
 /// Tokens used by a run: as the provider reported them, or estimated when it reported none.
@@ -253,6 +256,7 @@ impl RunResponse {
                     .thread
                     .as_ref()
                     .and_then(|t| t.standalone_question.clone()),
+                forked_from: state.forked_from.clone(),
             },
             error: cp
                 .failure

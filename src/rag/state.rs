@@ -172,6 +172,9 @@ pub struct RagState {
     /// order of the caller's run list.
     #[serde(default)]
     pub created_at_ms: u64,
+    /// The run and step this run was forked from ([`super::forked`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<super::ForkedFrom>,
 }
 
 impl RagState {
@@ -202,6 +205,7 @@ impl RagState {
             speculation: Speculating::default(),
             thread: None,
             created_at_ms: 0,
+            forked_from: None,
         }
     }
 

@@ -13,6 +13,7 @@
 //! | `work`, `continue_run` | a work queue message (new asynchronous run or continuation); `ask --resume` |
 //! | `poison` | a message that can never succeed: its run is marked `failed` |
 //! | `status`, `steps`, `passages`, `list`, `cancel` | reading and stopping runs (`passages`: the playground's cited passages) |
+//! | `fork` | a new run from a step of another, only the steps after it run |
 //! | `thread`, `thread_list`, `delete_thread` | reading and deleting threads |
 //! | `budget` | an invocation's budget from its Lambda deadline |
 //!
@@ -27,6 +28,7 @@
 //! | `rate_limit.rs`, `active.rs`, `idempotency.rs` | the request rate window, active-run slots, `Idempotency-Key` |
 //! | `workflow.rs`, `observed.rs` | [`Workflow`]: the run driver (create, resume, cancel, fail, read a run's checkpoint) and what its writes also do |
 //! | `cancel.rs` | cancelling a run, and an invocation that finds its run cancelled |
+//! | `fork.rs` | a new run forked from a step of another: the state that step left, rebuilt without running anything again |
 //! | `history.rs`, `replay.rs`, `listing.rs` | a run's steps a page at a time, its `step` events rebuilt, the owner index of runs |
 //! | `finished.rs` | completion events: at least once per finished run |
 //! | `queue.rs` | [`WorkQueue`] and [`WorkMessage`] (the SQS client is at the edge: `entry/adapters`) |
@@ -37,6 +39,7 @@ mod active;
 mod cancel;
 mod control;
 mod finished;
+mod fork;
 mod history;
 mod idempotency;
 mod input;
@@ -56,6 +59,7 @@ mod workflow;
 
 pub(crate) use cancel::Cancel;
 pub use finished::CompletionEvents;
+pub(crate) use fork::{ForkInput, ForkRefusal};
 pub(crate) use history::MAX_STEPS_PER_PAGE;
 pub(crate) use input::RunInput;
 pub(crate) use listing::parse_status;

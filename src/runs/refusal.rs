@@ -3,6 +3,7 @@
 //! `entry/http/refusal.rs`, a CLI exit code in `entry/cli/output.rs`, an SQS batch item failure
 //! in `entry/sqs.rs`).
 
+use super::fork::ForkRefusal;
 use super::queue::QueueError;
 use super::thread::ThreadError;
 use crate::engine::EngineError;
@@ -86,6 +87,9 @@ pub(crate) enum Refusal {
     /// The work queue refused the run's message.
     #[error(transparent)]
     Queue(#[from] QueueError),
+    /// The run cannot be forked as asked.
+    #[error(transparent)]
+    NotForkable(#[from] ForkRefusal),
 }
 
 impl From<ThreadError> for Refusal {

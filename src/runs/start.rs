@@ -202,6 +202,14 @@ impl Runs {
         Ok(Submitted::Accepted(run_id))
     }
 
+    /// A new run id of `caller`, admitted under its active-run limit (a fork's, which takes
+    /// no `Idempotency-Key`).
+    pub(super) async fn claim_new(&self, caller: &Caller) -> Result<String, Refusal> {
+        match self.claim(caller, None, &[]).await? {
+            Claimed::New(run_id) | Claimed::Repeat(run_id) => Ok(run_id),
+        }
+    }
+
     /// Maps the `Idempotency-Key` (if any) of `caller` to a run, and admits a new run under
     /// the caller's active-run limit.
     async fn claim(

@@ -136,18 +136,49 @@ impl<'a> Workflow<'a> {
             let caller = self.caller.unwrap_or(&anonymous);
             // One knowledge-base version from the first step to the last.
             let graph = &self.graph.pinned();
-            let mut cp = self.new_checkpoint(graph, caller, run_id, request);
-            let budget = &self.run_budget(&cp, budget);
-            let session = Session::create(self.store, run_id, &cp, self.lease(budget)).await?;
-            let mut persist = Observed::new(session, &self.graph.events, &cp, self.hold_finished);
-            if let Err(e) = advance(graph, &mut cp, budget, self.clock, &mut persist).await {
-                return self.settle(run_id, e).await;
-            }
-            record_finished(self.store, self.clock, &cp).await;
-            Ok(self.respond(&cp))
+            let cp = self.new_checkpoint(graph, caller, run_id, request);
+            self.create_and_advance(graph, cp, budget).await
         }
         .instrument(span)
         .await
+    }
+
+    /// Starts the new run `cp` (a fork of another, built from a step of it) and advances it
+    /// within `budget`; the steps it carries are not run again.
+    pub(crate) async fn run_forked(
+        &self,
+        mut cp: RagCheckpoint,
+        budget: &Budget,
+    ) -> Result<RunResponse, EngineError> {
+        let span = tracing::info_span!("run", run_id = cp.run_id);
+        async {
+            let graph = &self.graph.pinned();
+            cp.workflow_version = Some(graph.workflow_version().clone());
+            cp.state.continue_on_deadline = self.continue_on_deadline;
+            cp.state.kb_version = graph.kb_version();
+            cp.state.retrieval = Some(graph.retrieval_mode());
+            self.create_and_advance(graph, cp, budget).await
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Stores the new run `cp`, holding its lease, and advances it within `budget`.
+    async fn create_and_advance(
+        &self,
+        graph: &RagGraph,
+        mut cp: RagCheckpoint,
+        budget: &Budget,
+    ) -> Result<RunResponse, EngineError> {
+        let run_id = cp.run_id.clone();
+        let budget = &self.run_budget(&cp, budget);
+        let session = Session::create(self.store, &run_id, &cp, self.lease(budget)).await?;
+        let mut persist = Observed::new(session, &self.graph.events, &cp, self.hold_finished);
+        if let Err(e) = advance(graph, &mut cp, budget, self.clock, &mut persist).await {
+            return self.settle(&run_id, e).await;
+        }
+        record_finished(self.store, self.clock, &cp).await;
+        Ok(self.respond(&cp))
     }
 
     /// Stores a new run (of this workflow's caller, else anonymous) without advancing it (an
@@ -356,7 +387,7 @@ impl<'a> Workflow<'a> {
     }
 
     /// The checkpoint of `run_id`, if this workflow's caller may read it.
-    async fn read(&self, run_id: &str) -> Result<RagCheckpoint, EngineError> {
+    pub(crate) async fn read(&self, run_id: &str) -> Result<RagCheckpoint, EngineError> {
         let not_found = || EngineError::NotFound {
             run_id: run_id.to_owned(),
         };

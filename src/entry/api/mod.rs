@@ -8,6 +8,7 @@
 //! | `input.rs` | reading a run request: body, JSON, `Idempotency-Key` |
 //! | `routes.rs` | `POST /workflow/run`, `POST /workflow/runs`, `GET /workflow/runs/{run_id}` |
 //! | `cancel.rs` | cancelling a run |
+//! | `fork.rs` | forking a run from one of its steps |
 //! | `history.rs` | a run's steps, and the caller's runs |
 //! | `threads.rs` | `/threads` |
 //! | `respond.rs` | the answer to a run (200, 202, 502/503), and its metrics line |
@@ -15,6 +16,7 @@
 //! | `status.rs` | how answers are shaped: JSON bodies, error bodies, 202 |
 
 mod cancel;
+mod fork;
 mod history;
 pub(crate) mod input;
 mod refusal;
@@ -42,7 +44,7 @@ use tracing::Instrument;
 /// The routes, for the answer to a request that matches none.
 const ROUTES: &str =
     "POST /workflow/run, POST and GET /workflow/runs, GET /workflow/runs/{run_id}, POST \
-     /workflow/runs/{run_id}/cancel, GET /workflow/runs/{run_id}/steps, GET /threads and GET or \
+     /workflow/runs/{run_id}/cancel, POST /workflow/runs/{run_id}/fork, GET /workflow/runs/{run_id}/steps, GET /threads and GET or \
      DELETE /threads/{thread_id} (see openapi.yaml)";
 
 /// Handles one HTTP request. Never fails: every error becomes a JSON response. Its spans
@@ -95,6 +97,9 @@ async fn route(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Re
         (&Method::POST, ["workflow", "runs", run_id, "cancel"]) => {
             cancel::cancel(app, &caller, run_id).await
         }
+        (&Method::POST, ["workflow", "runs", run_id, "fork"]) => {
+            fork::fork(app, queue, &caller, run_id, &request).await
+        }
         (&Method::GET, ["workflow", "runs", run_id, "steps"]) => {
             history::steps(app, &caller, run_id, &request).await
         }
@@ -103,7 +108,9 @@ async fn route(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Re
         (_, ["workflow", "runs", _]) | (_, ["workflow", "runs", _, "steps"]) => {
             Err(method_not_allowed(&method, &path, "GET"))
         }
-        (_, ["workflow", "runs", _, "cancel"]) => Err(method_not_allowed(&method, &path, "POST")),
+        (_, ["workflow", "runs", _, "cancel" | "fork"]) => {
+            Err(method_not_allowed(&method, &path, "POST"))
+        }
         (&Method::GET, ["threads"]) => threads::list(app, &caller, &request).await,
         (&Method::GET, ["threads", id]) => threads::show(app, &caller, id, &request).await,
         (&Method::DELETE, ["threads", id]) => threads::delete(app, &caller, id).await,

@@ -5,10 +5,10 @@
 //! [`Rejection`] into its answer at the top, with the time of the answer.
 
 use super::status::{error, error_field, ApiError};
-use crate::engine::{utc_seconds, EngineError};
+use crate::engine::{utc_seconds, EngineError, RewindError};
 use crate::entry::messages::{self, Surface};
 use crate::error::{Classify, ErrorClass};
-use crate::runs::{Invalid, Refusal};
+use crate::runs::{ForkRefusal, Invalid, Refusal};
 use lambda_http::http::header::{HeaderValue, RETRY_AFTER};
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Response};
@@ -152,6 +152,23 @@ pub(crate) fn answer(refusal: Refusal, now_ms: u64) -> ApiError {
              POST /workflow/run for a synchronous run, or ask the operator to configure a queue",
         ),
         Refusal::Queue(e) => queue_error(e.class()),
+        Refusal::NotForkable(e) => fork_refused(&e),
+    }
+}
+
+/// Why a fork was refused: a step that cannot be forked from is the request's fault (400,
+/// naming `from_step`); a run still running or of another workflow version is a conflict.
+fn fork_refused(e: &ForkRefusal) -> ApiError {
+    let message = e.to_string();
+    match e {
+        _ if e.is_bad_step() => error_field(StatusCode::BAD_REQUEST, "from_step", &message),
+        ForkRefusal::StillRunning { .. } => error(StatusCode::CONFLICT, "run_not_ended", &message),
+        ForkRefusal::Step(RewindError::Corrupt(_)) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "corrupt_checkpoint",
+            &message,
+        ),
+        _ => error(StatusCode::CONFLICT, "not_forkable", &message),
     }
 }
 

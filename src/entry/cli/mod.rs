@@ -1,5 +1,5 @@
-//! The `bounded-rag` command line: `ask`, `ingest`, `kb`, `eval`, `thread`, `status`, `cancel`,
-//! `serve`, `graph`.
+//! The `bounded-rag` command line: `ask`, `ingest`, `kb`, `eval`, `thread`, `status`, `fork`,
+//! `cancel`, `serve`, `graph`.
 //! This file is the top of the CLI: it parses the command and dispatches to the sub-command
 //! files, which share only what lies below them (`args`, `output`).
 //!
@@ -13,11 +13,13 @@
 //! | `kb.rs`, `sync.rs` | `ingest` and `kb publish / list / use / sync`; `kb sync-status` |
 //! | `search.rs` | `kb search`: the knowledge store searched directly |
 //! | `eval.rs` | `eval`: a labelled question set through the workflow |
+//! | `fork.rs` | `fork`: a new run from a step of a stored run |
 //! | `serve.rs` | `serve` (the local server and playground) and `graph` (the workflow diagram) |
 
 mod args;
 mod ask_stream;
 pub mod eval;
+mod fork;
 mod kb;
 mod output;
 mod search;
@@ -31,6 +33,7 @@ use crate::runs::{Answer, Cancel, Continuation, RunInput};
 pub(crate) use args::AskArgs;
 use clap::{Parser, Subcommand};
 use eval::{eval_command, EvalArgs};
+use fork::{fork_command, ForkArgs};
 use kb::{ingest_command, kb_command, KbCommand};
 use output::{exit_code, fail, fail_refusal, print_response};
 use serve::{graph_command, serve_command, GraphFormat, ServeArgs};
@@ -94,6 +97,9 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Fork an ended run from one of its steps: a new run starts from the state that step
+    /// left and runs only the steps after it (optionally with another question or mode).
+    Fork(ForkArgs),
     /// Cancel a queued, suspended or running run (it keeps its answer so far).
     Cancel {
         /// Run id.
@@ -180,6 +186,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             }
         }
         Command::Ask(args) => ask(args).await,
+        Command::Fork(args) => fork_command(args).await,
         Command::Serve(args) => serve_command(args).await,
         Command::Graph { format } => graph_command(format),
     }

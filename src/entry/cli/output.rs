@@ -133,7 +133,9 @@ pub(crate) fn fail_refusal(refusal: &Refusal) -> ExitCode {
                 active.join(", ")
             ),
         ),
+        Refusal::NotForkable(e) if e.is_bad_step() => fail(2, &e.to_string()),
         Refusal::ThreadNotFound { .. }
+        | Refusal::NotForkable(_)
         | Refusal::NoThreads { .. }
         | Refusal::KeyReused
         | Refusal::NoQueue
