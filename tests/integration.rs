@@ -42,6 +42,7 @@ mod llm_openai;
 mod llm_reasoning;
 mod local_stack;
 mod openapi;
+mod openapi_fork;
 mod openapi_nulls;
 mod otlp_export;
 mod playground_browser;

@@ -46,7 +46,7 @@ pub(crate) struct Exchange {
     path: String,
     pub(crate) status: u16,
     headers: HeaderMap,
-    body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 /// The document, and the (method, path template, status) triples answers used.
@@ -531,6 +531,10 @@ async fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one
         .await,
     );
     answers.push(call(&main, None, &with_method(&cancel_event(&run_id), "GET")).await);
+
+    // Forks: every documented answer of the fork route.
+    let forks = tokio::spawn(crate::openapi_fork::fork_answers());
+    answers.extend(forks.await.expect("the fork answers"));
 
     // No queue: asynchronous runs are 501.
     let no_queue = app(&llm, Arc::new(MemoryStore::new()), false);

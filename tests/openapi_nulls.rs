@@ -29,6 +29,8 @@ enum Handler {
     Api { queue: bool },
     /// The `stream` function (server-sent events on success, JSON errors).
     Stream,
+    /// The `api` function's fork route, on a run of `event` made first.
+    Fork,
 }
 
 /// Every operation with a JSON body: its `operationId`, the event that calls it, the handlers
@@ -37,6 +39,7 @@ const OPERATIONS: &[(&str, &str, Handler, u16)] = &[
     ("runWorkflow", RUN, Handler::Api { queue: false }, 200),
     ("runWorkflow", RUN, Handler::Stream, 200),
     ("startRun", RUNS_START, Handler::Api { queue: true }, 202),
+    ("forkRun", RUN, Handler::Fork, 200),
 ];
 
 /// One property sent as `null`: its dotted path (as the error's `field` names it), the valid
@@ -64,6 +67,12 @@ impl Handlers {
                 call(&self.api, Some(&self.queue as &dyn WorkQueue), &event).await
             }
             Handler::Stream => call_stream(self.stream, &event).await,
+            Handler::Fork => {
+                let done = call(&self.api, None, RUN).await;
+                let run_id = json_of(&done)["run_id"].as_str().unwrap().to_owned();
+                let fork = crate::openapi_fork::fork_event(&run_id, &body.to_string());
+                call(&self.api, None, &fork).await
+            }
         }
     }
 }

@@ -2,8 +2,8 @@
 //! (`completed`, `best_effort`, `failed`, `cancelled`), put into an [`EventSink`] (the
 //! EventBridge bus named by `EVENT_BUS_NAME`: `entry/adapters/event_bus.rs`; unset: none is
 //! sent; the seam is [`crate::events`]). The detail holds the run id, the thread id (`null` for a run outside any thread), the
-//! status, `limits_hit`, tokens, model calls, steps, the duration and a hash of the caller,
-//! never the question or the answer.
+//! status, `limits_hit`, tokens, model calls, steps, the duration, a hash of the caller and
+//! the run and step a fork was forked from (`null` otherwise), never the question or the answer.
 //!
 //! **At least once; consumers dedupe on `run_id`.** A finished run keeps its lease *parked*
 //! (`Workflow::with_completion_events`) until its event is *recorded* sent, so whatever dies
@@ -198,6 +198,7 @@ fn detail(cp: &RagCheckpoint, response: &RunResponse) -> Value {
         "steps": m.total_steps,
         "duration_seconds": cp.total_processing_time(),
         "caller_hash": cp.state.caller.digest(),
+        "forked_from": m.forked_from,
     })
 }
 

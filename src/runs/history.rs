@@ -2,7 +2,7 @@
 //! (`GET /workflow/runs/{run_id}/steps?after=N`), and the summary of a run in the caller's
 //! list (`GET /workflow/runs`).
 
-use crate::rag::{RagNode, RunResponse, RunStatus, Tokens};
+use crate::rag::{ForkedFrom, RagNode, RunResponse, RunStatus, Tokens};
 use serde::Serialize;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
@@ -43,6 +43,10 @@ pub(crate) struct StepPage {
     /// `after` of the next page when more steps are stored now; `null` on the last page
     /// (a run that is still going may add more: ask again with the last `index`).
     pub next_after: Option<u32>,
+    /// The run and step this run was forked from: its steps up to that one are the
+    /// original's, as they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
 }
 
 impl StepPage {
@@ -73,6 +77,7 @@ impl StepPage {
             status: run.status,
             steps,
             next_after,
+            forked_from: run.metadata.forked_from.clone(),
         }
     }
 }

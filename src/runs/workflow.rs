@@ -174,7 +174,10 @@ impl<'a> Workflow<'a> {
         let budget = &self.run_budget(&cp, budget);
         let session = Session::create(self.store, &run_id, &cp, self.lease(budget)).await?;
         let mut persist = Observed::new(session, &self.graph.events, &cp, self.hold_finished);
-        if let Err(e) = advance(graph, &mut cp, budget, self.clock, &mut persist).await {
+        // On the heap: the engine's future holds every step's, and the futures of the
+        // callers that await a run (a handler's, a test's) would otherwise carry it.
+        let advanced = Box::pin(advance(graph, &mut cp, budget, self.clock, &mut persist)).await;
+        if let Err(e) = advanced {
             return self.settle(&run_id, e).await;
         }
         record_finished(self.store, self.clock, &cp).await;
