@@ -10,6 +10,7 @@ mod answer_floor;
 mod aws_workflow;
 mod bedrock_cli;
 mod cli;
+mod cli_fork;
 mod completion_events;
 mod config_env;
 mod crash;
