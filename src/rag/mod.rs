@@ -1,6 +1,7 @@
 //! The adaptive-RAG workflow on top of the engine: state with typed counters, nodes, routers,
 //! prompts, the floor under every answer and the grades the words overrule (`floor`,
-//! `overrule`), fallbacks, speculation, the request it answers and the response it gives. Running
+//! `overrule`), fallbacks, speculation, a forked run's first state (`forked`), the request it
+//! answers and the response it gives. Running
 //! it against a store (starting, resuming, cancelling, reading runs) is the run life cycle's
 //! ([`crate::runs`]); nothing here manages runs or talks to AWS.
 //!
