@@ -16,11 +16,13 @@
 //! |---|---|
 //! | `mod.rs` | binding, the accept loop, Ctrl-C, which requests the page answers |
 //! | `request.rs` | an HTTP request as the Lambda event the handlers read |
+//! | `body.rs` | the body of every answer |
 //! | `queue.rs` | the in-process work queue and its worker |
 //! | `page.rs`, `playground/` | the playground page (markup, style, scripts), compiled into the binary |
 //! | `passages.rs` | the playground's one route of its own: a run's cited passages |
 //! | `remote/` | `--remote`: requests signed with SigV4 and sent on to a deployed stack |
 
+mod body;
 mod page;
 mod passages;
 mod queue;
@@ -28,8 +30,8 @@ pub(crate) mod remote;
 mod request;
 
 use super::App;
-use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Full};
+use body::{full, BoxError, ServeBody};
+use http_body_util::BodyExt;
 use hyper::body::{Bytes, Incoming};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
@@ -37,11 +39,6 @@ use lambda_http::http::{Method, Response};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use tokio::net::TcpListener;
-
-/// A response body: the handlers' (streamed) body, or the page's.
-type ServeBody = UnsyncBoxBody<Bytes, BoxError>;
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What answers the API.
 pub(crate) enum Backend {
@@ -170,10 +167,4 @@ fn is_buffered_run(request: &lambda_http::Request) -> bool {
     request.method() == Method::POST
         && request.uri().path().trim_end_matches('/') == "/workflow/run"
         && !events
-}
-
-fn full(bytes: Bytes) -> ServeBody {
-    Full::new(bytes)
-        .map_err(|never| match never {})
-        .boxed_unsync()
 }

@@ -5,8 +5,8 @@
 //! identity cache, and this is no SDK client). Neither the credentials nor a signature is ever
 //! logged or sent anywhere but in the signed request's headers.
 
+use super::error::RemoteError;
 use super::target::Target;
-use super::RemoteError;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{
