@@ -29,7 +29,7 @@ const STEPS: [&str; 6] = [
 ];
 
 /// The page's link for `question` with extra query parameters.
-fn link(base: &str, question: &str, extra: &str) -> String {
+pub(crate) fn link(base: &str, question: &str, extra: &str) -> String {
     let q: String = question
         .bytes()
         .map(|b| match b {

@@ -21,6 +21,11 @@ pub struct Serve {
 impl Serve {
     /// Starts `serve` with `env` over a clean environment, and waits for its URL line.
     pub fn start(env: &[(&str, &str)]) -> Serve {
+        Self::start_with(env, &[])
+    }
+
+    /// Starts `serve ARGS` with `env` over a clean environment, and waits for its URL line.
+    pub fn start_with(env: &[(&str, &str)], args: &[&str]) -> Serve {
         let state = tempfile::tempdir().unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_bounded-rag"));
         command
@@ -28,6 +33,7 @@ impl Serve {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("STATE_DIR", state.path())
             .args(["serve", "--port", "0", "--quiet"])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
         for (key, value) in env {
@@ -36,7 +42,7 @@ impl Serve {
         let mut child = command.spawn().expect("bounded-rag serve starts");
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut banner = Vec::new();
-        // The URL line, then two more: loopback, Ctrl-C.
+        // The URL line, then two more: loopback, then Ctrl-C (or, with --remote, the stack).
         for _ in 0..3 {
             let line = lines.next().expect("serve prints its URL").unwrap();
             banner.push(line);

@@ -1,7 +1,9 @@
-//! `serve` (the local server and its playground, `entry/serve/`) and `graph` (the workflow
-//! graph as a diagram).
+//! `serve` (the local server and its playground, `entry/serve/`; with `--remote`, in front of
+//! a deployed stack) and `graph` (the workflow graph as a diagram).
 
 use super::output::fail;
+use crate::entry::serve::remote::{Remote, SigningService};
+use crate::entry::serve::Backend;
 use crate::entry::App;
 use crate::rag::diagram::{self, Format};
 use clap::{Args, ValueEnum};
@@ -18,6 +20,19 @@ pub(crate) struct ServeArgs {
     /// machines, without authentication.
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     pub(crate) host: IpAddr,
+    /// A deployed stack to watch instead: its HTTP API or function URL. Every API call of the
+    /// page is sent there, signed with SigV4 from your AWS credentials (the default chain:
+    /// AWS_PROFILE, AWS_ACCESS_KEY_ID...), which never reach the browser.
+    #[arg(long, value_name = "URL")]
+    pub(crate) remote: Option<String>,
+    /// The service the remote's requests are signed for (default: read from the URL's host,
+    /// else execute-api).
+    #[arg(long, value_enum, requires = "remote")]
+    pub(crate) remote_service: Option<SigningService>,
+    /// The region the remote's requests are signed for (default: read from the URL's host,
+    /// else the AWS configuration's).
+    #[arg(long, requires = "remote")]
+    pub(crate) remote_region: Option<String>,
 }
 
 /// A diagram format of `graph`.
@@ -29,14 +44,21 @@ pub(crate) enum GraphFormat {
     Dot,
 }
 
-/// Serves the API, the stream and the playground until Ctrl-C, with the clients `ask` uses.
+/// Serves the API, the stream and the playground until Ctrl-C, with the clients `ask` uses;
+/// with `--remote`, the playground in front of a deployed stack.
 pub(crate) async fn serve_command(args: ServeArgs) -> ExitCode {
-    let app = match App::from_env().await {
-        Ok(app) => app,
-        Err(e) => return fail(2, &e.to_string()),
+    let backend = match &args.remote {
+        None => match App::from_env().await {
+            Ok(app) => Backend::Local(app),
+            Err(e) => return fail(2, &e.to_string()),
+        },
+        Some(url) => match Remote::from_env(url, args.remote_service, args.remote_region).await {
+            Ok(remote) => Backend::Remote(remote),
+            Err(e) => return fail(2, &e.to_string()),
+        },
     };
     let addr = SocketAddr::new(args.host, args.port);
-    match crate::entry::serve::serve(app, addr).await {
+    match crate::entry::serve::serve(backend, addr).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(
             2,

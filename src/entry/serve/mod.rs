@@ -9,22 +9,29 @@
 //! as the `api` function does. Asynchronous runs and continuations go to an in-process
 //! work queue whose worker calls the SQS worker's record handler (`queue.rs`).
 //!
+//! With `--remote URL` ([`Backend::Remote`]) no handler runs here: every request but the page
+//! is signed and sent on to the deployed stack at URL (`remote/`), and the page names it.
+//!
 //! | file | owns |
 //! |---|---|
 //! | `mod.rs` | binding, the accept loop, Ctrl-C, which requests the page answers |
 //! | `request.rs` | an HTTP request as the Lambda event the handlers read |
+//! | `body.rs` | the body of every answer |
 //! | `queue.rs` | the in-process work queue and its worker |
 //! | `page.rs`, `playground/` | the playground page (markup, style, scripts), compiled into the binary |
 //! | `passages.rs` | the playground's one route of its own: a run's cited passages |
+//! | `remote/` | `--remote`: requests signed with SigV4 and sent on to a deployed stack |
 
+mod body;
 mod page;
 mod passages;
 mod queue;
+pub(crate) mod remote;
 mod request;
 
 use super::App;
-use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Full};
+use body::{full, BoxError, ServeBody};
+use http_body_util::BodyExt;
 use hyper::body::{Bytes, Incoming};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
@@ -33,20 +40,38 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use tokio::net::TcpListener;
 
-/// A response body: the handlers' (streamed) body, or the page's.
-type ServeBody = UnsyncBoxBody<Bytes, BoxError>;
+/// What answers the API.
+pub(crate) enum Backend {
+    /// This process's handlers, over the stores and model of `App`.
+    Local(App),
+    /// A deployed stack, every request signed and sent on.
+    Remote(remote::Remote),
+}
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// What answers one request, for the process's life.
+#[derive(Clone, Copy)]
+enum Handlers {
+    Local(&'static App, &'static queue::LocalQueue),
+    Remote(&'static remote::Remote),
+}
 
-/// Serves `app` on `addr` until Ctrl-C. Prints the URL once the socket is bound (the line a
-/// script or test waits for), and says when it listens beyond loopback.
-pub(crate) async fn serve(app: App, addr: SocketAddr) -> std::io::Result<()> {
+/// Serves `backend` on `addr` until Ctrl-C. Prints the URL once the socket is bound (the line
+/// a script or test waits for), says when it listens beyond loopback, and names a remote stack.
+pub(crate) async fn serve(backend: Backend, addr: SocketAddr) -> std::io::Result<()> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     // Runs outlive a response stream (a caller may disconnect), as in the stream function.
-    let app: &'static App = Box::leak(Box::new(app));
-    let queue = queue::start(app);
-    let page: &'static str = Box::leak(page::render().into_boxed_str());
+    let (handlers, page) = match backend {
+        Backend::Local(app) => {
+            let app: &'static App = Box::leak(Box::new(app));
+            (Handlers::Local(app, queue::start(app)), page::render(None))
+        }
+        Backend::Remote(remote) => {
+            let page = page::render(Some(remote.target()));
+            (Handlers::Remote(Box::leak(Box::new(remote))), page)
+        }
+    };
+    let page: &'static str = Box::leak(page.into_boxed_str());
     println!("bounded-rag: serving http://{bound}/ (playground at /, the API under /workflow and /threads)");
     if bound.ip().is_loopback() {
         println!(
@@ -56,6 +81,16 @@ pub(crate) async fn serve(app: App, addr: SocketAddr) -> std::io::Result<()> {
         println!(
             "bounded-rag: listening on {}, reachable from other machines, without authentication",
             bound.ip()
+        );
+    }
+    if let Handlers::Remote(remote) = handlers {
+        let target = remote.target();
+        println!(
+            "bounded-rag: every API call goes to the deployed stack at {}, signed with SigV4 \
+             ({}, {}) by this process",
+            target.url(),
+            target.service().as_str(),
+            target.region()
         );
     }
     println!("bounded-rag: press Ctrl-C to stop");
@@ -75,7 +110,7 @@ pub(crate) async fn serve(app: App, addr: SocketAddr) -> std::io::Result<()> {
             _ = &mut shutdown => break,
         };
         tokio::spawn(async move {
-            let service = service_fn(move |request| answer(app, queue, page, request));
+            let service = service_fn(move |request| answer(handlers, page, request));
             let connection = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service);
             if let Err(e) = connection.await {
@@ -88,16 +123,19 @@ pub(crate) async fn serve(app: App, addr: SocketAddr) -> std::io::Result<()> {
 }
 
 /// Answers one request: the page at `GET /`, a run's passages, everything else from a
-/// function's handler.
+/// function's handler (or, with `--remote`, from the deployed stack).
 async fn answer(
-    app: &'static App,
-    queue: &'static queue::LocalQueue,
+    handlers: Handlers,
     page: &'static str,
     request: hyper::Request<Incoming>,
 ) -> Result<Response<ServeBody>, Infallible> {
     if request.method() == Method::GET && request.uri().path() == "/" {
         return Ok(page::response(page).map(full));
     }
+    let (app, queue) = match handlers {
+        Handlers::Local(app, queue) => (app, queue),
+        Handlers::Remote(remote) => return Ok(remote.forward(request).await),
+    };
     let now_ms = app.runs().clock().now_ms();
     let request = match request::read(request, now_ms).await {
         Ok(request) => request,
@@ -129,10 +167,4 @@ fn is_buffered_run(request: &lambda_http::Request) -> bool {
     request.method() == Method::POST
         && request.uri().path().trim_end_matches('/') == "/workflow/run"
         && !events
-}
-
-fn full(bytes: Bytes) -> ServeBody {
-    Full::new(bytes)
-        .map_err(|never| match never {})
-        .boxed_unsync()
 }

@@ -48,13 +48,18 @@ pub(super) async fn read(
     now_ms: u64,
 ) -> Result<lambda_http::Request, Unread> {
     let (parts, body) = request.into_parts();
-    let body = match Limited::new(body, MAX_PAYLOAD_BYTES).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(Unread::TooLarge),
-        Err(e) => return Err(Unread::Broken(e.to_string())),
-    };
+    let body = body_of(body).await?;
     let event = event(&parts, &body, now_ms);
     lambda_http::request::from_str(&event.to_string()).map_err(|e| Unread::Broken(e.to_string()))
+}
+
+/// A request's whole body, at most [`MAX_PAYLOAD_BYTES`].
+pub(super) async fn body_of(body: Incoming) -> Result<Bytes, Unread> {
+    match Limited::new(body, MAX_PAYLOAD_BYTES).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(Unread::TooLarge),
+        Err(e) => Err(Unread::Broken(e.to_string())),
+    }
 }
 
 /// The payload v2 event of a request with `parts` and `body`, received at `now_ms`.
@@ -119,7 +124,7 @@ fn time_text(now_ms: u64) -> String {
 }
 
 /// A JSON error answer of the server itself (not of a handler): `{error, message}`.
-fn error_response(status: StatusCode, error: &str, message: &str) -> Response<Bytes> {
+pub(super) fn error_response(status: StatusCode, error: &str, message: &str) -> Response<Bytes> {
     let body = serde_json::json!({ "error": error, "message": message });
     let mut response = Response::new(Bytes::from(body.to_string()));
     *response.status_mut() = status;

@@ -41,6 +41,16 @@ function serverDown(what) {
   notice(`Cannot reach the bounded-rag server at ${location.origin} (${what}). Is \`bounded-rag serve\` still running? Start it again and retry.`);
 }
 
+// What an error answer says: this server's own error about a deployed stack (`serve --remote`:
+// refused, unreachable) as it is, else `what (HTTP status): the API's message`.
+function problem(what, status, text) {
+  let json = null;
+  try { json = JSON.parse(text); } catch (e) { /* not JSON */ }
+  if (json && typeof json.error === 'string' && json.error.startsWith('remote_')) return json.message;
+  const message = json ? (json.field ? `${json.field} ${json.message}` : json.message || json.error || text) : text;
+  return `${what} (HTTP ${status}): ${message}`;
+}
+
 function filtersOf(text) {
   const parts = text.split(',').map((s) => s.trim()).filter(Boolean).map((part) => {
     const at = part.indexOf('=');
@@ -102,14 +112,23 @@ async function ask(event) {
   }
   const type = response.headers.get('content-type') || '';
   if (!type.startsWith('text/event-stream')) {
-    // Refused before the run started (rate, validation, a busy thread): a JSON error.
     const text = await response.text();
-    let message = text;
-    try {
-      const json = JSON.parse(text);
-      message = json.field ? `${json.field} ${json.message}` : json.message || json.error || text;
-    } catch (e) { /* not JSON */ }
-    notice(`The server refused the question (HTTP ${response.status}): ${message}`);
+    if (response.ok) {
+      // A stack without the stream function (an HTTP API, `serve --remote`) answers the run
+      // as the `api` function does: one JSON body, the last event's.
+      let body = null;
+      try { body = JSON.parse(text); } catch (e) { /* not JSON */ }
+      if (body && body.run_id && body.status) {
+        run.id = body.run_id;
+        history.replaceState(null, '', `/?run=${encodeURIComponent(run.id)}`);
+        handle({ id: null, event: 'final', data: body });
+        save();
+        return finish();
+      }
+    }
+    // Refused before the run started (rate, validation, a busy thread, a remote stack's
+    // signature check): a JSON error.
+    notice(problem('The server refused the question', response.status, text));
     run.status = 'refused';
     setState('error');
     return;
@@ -158,8 +177,7 @@ async function resume() {
       continue;
     }
     if (!response.ok) {
-      const text = await response.text();
-      notice(`Could not pick the run back up (HTTP ${response.status}): ${text}`);
+      notice(problem('Could not pick the run back up', response.status, await response.text()));
       setState('error');
       return;
     }

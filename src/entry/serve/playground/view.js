@@ -217,7 +217,7 @@ function runPath(steps) {
 
 async function getJson(url) {
   const response = await fetch(url, { headers: { accept: 'application/json' } });
-  if (!response.ok) throw new Error(`HTTP ${response.status}`);
+  if (!response.ok) throw new Error(problem('Could not read the threads and runs', response.status, await response.text()));
   return response.json();
 }
 
@@ -227,7 +227,7 @@ async function refreshLists() {
     [threads, runs] = await Promise.all([getJson('/threads?limit=20'), getJson('/workflow/runs?limit=20')]);
   } catch (e) {
     if (e instanceof TypeError) serverDown('the lists could not be read');
-    else notice(`Could not read the threads and runs: ${e.message}`);
+    else notice(e.message);
     return;
   }
   $('threads').replaceChildren(...threads.threads.map((t) => el('li', {},
@@ -271,7 +271,7 @@ async function openRun(runId, saved) {
     return;
   }
   if (!response.ok) {
-    notice(`Run ${runId} could not be read (HTTP ${response.status}): ${await response.text()}`);
+    notice(problem(`Run ${runId} could not be read`, response.status, await response.text()));
     setState('error');
     return;
   }
