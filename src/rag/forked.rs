@@ -3,18 +3,9 @@
 //! goes (its outcome and answer); with a new question, what was found for the old one goes
 //! too and the run searches again.
 
+use super::state::ForkedFrom;
 use super::{Mode, RagNode, RagState, ValidationError};
 use crate::llm::DataSource;
-use serde::{Deserialize, Serialize};
-
-/// The run and step a run was forked from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ForkedFrom {
-    /// The original run.
-    pub run_id: String,
-    /// The step it was forked after (`0`: before the first).
-    pub step: u32,
-}
 
 /// What a fork changes in the request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -29,6 +29,15 @@ pub struct Citation {
     pub url: String,
 }
 
+/// The run and step a run was forked from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkedFrom {
+    /// The original run.
+    pub run_id: String,
+    /// The step it was forked after (`0`: before the first).
+    pub step: u32,
+}
+
 /// Why an answer is best-effort rather than complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -174,7 +183,7 @@ pub struct RagState {
     pub created_at_ms: u64,
     /// The run and step this run was forked from ([`super::forked`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub forked_from: Option<super::ForkedFrom>,
+    pub forked_from: Option<ForkedFrom>,
 }
 
 impl RagState {

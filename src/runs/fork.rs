@@ -9,9 +9,9 @@
 use super::queue::WorkQueue;
 use super::ran::Answer;
 use super::rate_limit;
-use super::refusal::{Invalid, Refusal};
+use super::refusal::{ForkRefusal, Invalid, Refusal};
 use super::service::Runs;
-use crate::engine::{Budget, Checkpoint, Incompatible, RewindError};
+use crate::engine::{Budget, Checkpoint};
 use crate::rag::{fork_state, status_of, Caller, ForkChanges, ForkedFrom, Mode, ValidationError};
 use serde::de::IntoDeserializer;
 use serde::Deserialize;
@@ -80,39 +80,6 @@ impl ForkInput {
                 mode,
             },
         })
-    }
-}
-
-/// Why a run cannot be forked as asked.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum ForkRefusal {
-    /// The run may still take steps: fork it once it ended.
-    #[error("run {run_id} is still {status}: fork it once it has ended")]
-    StillRunning {
-        /// The run.
-        run_id: String,
-        /// `running` or `suspended`.
-        status: &'static str,
-    },
-    /// The run was written by a workflow version this code does not run.
-    #[error("{0}: start a new run instead")]
-    OtherVersion(Incompatible),
-    /// The step asked for cannot be rewound to.
-    #[error(transparent)]
-    Step(RewindError),
-}
-
-impl ForkRefusal {
-    /// True when the step number itself is what is wrong (the caller picks another).
-    pub(crate) fn is_bad_step(&self) -> bool {
-        matches!(
-            self,
-            ForkRefusal::Step(
-                RewindError::PastEnd { .. }
-                    | RewindError::AtEnd { .. }
-                    | RewindError::InsideBranches { .. }
-            )
-        )
     }
 }
 

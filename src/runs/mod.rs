@@ -59,14 +59,14 @@ mod workflow;
 
 pub(crate) use cancel::Cancel;
 pub use finished::CompletionEvents;
-pub(crate) use fork::{ForkInput, ForkRefusal};
+pub(crate) use fork::ForkInput;
 pub(crate) use history::MAX_STEPS_PER_PAGE;
 pub(crate) use input::RunInput;
 pub(crate) use listing::parse_status;
 pub use listing::RunIndexer;
 pub use queue::{MemoryQueue, QueueError, WorkMessage, WorkQueue};
 pub(crate) use ran::{Answer, Continuation, Ran};
-pub(crate) use refusal::{Invalid, Refusal};
+pub(crate) use refusal::{ForkRefusal, Invalid, Refusal};
 pub(crate) use replay::steps_after;
 pub use service::Runs;
 pub(crate) use start::Submitted;

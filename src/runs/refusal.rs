@@ -3,10 +3,9 @@
 //! `entry/http/refusal.rs`, a CLI exit code in `entry/cli/output.rs`, an SQS batch item failure
 //! in `entry/sqs.rs`).
 
-use super::fork::ForkRefusal;
 use super::queue::QueueError;
 use super::thread::ThreadError;
-use crate::engine::EngineError;
+use crate::engine::{EngineError, Incompatible, RewindError};
 use crate::rag::ValidationError;
 
 /// Why a run request could not be read: found by the entry point's parser, refused by the run
@@ -108,5 +107,38 @@ impl From<ThreadError> for Refusal {
             ThreadError::Unsupported { store } => Refusal::NoThreads { store },
             ThreadError::Engine(e) => Refusal::Run(e),
         }
+    }
+}
+
+/// Why a run cannot be forked as asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ForkRefusal {
+    /// The run may still take steps: fork it once it ended.
+    #[error("run {run_id} is still {status}: fork it once it has ended")]
+    StillRunning {
+        /// The run.
+        run_id: String,
+        /// `running` or `suspended`.
+        status: &'static str,
+    },
+    /// The run was written by a workflow version this code does not run.
+    #[error("{0}: start a new run instead")]
+    OtherVersion(Incompatible),
+    /// The step asked for cannot be rewound to.
+    #[error(transparent)]
+    Step(RewindError),
+}
+
+impl ForkRefusal {
+    /// True when the step number itself is what is wrong (the caller picks another).
+    pub(crate) fn is_bad_step(&self) -> bool {
+        matches!(
+            self,
+            ForkRefusal::Step(
+                RewindError::PastEnd { .. }
+                    | RewindError::AtEnd { .. }
+                    | RewindError::InsideBranches { .. }
+            )
+        )
     }
 }
