@@ -169,4 +169,59 @@ mod tests {
             "{err}"
         );
     }
+
+    #[test]
+    fn an_uncited_run_is_a_line_eval_reads_with_no_sources_and_typos_are_still_refused() {
+        use crate::engine::Checkpoint;
+        use crate::rag::{Citation, RagNode, RagState, RunRequest, RunResponse};
+        let state = RagState::new(RunRequest::new("Why?"));
+        let checkpoint = Checkpoint::new("r-1", RagNode::RouteQuestion, state);
+        let mut response = RunResponse::from_checkpoint(&checkpoint, "offline");
+        response.answer = "Because.".into();
+        response.status = RunStatus::BestEffort;
+        let run = |response: RunResponse| ExportedRun {
+            created_at: "2027-01-15T08:00:00.123Z".into(),
+            response,
+        };
+        let uncited = serde_json::to_string(&eval_case(run(response.clone()))).unwrap();
+        assert_eq!(
+            uncited,
+            r#"{"question":"Why?","expected_sources":[],"answer":"Because.","run_id":"r-1","status":"best_effort","created_at":"2027-01-15T08:00:00.123Z"}"#
+        );
+        response.citations = [
+            "kb://a.md#1",
+            "kb://a.md#2",
+            "https://x.test/p#q",
+            "kb://g.pdf#page=3",
+        ]
+        .into_iter()
+        .map(|url| Citation {
+            title: "t".into(),
+            url: url.into(),
+        })
+        .collect();
+        let cited = eval_case(run(response.clone()));
+        assert_eq!(
+            cited.expected_sources,
+            ["a.md", "https://x.test/p#q", "g.pdf"]
+        );
+        for (expected, citation) in cited.expected_sources.iter().zip([0, 2, 3]) {
+            assert!(super::super::eval::source_matches(
+                expected,
+                &response.citations[citation].url
+            ));
+        }
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("set.jsonl");
+        let cited = serde_json::to_string(&cited).unwrap();
+        std::fs::write(&file, format!("{uncited}\n{cited}\n")).unwrap();
+        let cases = super::super::eval::read_cases(&file).unwrap();
+        assert_eq!(cases.len(), 2);
+        assert!(cases[0].expected_sources.is_empty());
+        assert_eq!(cases[1].run_id.as_deref(), Some("r-1"));
+        std::fs::write(&file, r#"{"question":"Why?","expected_source":["a.md"]}"#).unwrap();
+        let err = super::super::eval::read_cases(&file).unwrap_err();
+        assert!(err.contains("expected_source"), "{err}");
+    }
 }
