@@ -153,7 +153,7 @@ pub fn source_matches(expected: &str, url: &str) -> bool {
 /// The expected source a cited `url` stands for, as labelled sets write it: a knowledge-base
 /// document's path without `kb://` and fragment (`kb://patch-canker.md#2` → `patch-canker.md`,
 /// which [`source_matches`] every passage of), any other URL whole.
-pub fn expected_source(url: &str) -> &str {
+pub(crate) fn expected_source(url: &str) -> &str {
     match url.strip_prefix("kb://") {
         Some(path) => path.split('#').next().unwrap_or(path),
         None => url,

@@ -133,8 +133,9 @@ pub(crate) async fn runs_command(command: RunsCommand) -> ExitCode {
     let to = args
         .out
         .map_or("standard output".to_owned(), |p| p.display().to_string());
+    let runs = if written == 1 { "run" } else { "runs" };
     eprintln!(
-        "exported {written} runs to {to}; {uncited} cited nothing (empty expected_sources: \
+        "exported {written} {runs} to {to}; {uncited} cited nothing (empty expected_sources: \
          add sources for eval to score them)"
     );
     ExitCode::SUCCESS
