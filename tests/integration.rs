@@ -55,6 +55,7 @@ mod retrieval_kb;
 mod run_control;
 mod run_events;
 mod run_fork;
+mod runs_export;
 mod secrets_manager;
 mod serve;
 mod serve_remote;

@@ -26,6 +26,16 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Every status, in wire order.
+    pub(crate) const ALL: [RunStatus; 6] = [
+        RunStatus::Running,
+        RunStatus::Completed,
+        RunStatus::BestEffort,
+        RunStatus::Suspended,
+        RunStatus::Failed,
+        RunStatus::Cancelled,
+    ];
+
     /// Wire name (`best_effort`, `cancelled`, ...).
     pub(crate) fn as_str(self) -> &'static str {
         match self {

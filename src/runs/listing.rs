@@ -70,32 +70,28 @@ impl RunSummary {
         let Some(StoreKey::Run(run_id)) = StoreKey::parse(&listed.key) else {
             return None;
         };
-        let created_ms = listed
-            .sort
-            .split_once('#')
-            .and_then(|(ms, _)| ms.parse().ok())
-            .unwrap_or(0);
         Some(Self {
             run_id: run_id.to_owned(),
             status: listed.status.as_str().to_owned(),
-            created_at: rfc3339_ms(created_ms),
+            created_at: rfc3339_ms(created_ms(listed)),
             status_url: format!("/workflow/runs/{run_id}"),
         })
     }
 }
 
+/// When a listed run was created (epoch ms, from its sort value; 0 for runs stored before this
+/// was recorded).
+pub(crate) fn created_ms(listed: &Listed) -> u64 {
+    listed
+        .sort
+        .split_once('#')
+        .and_then(|(ms, _)| ms.parse().ok())
+        .unwrap_or(0)
+}
+
 /// A status the list can be filtered by, from its wire name.
 pub(crate) fn parse_status(text: &str) -> Option<RunStatus> {
-    [
-        RunStatus::Running,
-        RunStatus::Completed,
-        RunStatus::BestEffort,
-        RunStatus::Suspended,
-        RunStatus::Failed,
-        RunStatus::Cancelled,
-    ]
-    .into_iter()
-    .find(|s| s.as_str() == text)
+    RunStatus::ALL.into_iter().find(|s| s.as_str() == text)
 }
 
 #[cfg(test)]
@@ -128,6 +124,7 @@ mod tests {
         };
         let summary = RunSummary::of(&listed).unwrap();
         assert_eq!(summary.created_at, "2027-01-15T08:00:00.123Z");
+        assert_eq!(created_ms(&listed), 1_800_000_000_123);
         assert_eq!(summary.status_url, "/workflow/runs/r-1");
         assert_eq!(parse_status("best_effort"), Some(RunStatus::BestEffort));
         assert_eq!(parse_status("done"), None);

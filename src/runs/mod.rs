@@ -14,6 +14,7 @@
 //! | `poison` | a message that can never succeed: its run is marked `failed` |
 //! | `status`, `steps`, `passages`, `list`, `cancel` | reading and stopping runs (`passages`: the playground's cited passages) |
 //! | `fork` | a new run from a step of another, only the steps after it run |
+//! | `export` | runs read back whole, by status, creation time and thread: the raw material of eval sets |
 //! | `thread`, `thread_list`, `delete_thread` | reading and deleting threads |
 //! | `budget` | an invocation's budget from its Lambda deadline |
 //!
@@ -24,6 +25,7 @@
 //! | `work.rs` | queue messages, continuing a run, poison messages |
 //! | `ran.rs` | what a run answers, and `finish`: completion event, continuation |
 //! | `control.rs` | status, steps, list, cancel; thread reads and delete |
+//! | `export.rs` | a caller's runs read back whole, filtered (`runs export`) |
 //! | `input.rs`, `refusal.rs` | a run request as read by an entry point; why a call is refused |
 //! | `rate_limit.rs`, `active.rs`, `idempotency.rs` | the request rate window, active-run slots, `Idempotency-Key` |
 //! | `workflow.rs`, `observed.rs` | [`Workflow`]: the run driver (create, resume, cancel, fail, read a run's checkpoint) and what its writes also do |
@@ -38,6 +40,7 @@
 mod active;
 mod cancel;
 mod control;
+mod export;
 mod finished;
 mod fork;
 mod history;
@@ -58,6 +61,7 @@ mod work;
 mod workflow;
 
 pub(crate) use cancel::Cancel;
+pub(crate) use export::{ExportedRun, RunFilter};
 pub use finished::CompletionEvents;
 pub(crate) use fork::ForkInput;
 pub(crate) use history::MAX_STEPS_PER_PAGE;

@@ -5,14 +5,16 @@
 //! the set once per retrieval the configuration allows (BM25 always; hybrid when an embedding
 //! model matches the knowledge base's vectors) and prints one row each.
 //!
-//! Each line: `{"question", "expected_sources"?: [...], "expected_answer"?: "..."}`. A source
-//! matches a retrieved document by its `kb://` path (`patch-canker.md` matches
-//! `kb://patch-canker.md#2`), its path and fragment, or its full URL.
+//! Each line: `{"question", "expected_sources"?: [...], "expected_answer"?: "..."}`, and the
+//! fields `runs export` adds for a person (`answer`, `run_id`, `status`, `created_at`), read and
+//! not scored. A source matches a retrieved document by its `kb://` path (`patch-canker.md`
+//! matches `kb://patch-canker.md#2`), its path and fragment, or its full URL. A question without
+//! expected sources counts in no recall or cited share.
 
 use super::args::ModeArg;
 use super::output::fail;
 use crate::entry::App;
-use crate::rag::{Mode, RagNode, RunRequest, RunResponse};
+use crate::rag::{Mode, RagNode, RunRequest, RunResponse, RunStatus};
 use crate::runs::Runs;
 use crate::store::MemoryStore;
 use clap::Args;
@@ -43,7 +45,8 @@ pub(crate) struct EvalArgs {
     pub compare: bool,
 }
 
-/// One labelled question.
+/// One labelled question. The fields after `expected_answer` are written by `runs export` for a
+/// person correcting the set and are not scored; any other field is refused (a typo).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EvalCase {
@@ -53,8 +56,20 @@ pub struct EvalCase {
     #[serde(default)]
     pub(crate) expected_sources: Vec<String>,
     /// Text the answer should contain (case-insensitive).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) expected_answer: Option<String>,
+    /// The answer of the run the question was exported from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) answer: Option<String>,
+    /// That run's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) run_id: Option<String>,
+    /// How that run ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) status: Option<RunStatus>,
+    /// When that run was created (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) created_at: Option<String>,
 }
 
 /// The outcome of one question.
@@ -133,6 +148,16 @@ pub fn read_cases(path: &std::path::Path) -> Result<Vec<EvalCase>, String> {
 pub fn source_matches(expected: &str, url: &str) -> bool {
     let path = url.strip_prefix("kb://").unwrap_or(url);
     url == expected || path == expected || path.split('#').next() == Some(expected)
+}
+
+/// The expected source a cited `url` stands for, as labelled sets write it: a knowledge-base
+/// document's path without `kb://` and fragment (`kb://patch-canker.md#2` → `patch-canker.md`,
+/// which [`source_matches`] every passage of), any other URL whole.
+pub(crate) fn expected_source(url: &str) -> &str {
+    match url.strip_prefix("kb://") {
+        Some(path) => path.split('#').next().unwrap_or(path),
+        None => url,
+    }
 }
 
 /// Runs `cases` through the workflow of `runs` (an [`App`] gives them); the runs are kept in

@@ -1,5 +1,5 @@
-//! The `bounded-rag` command line: `ask`, `ingest`, `kb`, `eval`, `thread`, `status`, `fork`,
-//! `cancel`, `serve`, `graph`.
+//! The `bounded-rag` command line: `ask`, `ingest`, `kb`, `eval`, `thread`, `runs`, `status`,
+//! `fork`, `cancel`, `serve`, `graph`.
 //! This file is the top of the CLI: it parses the command and dispatches to the sub-command
 //! files, which share only what lies below them (`args`, `output`).
 //!
@@ -14,6 +14,7 @@
 //! | `search.rs` | `kb search`: the knowledge store searched directly |
 //! | `eval.rs` | `eval`: a labelled question set through the workflow |
 //! | `fork.rs` | `fork`: a new run from a step of a stored run |
+//! | `runs.rs` | `runs export`: stored runs as an eval set |
 //! | `serve.rs` | `serve` (the local server and playground) and `graph` (the workflow diagram) |
 
 mod args;
@@ -22,6 +23,7 @@ pub mod eval;
 mod fork;
 mod kb;
 mod output;
+mod runs;
 mod search;
 mod serve;
 mod sync;
@@ -36,6 +38,7 @@ use eval::{eval_command, EvalArgs};
 use fork::{fork_command, ForkArgs};
 use kb::{ingest_command, kb_command, KbCommand};
 use output::{exit_code, fail, fail_refusal, print_response};
+use runs::{runs_command, RunsCommand};
 use serve::{graph_command, serve_command, GraphFormat, ServeArgs};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,6 +92,9 @@ pub(crate) enum Command {
     /// Read, list or delete conversation threads (`ask --thread ID`).
     #[command(subcommand)]
     Thread(ThreadCommand),
+    /// Export stored runs (`runs export`) as an eval set for `bounded-rag eval`.
+    #[command(subcommand)]
+    Runs(RunsCommand),
     /// Show a stored run.
     Status {
         /// Run id.
@@ -155,6 +161,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         },
         Command::Eval(args) => eval_command(args).await,
         Command::Thread(command) => thread_command(command).await,
+        Command::Runs(command) => runs_command(command).await,
         Command::Status { run_id, json } => {
             let app = match App::from_env().await {
                 Ok(app) => app,
