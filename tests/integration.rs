@@ -47,6 +47,7 @@ mod openapi_fork;
 mod openapi_nulls;
 mod otlp_export;
 mod playground_browser;
+mod playground_fork;
 mod playground_live;
 mod playground_remote;
 mod prompts_wire;

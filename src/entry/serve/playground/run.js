@@ -277,6 +277,48 @@ async function loadPassages() {
   }
 }
 
+// Forks the run on the page after step `step` (POST /workflow/runs/{run_id}/fork): the new run
+// is shown as it ends (or followed, when it was suspended); the old one stays as it was.
+async function forkFrom(step) {
+  if (!run || !run.id || !run.final) return;
+  const from = run.id;
+  const original = run.final.question || run.question;
+  const body = { from_step: step };
+  const question = $('question').value.trim();
+  if (question && question !== original) body.question = question;
+  if ($('mode').value) body.mode = $('mode').value;
+  notice('');
+  newRun(null, body.question || original);
+  setState('running');
+  let response;
+  try {
+    response = await fetch(`/workflow/runs/${encodeURIComponent(from)}/fork`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify(body),
+    });
+  } catch (e) {
+    serverDown('the fork was not sent');
+    run.status = 'unsent';
+    setState('error');
+    return;
+  }
+  const text = await response.text();
+  let answer = null;
+  try { answer = JSON.parse(text); } catch (e) { /* not JSON */ }
+  if (response.status === 202 && answer && answer.run_id) return openRun(answer.run_id);
+  if (answer && answer.run_id && answer.status) {
+    run.id = answer.run_id;
+    history.replaceState(null, '', `/?run=${encodeURIComponent(run.id)}`);
+    handle({ id: null, event: 'final', data: answer });
+    save();
+    return finish();
+  }
+  notice(problem('The server refused the fork', response.status, text));
+  run.status = 'refused';
+  setState('error');
+}
+
 async function cancel() {
   if (!run || !run.id) return;
   try {

@@ -24,6 +24,10 @@ function renderAnswer() {
   const status = $('run-status');
   status.dataset.status = run ? run.status : '';
   status.textContent = !run ? '' : final ? `Run ${run.id}: ${run.status}` : run.id ? `Run ${run.id}: running` : 'Starting…';
+  const from = final && final.metadata && final.metadata.forked_from;
+  $('forked-from').hidden = !from;
+  $('forked-from').replaceChildren(...(from ? [`Forked from run ${from.run_id} after step ${from.step}. `,
+    el('button', { type: 'button', id: 'open-original', onclick: () => openRun(from.run_id) }, 'Open the original run')] : []));
   const discarded = new Set(run ? run.discarded : []);
   const live = run && run.attempt && !discarded.has(run.attempt) ? run.attempts[run.attempt] : '';
   $('answer').textContent = final ? (final.answer || final.error && final.error.message || '') : live || '';
@@ -85,6 +89,18 @@ function stepRow(step, index, steps) {
   ];
 }
 
+// "Fork from here" after step `number` (named `name`) of an ended run, unless it was the last:
+// a new run from the state that step left, with the question box's question when it differs.
+function forkButton(number, name, steps) {
+  if (!run || !run.id || !run.final || run.status === 'running' || number >= steps.length) return [];
+  return [el('button', {
+    type: 'button', class: 'fork-here', 'data-fork-step': String(number),
+    title: `A new run from the state after step ${number} (${name}); steps 1 to ${number} are not run again. Edit the question above to ask another one from there.`,
+    ariaLabel: `Fork from here: a new run after step ${number}, ${name}`,
+    onclick: () => forkFrom(number),
+  }, 'Fork from here')];
+}
+
 function renderTimeline() {
   const steps = run ? run.steps : [];
   const rows = [];
@@ -102,11 +118,11 @@ function renderTimeline() {
         row.append(el('div', { 'data-step': steps[i].name }, ...stepRow(steps[i], i, steps)));
         i++;
       }
-      fork.append(row);
+      fork.append(row, ...forkButton(i, GRAPH.fork.at, steps));
       rows.push(fork);
       continue;
     }
-    rows.push(el('li', { 'data-step': step.name }, ...stepRow(step, i, steps)));
+    rows.push(el('li', { 'data-step': step.name }, ...stepRow(step, i, steps), ...forkButton(i + 1, step.name, steps)));
     i++;
   }
   const limits = run && run.final && run.final.metadata ? run.final.metadata.limits_hit || [] : [];
