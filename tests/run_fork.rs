@@ -7,7 +7,7 @@ use crate::support;
 
 use bounded_rag::entry::{api, App};
 use bounded_rag::runs::{MemoryQueue, WorkQueue};
-use bounded_rag::store::MemoryStore;
+use bounded_rag::store::{CheckpointStore, MemoryStore};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use support::app::app;
@@ -174,6 +174,78 @@ async fn a_fork_with_a_new_question_searches_again_for_it() {
         .collect();
     assert!(cited.iter().any(|u| u.contains("mealybugs")), "{cited:?}");
     assert_ne!(fork["citations"], run["citations"]);
+}
+
+/// Rewrites the stored checkpoint of `run_id` with `change`.
+async fn alter(store: &MemoryStore, run_id: &str, change: impl FnOnce(&mut Value)) {
+    let key = format!("run#{run_id}");
+    let item = store.get(&key).await.unwrap().unwrap();
+    let mut cp: Value = serde_json::from_slice(&item.body).unwrap();
+    change(&mut cp);
+    let body = serde_json::to_vec(&cp).unwrap();
+    store
+        .put(&key, item.version, &body, item.lease.as_ref())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_run_of_another_workflow_version_or_stored_before_forks_is_not_forkable() {
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let store = Arc::new(MemoryStore::new());
+    let app = app(&llm, store.clone(), false);
+    let run = completed(&app, &llm).await;
+    let run_id = run["run_id"].as_str().unwrap();
+    let body = json!({"from_step": 3});
+    alter(&store, run_id, |cp| {
+        cp["workflow_version"] = "0123456789abcdef".into()
+    })
+    .await;
+    let (status, answer) = call(&app, None, &fork_event(RUN, run_id, &body)).await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (409, Some("not_forkable")),
+        "{answer}"
+    );
+    let message = answer["message"].as_str().unwrap();
+    assert!(
+        message.contains("0123456789abcdef") && message.contains("start a new run"),
+        "{message}"
+    );
+
+    let run = completed_again(&app, &llm).await;
+    let run_id = run["run_id"].as_str().unwrap();
+    alter(&store, run_id, |cp| {
+        cp.as_object_mut().unwrap().remove("trail");
+    })
+    .await;
+    let (status, answer) = call(&app, None, &fork_event(RUN, run_id, &body)).await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (409, Some("not_forkable")),
+        "{answer}"
+    );
+    assert!(answer["message"]
+        .as_str()
+        .unwrap()
+        .contains("before runs could be forked"));
+    assert_eq!(
+        llm.total_calls(),
+        2 * RUN_CALLS,
+        "no refused fork made a call"
+    );
+}
+
+/// A second completed run on the same server.
+async fn completed_again(app: &App, llm: &ScriptedLlm) -> Value {
+    let (status, run) = call(app, None, RUN).await;
+    assert_eq!(
+        (status, run["status"].as_str()),
+        (200, Some("completed")),
+        "{run}"
+    );
+    assert_eq!(llm.total_calls(), 2 * RUN_CALLS);
+    run
 }
 
 #[tokio::test]
