@@ -28,6 +28,7 @@ mod kb_formats;
 mod kb_graph;
 mod kb_hybrid;
 mod kb_postgres;
+mod kb_rare_word;
 mod kb_rerank;
 mod kb_s3;
 mod kb_sync;

@@ -23,7 +23,7 @@ use crate::search::allowed::Allowed;
 use crate::search::bm25::{Hit, SearchIndex};
 use crate::search::cap;
 use crate::search::document::Document;
-use crate::search::hybrid::{bm25_clear_lead, fuse, Vectors};
+use crate::search::hybrid::{bm25_clear_lead, fuse, keep_lead, Fused, Vectors};
 use crate::search::knowledge_graph::{self as graph, KnowledgeGraph, Merged};
 use crate::search::meta_table::MetaTable;
 use crate::search::options::RetrievalOptions;
@@ -294,14 +294,20 @@ impl KnowledgeBase {
         } else {
             Vec::new()
         };
-        let fused = fuse(&bm25, &nearest, candidates);
-        let fused = cap::per_source(
-            fused,
+        let all = fuse(&bm25, &nearest, candidates);
+        let lead = self.clear_lead(&bm25);
+        let kept = cap::per_source(
+            all.iter().copied(),
             |f| self.index.source(f.id),
             self.max_per_document,
             options.limit,
         );
-        let lead = self.clear_lead(&bm25);
+        let lead_fused = all
+            .iter()
+            .find(|f| Some(f.id) == lead)
+            .map(|f| Fused { clear: true, ..*f });
+        let source = |f: &Fused| self.index.source(f.id);
+        let fused = keep_lead(kept, lead_fused, source, options.limit);
         let clear: Vec<DocId> = fused
             .iter()
             .filter(|f| f.clear || Some(f.id) == lead)

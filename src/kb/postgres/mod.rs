@@ -5,7 +5,8 @@
 //! Both transports ([`direct`], [`data_api`]) run the same statements ([`query`]) behind one
 //! seam ([`sql::Sql`]). A search is one statement: full text, or full text fused with the
 //! nearest vectors by reciprocal rank fusion, filtered in SQL ([`filter`]), then capped per
-//! source document and marked for clear matches here, as a bundle does. When the hits hold an
+//! source document and marked for clear matches here, as a bundle does (a clear full-text lead is
+//! never ranked out by the fusion: [`keep_lead`]). When the hits hold an
 //! entity of a graph file, one more statement reads its relations and communities ([`neighbours`]),
 //! merged in as a bundle merges them.
 //!
@@ -28,7 +29,7 @@ use crate::kb::bundle::format::EmbeddingInfo;
 use crate::kb::retriever::Retriever;
 use crate::search::cap::{per_source, source_key};
 use crate::search::document::{DocKind, Document};
-use crate::search::hybrid::{BM25_LEAD, CLEAR_TOP};
+use crate::search::hybrid::{keep_lead, BM25_LEAD, CLEAR_TOP};
 use crate::search::knowledge_graph::{strong_by_rank, strong_count};
 use crate::search::options::RetrievalOptions;
 use crate::search::RetrievalError;
@@ -54,6 +55,7 @@ pub struct PgKnowledge {
 }
 
 /// A ranked row: the document, its source key, and whether it is a clear match.
+#[derive(Clone)]
 struct Ranked {
     doc: Document,
     source: u64,
@@ -109,9 +111,11 @@ impl PgKnowledge {
         self.sql.query(statement).await.map_err(|e| self.error(e))
     }
 
-    /// The first `limit` of `ranked`, capped per source document.
-    fn finish(&self, ranked: Vec<Ranked>, limit: usize) -> Vec<Document> {
-        per_source(ranked, |r| r.source, self.max_per_document, limit)
+    /// The first `limit` of `ranked`, capped per source document, with the clear full-text
+    /// lead `lead` kept among them ([`keep_lead`]).
+    fn finish(&self, ranked: Vec<Ranked>, lead: Option<Ranked>, limit: usize) -> Vec<Document> {
+        let kept = per_source(ranked, |r| r.source, self.max_per_document, limit);
+        keep_lead(kept, lead, |r| r.source, limit)
             .into_iter()
             .map(|r| {
                 let mut doc = r.doc;
@@ -214,7 +218,7 @@ impl Retriever for PgKnowledge {
             let lead = other.is_none_or(|o| first.doc.score >= BM25_LEAD * o.doc.score);
             ranked[0].clear = lead;
         }
-        let direct = self.finish(ranked, options.limit);
+        let direct = self.finish(ranked, None, options.limit);
         let seeds = neighbours::seeds(&direct, options);
         let strong = strong_count(direct.iter().map(|d| d.score));
         self.expanded(direct, &seeds, strong, options).await
@@ -247,6 +251,8 @@ impl Retriever for PgKnowledge {
             ))
             .await?;
         let mut ranked = Vec::with_capacity(rows.len());
+        // The first full-text hit when it leads clearly: never ranked out by the fusion.
+        let mut lead_row = None;
         // The entities among the full-text candidates, by their full-text rank: the seeds.
         let mut entities = Vec::new();
         for row in &rows {
@@ -265,15 +271,19 @@ impl Retriever for PgKnowledge {
                         .and_then(SqlValue::float)
                         .is_some_and(|s| s >= f64::from(BM25_LEAD) * second),
                 };
-            ranked.push(Ranked {
+            let row = Ranked {
                 doc,
                 source,
                 clear: lead || (top(fts) && top(rank(col::VEC_RANK))),
-            });
+            };
+            if lead {
+                lead_row = Some(row.clone());
+            }
+            ranked.push(row);
         }
         entities.sort_by_key(|(r, _)| *r);
         let seeds = neighbours::seeds(entities.iter().map(|(_, d)| d), options);
-        let direct = self.finish(ranked, options.limit);
+        let direct = self.finish(ranked, lead_row, options.limit);
         self.expanded(direct, &seeds, strong_by_rank(options.limit), options)
             .await
     }

@@ -3,7 +3,8 @@
 //! BM25 and cosine similarity, which live on unrelated scales.
 //!
 //! A fused document is a *clear match* when it is in the top [`CLEAR_TOP`] of both rankings,
-//! or when it leads BM25 clearly ([`bm25_clear_lead`]).
+//! or when it leads BM25 clearly ([`bm25_clear_lead`]); such a lead is never ranked out of the
+//! passages a request gets ([`keep_lead`]).
 use crate::search::bm25::Hit;
 use std::collections::HashMap;
 use tantivy::DocId;
@@ -64,6 +65,33 @@ pub(crate) fn fuse(bm25: &[Hit], vector: &[Hit], limit: usize) -> Vec<Fused> {
         .collect()
 }
 
+/// `kept`, the ranked passages a request gets (capped to `limit`), with the clear BM25 lead
+/// `lead` among them: a passage that leads BM25 clearly (a rare word, a part number, an error
+/// code that only it contains) is never ranked out by passages both rankers found at middling
+/// ranks. When fusion left it out and no passage of its source (`source`) is kept, it takes
+/// the last place (or is added, when fewer than `limit` are kept); every other place stays.
+/// The bundle's fusion and PostgreSQL's (in SQL) both end here.
+pub(crate) fn keep_lead<T>(
+    mut kept: Vec<T>,
+    lead: Option<T>,
+    source: impl Fn(&T) -> u64,
+    limit: usize,
+) -> Vec<T> {
+    let Some(lead) = lead else {
+        return kept;
+    };
+    let represented = kept.iter().any(|k| source(k) == source(&lead));
+    if represented || limit == 0 {
+        return kept;
+    }
+    if kept.len() < limit {
+        kept.push(lead);
+    } else if let Some(last) = kept.last_mut() {
+        *last = lead;
+    }
+    kept
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,5 +118,37 @@ mod tests {
         assert!(!bm25_clear_lead(&[]));
         let fused = fuse(&[(7, 3.0), (8, 1.0)], &[], 5);
         assert!(fused[0].clear && !fused[1].clear);
+    }
+
+    #[test]
+    fn a_clear_lead_ranked_out_by_fusion_takes_the_last_place() {
+        // BM25 leads clearly with 9 (a rare word only it contains); the vectors know nothing of
+        // it and agree with BM25's middling ranks on 2, 3 and 4.
+        let bm25 = [(9, 12.0), (2, 5.0), (3, 4.9), (4, 4.8)];
+        let vector = [(2, 0.9), (3, 0.8), (4, 0.7), (5, 0.6), (6, 0.5)];
+        let all = fuse(&bm25, &vector, 50);
+        let top3: Vec<Fused> = all.iter().copied().take(3).collect();
+        assert!(
+            top3.iter().all(|f| f.id != 9),
+            "fusion ranked it out: {top3:?}"
+        );
+        let lead = all
+            .iter()
+            .find(|f| f.id == 9)
+            .map(|f| Fused { clear: true, ..*f });
+        let one_source_each = |f: &Fused| u64::from(f.id);
+        let kept = keep_lead(top3.clone(), lead, one_source_each, 3);
+        let ids: Vec<DocId> = kept.iter().map(|f| f.id).collect();
+        assert_eq!(ids, [top3[0].id, top3[1].id, 9]);
+        assert!(kept[2].clear);
+        // Fewer than the limit: added. Its source already kept: nothing changes. No lead: none.
+        let short = keep_lead(top3[..1].to_vec(), lead, one_source_each, 3);
+        assert_eq!(
+            short.iter().map(|f| f.id).collect::<Vec<_>>(),
+            [top3[0].id, 9]
+        );
+        let same_source = |f: &Fused| u64::from(f.id == 9 || f.id == top3[0].id);
+        assert_eq!(keep_lead(top3.clone(), lead, same_source, 3), top3);
+        assert_eq!(keep_lead(top3.clone(), None, one_source_each, 3), top3);
     }
 }
