@@ -9,6 +9,7 @@ mod support;
 mod answer_floor;
 mod aws_workflow;
 mod bedrock_cli;
+mod checkpoint_size;
 mod cli;
 mod cli_fork;
 mod completion_events;
