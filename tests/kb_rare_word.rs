@@ -22,17 +22,11 @@ use support::embeddings_server::{concept_vector, ScriptedEmbeddings};
 const MODEL: &str = "concepts-7";
 
 /// Four fruit-rot protocols (words the question shares, and the concept its vector points
-/// at), the one page that names the invented protocol, and others.
-const DOCS: &[(&str, &str)] = &[
-    ("rot-husk.md", "# Husk rot protocol\n\nThe husk rot protocol: cut away the rotting husk of the fruit."),
-    ("rot-field.md", "# Field rot protocol\n\nA fruit rot protocol for the field keeps rot off ripening fruit."),
-    ("rot-store.md", "# Storage rot protocol\n\nStored fruit rot protocol: cool the fruit and check the husk for rot."),
-    ("rot-wash.md", "# Wash protocol\n\nWash each fruit against rot; the protocol lists the rot signs on the husk."),
-    ("quench.md", "# Leaf notes\n\nZorblat quenching: the zorblat quenching of leaf spot on foliage."),
-    ("drainage.md", "# Drainage\n\nRaised beds and mulch keep roots out of standing water after rain."),
-    ("borer.md", "# Stem borer\n\nLarvae dig tunnels inside branches and push out frass."),
-    ("pruning.md", "# Pruning\n\nOpen the canopy after harvest so air moves through the crown."),
-];
+/// at), the one page that names the invented protocol (`quench.md`), and others; the same
+/// folder `eval/rare_word_e5.sh` embeds with a real model.
+fn corpus() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rare-word")
+}
 
 const QUESTION: &str = "Which fruit rot protocol uses zorblat quenching?";
 
@@ -46,11 +40,7 @@ fn client(server: &ScriptedEmbeddings) -> EmbeddingsClient {
 }
 
 async fn bundle(server: &ScriptedEmbeddings, work: &std::path::Path) -> KnowledgeBase {
-    let src = work.join("src");
-    std::fs::create_dir_all(&src).unwrap();
-    for (name, text) in DOCS {
-        std::fs::write(src.join(name), text).unwrap();
-    }
+    let src = corpus();
     let embedder = client(server);
     let options = IngestOptions {
         embedder: Some(&embedder),
@@ -141,11 +131,7 @@ async fn every_store_keeps_the_rare_word_match_with_vectors_and_without() {
     ];
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
-    let corpus = state.join("corpus");
-    std::fs::create_dir_all(&corpus).unwrap();
-    for (name, text) in DOCS {
-        std::fs::write(corpus.join(name), text).unwrap();
-    }
+    let corpus = corpus();
     let bundle = state.join("bundle");
     ingest_cli(state, &vectors, &corpus, bundle.to_str().unwrap());
     let pg = support::postgres::database("rare_word").await;
