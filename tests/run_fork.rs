@@ -57,15 +57,21 @@ fn names(run: &Value) -> Vec<String> {
         .collect()
 }
 
-/// A completed run of the default script: its body.
+/// A completed run of the default script, the server's first: its body.
 async fn completed(app: &App, llm: &ScriptedLlm) -> Value {
+    completed_nth(app, llm, 1).await
+}
+
+/// The `nth` completed run of the default script on the server: its body, after exactly the
+/// calls of `nth` runs in all.
+async fn completed_nth(app: &App, llm: &ScriptedLlm, nth: usize) -> Value {
     let (status, run) = call(app, None, RUN).await;
     assert_eq!(
         (status, run["status"].as_str()),
         (200, Some("completed")),
         "{run}"
     );
-    assert_eq!(llm.total_calls(), RUN_CALLS);
+    assert_eq!(llm.total_calls(), nth * RUN_CALLS);
     run
 }
 
@@ -213,7 +219,7 @@ async fn a_run_of_another_workflow_version_or_stored_before_forks_is_not_forkabl
         "{message}"
     );
 
-    let run = completed_again(&app, &llm).await;
+    let run = completed_nth(&app, &llm, 2).await;
     let run_id = run["run_id"].as_str().unwrap();
     alter(&store, run_id, |cp| {
         cp.as_object_mut().unwrap().remove("trail");
@@ -234,18 +240,6 @@ async fn a_run_of_another_workflow_version_or_stored_before_forks_is_not_forkabl
         2 * RUN_CALLS,
         "no refused fork made a call"
     );
-}
-
-/// A second completed run on the same server.
-async fn completed_again(app: &App, llm: &ScriptedLlm) -> Value {
-    let (status, run) = call(app, None, RUN).await;
-    assert_eq!(
-        (status, run["status"].as_str()),
-        (200, Some("completed")),
-        "{run}"
-    );
-    assert_eq!(llm.total_calls(), 2 * RUN_CALLS);
-    run
 }
 
 #[tokio::test]
