@@ -16,16 +16,10 @@ use support::llm_server::{Reply, Script, ScriptedLlm};
 const RUN: &str = include_str!("../events/apigw-run.json");
 const RUNS_START: &str = include_str!("../events/apigw-runs-start.json");
 
-/// `POST /workflow/runs/{run_id}/fork` with `body`, by the IAM caller of `apigw-run.json`.
+/// `POST /workflow/runs/{run_id}/fork` with the JSON `body`, by the IAM caller of `apigw-run.json`.
 pub(crate) fn fork_event(run_id: &str, body: &str) -> String {
-    let mut v: Value = serde_json::from_str(RUN).unwrap();
-    let path = format!("/workflow/runs/{run_id}/fork");
-    v["rawPath"] = path.clone().into();
-    v["routeKey"] = "POST /workflow/runs/{run_id}/fork".into();
-    v["requestContext"]["http"]["path"] = path.into();
-    v["headers"]["content-length"] = body.len().to_string().into();
-    v["body"] = body.into();
-    v.to_string()
+    let body: Value = serde_json::from_str(body).expect("a JSON body");
+    crate::run_fork::fork_event(RUN, run_id, &body)
 }
 
 fn run_id_of(x: &Exchange) -> String {

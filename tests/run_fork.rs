@@ -24,7 +24,7 @@ const RUN_CALLS: usize = 7;
 
 /// `POST /workflow/runs/{run_id}/fork` with `body`, by the caller of `like` (an event of the
 /// IAM caller, or the JWT caller).
-fn fork_event(like: &str, run_id: &str, body: &Value) -> String {
+pub(crate) fn fork_event(like: &str, run_id: &str, body: &Value) -> String {
     let mut v: Value = serde_json::from_str(like).unwrap();
     let path = format!("/workflow/runs/{run_id}/fork");
     v["rawPath"] = path.clone().into();

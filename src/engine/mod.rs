@@ -5,7 +5,9 @@
 //! the budget cannot cover it), per-node retry policies with full-jitter backoff, a
 //! [`StepRecord`] per step and a checkpoint write after every step through [`Persist`].
 //! A node may fork into branches that run concurrently ([`Graph::branches`]); each branch
-//! is admitted against every limit, recorded and checkpointed as a step of its own.
+//! is admitted against every limit, recorded and checkpointed as a step of its own. The
+//! checkpoint keeps a trail (`trail.rs`: the state before the first step and a JSON patch per
+//! step), so the state after any step is rebuilt without running it again (`rewind.rs`).
 
 mod admit;
 mod branches;

@@ -29,11 +29,7 @@ impl Runs {
         caller: Option<&Caller>,
         run_id: &str,
     ) -> Result<RunResponse, Refusal> {
-        let workflow = self.workflow();
-        let workflow = match caller {
-            Some(caller) => workflow.for_caller(caller),
-            None => workflow,
-        };
+        let workflow = self.workflow_for(caller);
         Ok(workflow.status(run_id).await?)
     }
 
@@ -91,11 +87,7 @@ impl Runs {
         caller: Option<&Caller>,
         run_id: &str,
     ) -> Result<Cancel, Refusal> {
-        let workflow = self.workflow();
-        let workflow = match caller {
-            Some(caller) => workflow.for_caller(caller),
-            None => workflow,
-        };
+        let workflow = self.workflow_for(caller);
         let outcome = workflow.cancel(run_id).await?;
         if let Cancel::Cancelled(response) | Cancel::AlreadyCancelled(response) = &outcome {
             if let Err(e) = self.notify(&response.run_id).await {

@@ -8,7 +8,6 @@
 
 use super::queue::WorkQueue;
 use super::ran::Answer;
-use super::rate_limit;
 use super::refusal::{ForkRefusal, Invalid, Refusal};
 use super::service::Runs;
 use crate::engine::{Budget, Checkpoint};
@@ -94,17 +93,10 @@ impl Runs {
         budget: &Budget,
         queue: Option<&dyn WorkQueue>,
     ) -> Result<Answer, Refusal> {
-        let anonymous = Caller::Anonymous;
-        if let Some(limit) = self.admission().max_requests_per_minute {
-            let counted = caller.unwrap_or(&anonymous);
-            rate_limit::count(self.store(), counted, limit, self.clock().now_ms()).await?;
-        }
+        self.count_request(caller.unwrap_or(&Caller::Anonymous))
+            .await?;
         let input = input?;
-        let workflow = match caller {
-            Some(caller) => self.workflow().for_caller(caller),
-            None => self.workflow(),
-        };
-        let original = workflow.read(run_id).await?;
+        let original = self.workflow_for(caller).read(run_id).await?;
         let status = status_of(&original);
         if !status.is_final() {
             return Err(ForkRefusal::StillRunning {

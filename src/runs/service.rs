@@ -14,7 +14,7 @@ use super::workflow::Workflow;
 use crate::aws;
 use crate::config::{Budgets, Settings, ThreadSettings};
 use crate::engine::{Budget, Clock};
-use crate::rag::{Events, RagGraph};
+use crate::rag::{Caller, Events, RagGraph};
 use crate::store::CheckpointStore;
 use lambda_runtime::Context;
 use std::borrow::Cow;
@@ -117,6 +117,15 @@ impl Runs {
     /// any admission (tests, `eval`, and the calls of this room).
     pub fn workflow(&self) -> Workflow<'_> {
         self.workflow_on(&self.graph)
+    }
+
+    /// The run driver acting for `caller` ([`Workflow::for_caller`]); the operator's view
+    /// (any run) when `None`.
+    pub(super) fn workflow_for<'a>(&'a self, caller: Option<&'a Caller>) -> Workflow<'a> {
+        match caller {
+            Some(caller) => self.workflow().for_caller(caller),
+            None => self.workflow(),
+        }
     }
 
     /// The conversation threads kept in the checkpoint store.

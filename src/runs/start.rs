@@ -69,10 +69,7 @@ impl Runs {
         caller: Caller,
         input: RunInput<'_>,
     ) -> Result<Admitted, Refusal> {
-        let admission = self.admission();
-        if let Some(limit) = admission.max_requests_per_minute {
-            rate_limit::count(self.store(), &caller, limit, self.clock().now_ms()).await?;
-        }
+        self.count_request(&caller).await?;
         let request = input.request?;
         let key = input.key?;
         let run = self.claim(&caller, key, input.body).await?;
@@ -200,6 +197,15 @@ impl Runs {
         })?;
         tracing::info!(run_id, caller = caller.kind(), "run queued");
         Ok(Submitted::Accepted(run_id))
+    }
+
+    /// Counts a request of `caller` in its one-minute window
+    /// (`MAX_REQUESTS_PER_CALLER_PER_MINUTE`), refusing it when the window is full.
+    pub(super) async fn count_request(&self, caller: &Caller) -> Result<(), Refusal> {
+        if let Some(limit) = self.admission().max_requests_per_minute {
+            rate_limit::count(self.store(), caller, limit, self.clock().now_ms()).await?;
+        }
+        Ok(())
     }
 
     /// A new run id of `caller`, admitted under its active-run limit (a fork's, which takes
