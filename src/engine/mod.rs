@@ -7,7 +7,8 @@
 //! A node may fork into branches that run concurrently ([`Graph::branches`]); each branch
 //! is admitted against every limit, recorded and checkpointed as a step of its own. The
 //! checkpoint keeps a trail (`trail.rs`: the state before the first step and a JSON patch per
-//! step), so the state after any step is rebuilt without running it again (`rewind.rs`).
+//! step, its long texts kept once per run in `texts.rs`), so the state after any step is rebuilt
+//! without running it again (`rewind.rs`).
 
 mod admit;
 mod branches;
@@ -23,6 +24,7 @@ mod retry;
 mod rewind;
 mod runner;
 mod session;
+mod texts;
 mod trail;
 mod usage;
 mod version;

@@ -55,7 +55,7 @@ impl<S: Serialize + DeserializeOwned, N: NodeId> Checkpoint<S, N> {
         let Some(next) = next else {
             return Err(RewindError::AtEnd { step });
         };
-        let state = self.trail.rebuild(applied)?;
+        let state = self.trail.state_after(applied)?;
         let state =
             serde_json::from_value(state).map_err(|e| RewindError::Corrupt(e.to_string()))?;
         let records = self.records[..step as usize].to_vec();

@@ -3,10 +3,15 @@
 //! after any step can be rebuilt without running anything again (`rewind.rs`): a run forked
 //! from a step starts from exactly what that step left.
 //!
+//! Long texts (passages, answers) are kept once per run in the trail's table (`texts.rs`); the
+//! start and the patches refer to them, so a passage moved from list to list is not written
+//! again by every step that moves it.
+//!
 //! A node's branches (a speculation) run concurrently and are merged one by one; the trail
 //! gets one patch for the whole fork, at its join, so a step inside a fork has no state of its
 //! own to rewind to.
 
+use super::texts::Texts;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -23,6 +28,10 @@ pub(crate) struct Trail<N> {
     /// The changes, in the order their steps were saved.
     #[serde(default = "Vec::new", skip_serializing_if = "Vec::is_empty")]
     changes: Vec<Change<N>>,
+    /// The long texts the start and the changes refer to (absent from checkpoints written
+    /// before the table, whose texts are inline).
+    #[serde(default, skip_serializing_if = "Texts::is_empty")]
+    texts: Texts,
     /// The state the last change led to (the start, before any): the base of the next patch.
     /// Rebuilt from the trail after a load.
     #[serde(skip)]
@@ -82,6 +91,7 @@ impl<N> Trail<N> {
             start: None,
             first: None,
             changes: Vec::new(),
+            texts: Texts::default(),
             end: None,
         }
     }
@@ -96,8 +106,15 @@ impl<N> Trail<N> {
         self.start.is_some()
     }
 
-    /// The state after the first `applied` changes.
-    pub(super) fn rebuild(&self, applied: usize) -> Result<Value, RewindError> {
+    /// The state after the first `applied` changes, its texts in place.
+    pub(super) fn state_after(&self, applied: usize) -> Result<Value, RewindError> {
+        let state = self.rebuild(applied)?;
+        (self.texts.resolve(state))
+            .map_err(|d| RewindError::Corrupt(format!("no text {:?} is kept", d.0)))
+    }
+
+    /// The state after the first `applied` changes, as kept (its texts referred to).
+    fn rebuild(&self, applied: usize) -> Result<Value, RewindError> {
         let mut state = self.start.clone().ok_or(RewindError::NoTrail)?;
         for change in &self.changes[..applied] {
             json_patch::patch(&mut state, &change.patch)
@@ -110,6 +127,7 @@ impl<N> Trail<N> {
 impl<N: Copy> Trail<N> {
     /// Keeps `start`, the state before the first step, which runs `first`.
     pub(super) fn begin(&mut self, start: Value, first: Option<N>) {
+        let start = self.texts.intern(start);
         self.end = Some(start.clone());
         self.start = Some(start);
         self.first = first;
@@ -119,6 +137,7 @@ impl<N: Copy> Trail<N> {
     /// going on at `next`. A trail that does not rebuild is left as it is (rewinding it says
     /// so).
     pub(super) fn note(&mut self, records: u32, next: Option<N>, after: Value) {
+        let after = self.texts.intern(after);
         let before = match self.end.take() {
             Some(end) => end,
             None => match self.rebuild(self.changes.len()) {
@@ -170,6 +189,7 @@ impl<N: Copy> Trail<N> {
             start: self.start.clone(),
             first: self.first,
             changes: self.changes[..applied].to_vec(),
+            texts: self.texts.clone(),
             end: None,
         }
     }
