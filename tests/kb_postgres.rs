@@ -433,3 +433,30 @@ async fn kb_sync_into_postgres_writes_and_embeds_only_what_changed() {
     );
     assert_eq!(embedded(&embeddings), DOCS.len() + 2, "no embeddings call");
 }
+
+/// The Lambda functions do not link the wire protocol (`postgres://`): the stack reaches
+/// PostgreSQL through the Data API. A function started with a `postgres://` store refuses to
+/// start and names the transport it has; the CLI reaches the same database directly.
+#[tokio::test]
+async fn a_function_refuses_postgres_urls_and_names_the_data_api() {
+    let (dir, corpus) = corpus_dir();
+    let url = database("function_direct").await;
+    let state = dir.path();
+    ingest(state, &[], &corpus, &url);
+    // The CLI enables the direct transport: it finds every document.
+    let env = vec![("KB_URI", url.clone())];
+    assert_eq!(search(state, &env, "orchard", None).len(), DOCS.len());
+    // In this process, as in the `api`, `stream` and `worker` functions, nothing enabled it.
+    let lookup = |name: &str| (name == "KB_URI").then(|| url.clone());
+    let settings = bounded_rag::config::Settings::from_lookup(lookup).unwrap();
+    let error = match bounded_rag::entry::App::build(settings).await {
+        Ok(_) => panic!("a function started on postgres://"),
+        Err(e) => e.to_string(),
+    };
+    assert!(error.contains("rds-data://"), "{error}");
+    assert!(error.contains("not built into the Lambda functions"), "{error}");
+    let userinfo = url.split_once("://").unwrap().1.split_once('@').map(|(u, _)| u);
+    if let Some((_, password)) = userinfo.and_then(|u| u.split_once(':')) {
+        assert!(!error.contains(password), "the message shows the password");
+    }
+}

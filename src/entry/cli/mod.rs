@@ -127,9 +127,11 @@ pub(crate) enum Command {
 
 /// Runs the CLI; returns the process exit code (0 answered, 1 failed, 2 bad input).
 pub async fn run(cli: Cli) -> ExitCode {
-    // Every CLI command reads PDF, Word and CSV sources (a KB_PATH folder, eval, ingest); the
-    // Lambda functions never get here, so the parsers stay out of their bootstraps.
+    // Every CLI command reads PDF, Word and CSV sources (a KB_PATH folder, eval, ingest) and
+    // may reach PostgreSQL directly (`postgres://`); the Lambda functions never get here, so the
+    // parsers and the wire protocol stay out of their bootstraps.
     crate::ingest::enable_parsers();
+    crate::kb::postgres::enable_direct();
     match cli.command {
         Command::Ingest {
             source,

@@ -2,11 +2,12 @@
 //! is read, then the format's reader, with the third-party parsers (PDF, Word) run on a
 //! thread of their own so a malformed file cannot panic the ingest or hang it.
 //!
-//! The PDF, Word and CSV/TSV parsers are reached through [`Parsers`], installed by
-//! [`enable_parsers`]: ingest and the CLI call it, the Lambda functions never do, so the
-//! parsers are not linked into their bootstraps (they read bundles; a `KB_PATH` folder of
-//! sources there reads Markdown, text, HTML and reStructuredText, and names the other files
-//! as skipped with [`SkipReason::NoReader`]).
+//! The PDF, Word, CSV/TSV and HTML readers are reached through [`Parsers`] and [`HTML`],
+//! installed by [`enable_parsers`]: ingest (the sync function's included) and the CLI call it,
+//! the API, stream and worker functions never do, so the parsers are not linked into their
+//! bootstraps (they read bundles or a store; a `KB_PATH` folder of sources there reads
+//! Markdown, text and reStructuredText, and names the other files as skipped with
+//! [`SkipReason::NoReader`]).
 //!
 //! A panic is caught only where panics unwind (debug and test builds; `cargo run`): release
 //! builds abort on panic to keep the Lambda bootstraps small, and the parsers are chosen and
@@ -32,9 +33,17 @@ struct Parsers {
 
 static PARSERS: OnceLock<Parsers> = OnceLock::new();
 
-/// Makes PDF, Word and CSV/TSV readable in this process (with the `formats` feature; a no-op
-/// without it). Called by ingest and the CLI, never by the Lambda functions.
+/// The HTML reader (html2text and its HTML parser), installed with the others whatever the
+/// features.
+static HTML: OnceLock<HtmlReader> = OnceLock::new();
+
+/// Renders an HTML file's bytes to text ([`html::to_text`]).
+type HtmlReader = fn(&std::path::Path, &[u8]) -> Result<String, RetrievalError>;
+
+/// Makes HTML readable in this process, and PDF, Word and CSV/TSV with the `formats` feature.
+/// Called by ingest and the CLI, never by the API, stream and worker functions.
 pub(crate) fn enable_parsers() {
+    HTML.get_or_init(|| html::to_text);
     #[cfg(feature = "formats")]
     PARSERS.get_or_init(|| Parsers {
         pdf: super::pdf::pages,
@@ -99,7 +108,7 @@ pub(crate) fn read_file(
     limits: &ReadLimits,
 ) -> Result<Outcome, RetrievalError> {
     let skip = |rel: String, reason| Ok(Outcome::Skipped(SkippedFile { path: rel, reason }));
-    if format.is_some_and(|f| f.needs_parser()) && PARSERS.get().is_none() {
+    if format.is_some_and(no_reader) {
         return skip(rel, SkipReason::NoReader);
     }
     let size = fs::metadata(&path)
@@ -112,6 +121,12 @@ pub(crate) fn read_file(
     read_bytes(path, rel, format, bytes, limits)
 }
 
+/// Whether this process has no reader for `format` (see [`enable_parsers`]).
+fn no_reader(format: Format) -> bool {
+    (format.needs_parser() && PARSERS.get().is_none())
+        || (format == Format::Html && HTML.get().is_none())
+}
+
 /// Why a file of `format` and `size` is skipped before a byte of it is read: no reader for
 /// its format, or over `MAX_DOCUMENT_BYTES`.
 pub(crate) fn unread_skip(
@@ -119,7 +134,7 @@ pub(crate) fn unread_skip(
     size: u64,
     limits: &ReadLimits,
 ) -> Option<SkipReason> {
-    if format.is_some_and(|f| f.needs_parser()) && PARSERS.get().is_none() {
+    if format.is_some_and(no_reader) {
         return Some(SkipReason::NoReader);
     }
     let limit = limits.max_document_bytes;
@@ -154,7 +169,10 @@ pub(crate) fn read_bytes(
     let read = if let (true, Some(parsers)) = (format.is_binary(), parsers) {
         binary(parsers, format, bytes, limits)
     } else if format == Format::Html {
-        Ok(Body::Text(html::to_text(&file.path, &bytes)?))
+        match HTML.get() {
+            Some(to_text) => Ok(Body::Text(to_text(&file.path, &bytes)?)),
+            None => Err(SkipReason::NoReader),
+        }
     } else {
         let text = utf8(&file.path, bytes)?;
         match format {

@@ -1,13 +1,32 @@
 //! From a location to a database: the transport chosen by the scheme, credentials from
 //! Secrets Manager when the location names a secret.
+//!
+//! The direct transport (`postgres://`, tokio-postgres and its TLS) is reached through
+//! [`enable_direct`], which the CLI calls (ingest, sync, `serve`, `ask`) and the Lambda
+//! functions never do: the stack reaches Aurora through the Data API (`rds-data://`), so the
+//! wire protocol is not linked into their bootstraps. A function given `postgres://` says so.
 use super::data_api::DataApiSql;
-use super::direct::DirectSql;
 use super::sql::{Sql, SqlError};
-use crate::config::{PgLocation, PgTls, RdsDataLocation};
+use crate::config::{PgLocation, RdsDataLocation};
 use crate::search::RetrievalError;
-use std::sync::Arc;
+use futures::future::BoxFuture;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use tokio_postgres::config::SslMode;
+
+/// Opens a `postgres://` location (the direct transport), as [`connect`] does.
+type OpenDirect = for<'a> fn(
+    &'a PgLocation,
+    Option<&'a aws_config::SdkConfig>,
+    Duration,
+) -> BoxFuture<'a, Result<Arc<dyn Sql>, SqlError>>;
+
+static DIRECT: OnceLock<OpenDirect> = OnceLock::new();
+
+/// Makes `postgres://` locations reachable in this process. Called by the CLI, never by the
+/// Lambda functions.
+pub(crate) fn enable_direct() {
+    DIRECT.get_or_init(|| super::direct::open);
+}
 
 /// A PostgreSQL location: `postgres://...` or `rds-data://...`.
 #[derive(Debug, Clone)]
@@ -51,26 +70,15 @@ pub(crate) async fn connect(
     };
     match location {
         SqlLocation::Postgres(at) => {
-            let mut config: tokio_postgres::Config = at
-                .url
-                .parse()
-                .map_err(|e| fail(SqlError::permanent(format!("{e}"))))?;
-            if let Some(secret) = &at.secret {
-                let sdk = match sdk {
-                    Some(sdk) => sdk.clone(),
-                    None => crate::tls::aws_sdk_config().await,
-                };
-                let (user, password) = credentials(&sdk, secret).await.map_err(fail)?;
-                config.user(user).password(password);
-            }
-            config.application_name("bounded-rag");
-            config.ssl_mode(match at.tls {
-                PgTls::Disable => SslMode::Disable,
-                PgTls::Prefer => SslMode::Prefer,
-                PgTls::Require | PgTls::VerifyCa | PgTls::VerifyFull => SslMode::Require,
-            });
-            let tls = super::tls::connector(at.tls, at.root_cert.as_deref()).map_err(fail)?;
-            Ok(Arc::new(DirectSql::new(config, tls, timeout)))
+            let open = DIRECT.get().ok_or_else(|| {
+                fail(SqlError::permanent(
+                    "postgres:// is not built into the Lambda functions: they reach PostgreSQL \
+                     through the RDS Data API (rds-data://CLUSTER_ARN/DATABASE?secret=SECRET_ARN); \
+                     the CLI and `bounded-rag serve` connect directly"
+                        .to_owned(),
+                ))
+            })?;
+            open(at, sdk, timeout).await.map_err(fail)
         }
         SqlLocation::RdsData(at) => {
             let sdk = match sdk {
@@ -88,7 +96,10 @@ pub(crate) async fn connect(
 
 /// The user name and password in secret `id` (RDS's shape: `{"username", "password"}`).
 /// Messages name the secret, never its value.
-async fn credentials(sdk: &aws_config::SdkConfig, id: &str) -> Result<(String, String), SqlError> {
+pub(super) async fn credentials(
+    sdk: &aws_config::SdkConfig,
+    id: &str,
+) -> Result<(String, String), SqlError> {
     let config = aws_sdk_secretsmanager::config::Builder::from(sdk)
         .timeout_config(crate::aws::timeouts(sdk, crate::aws::STARTUP_CALL))
         .build();

@@ -7,12 +7,48 @@
 //! transaction holds it to its end. A function instance serves one request at a time, so one
 //! connection is what it needs; a pooler (RDS Proxy) goes in front for many instances.
 use super::sql::{Row, Sql, SqlError, SqlValue, Statement, MAINTENANCE_TIMEOUT};
+use crate::config::{PgLocation, PgTls};
 use async_trait::async_trait;
+use futures::future::BoxFuture;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Mutex;
+use tokio_postgres::config::SslMode;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Config, GenericClient};
 use tokio_postgres_rustls::MakeRustlsConnect;
+
+/// The database at `at`, not yet contacted; its user name and password read now from Secrets
+/// Manager when `at` names a secret (with `sdk`, or the default chain's configuration). The
+/// opener [`super::connect::enable_direct`] installs.
+pub(super) fn open<'a>(
+    at: &'a PgLocation,
+    sdk: Option<&'a aws_config::SdkConfig>,
+    timeout: Duration,
+) -> BoxFuture<'a, Result<Arc<dyn Sql>, SqlError>> {
+    Box::pin(async move {
+        let mut config: Config = at
+            .url
+            .parse()
+            .map_err(|e| SqlError::permanent(format!("{e}")))?;
+        if let Some(secret) = &at.secret {
+            let sdk = match sdk {
+                Some(sdk) => sdk.clone(),
+                None => crate::tls::aws_sdk_config().await,
+            };
+            let (user, password) = super::connect::credentials(&sdk, secret).await?;
+            config.user(user).password(password);
+        }
+        config.application_name("bounded-rag");
+        config.ssl_mode(match at.tls {
+            PgTls::Disable => SslMode::Disable,
+            PgTls::Prefer => SslMode::Prefer,
+            PgTls::Require | PgTls::VerifyCa | PgTls::VerifyFull => SslMode::Require,
+        });
+        let tls = super::tls::connector(at.tls, at.root_cert.as_deref())?;
+        Ok(Arc::new(DirectSql::new(config, tls, timeout)) as Arc<dyn Sql>)
+    })
+}
 
 /// A PostgreSQL database reached directly.
 pub(crate) struct DirectSql {

@@ -34,7 +34,7 @@ use crate::search::knowledge_graph::{strong_by_rank, strong_count};
 use crate::search::options::RetrievalOptions;
 use crate::search::RetrievalError;
 use async_trait::async_trait;
-pub(crate) use connect::{connect, SqlLocation};
+pub(crate) use connect::{connect, enable_direct, SqlLocation};
 use query::col;
 use sql::{Row, SqlValue};
 pub(crate) use sql::{Sql, SqlError};
