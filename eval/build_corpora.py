@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Assembles the real-corpus evaluation folders from documents already on this machine.
 
-Two corpora, neither written by this project:
+Three corpora, none written by this project:
 
 - ``crates``: the ``README.md`` of every crate unpacked in the local cargo registry
   (``$CARGO_HOME/registry/src/*/NAME-VERSION/README.md``), copied as
@@ -11,18 +11,32 @@ Two corpora, neither written by this project:
   ``*.dist-info/METADATA``), from the test-tools venv (``.local/venv``) and the system
   ``dist-packages``, written as ``python/NAME-VERSION/README.md`` (Markdown) or
   ``README.txt`` (reStructuredText and plain text).
+- ``man``: the English manual pages (``/usr/share/man/man1`` and ``man8`` only, no localized
+  subdirectory) shipped by a fixed list of base Debian packages (``MAN_PACKAGES``: coreutils,
+  util-linux, findutils, grep, sed, tar, procps, openssh-client, passwd, e2fsprogs, ...; a
+  package that is not installed is skipped), found with ``dpkg -L PKG``, rendered to plain
+  text (``MANWIDTH=80 man --nh --nj -l FILE | col -bx`` under ``LC_ALL=C.UTF-8``: no
+  hyphenation, no justification, no overstrikes or escape codes) and written as
+  ``man/NAME.SECTION/PAGE.txt`` (``man/wc.1/PAGE.txt``). Symlinked aliases and ``.so``
+  redirect stubs are skipped, so each page appears once under its own file name. Unlike the
+  other two, a user asks about these pages in words that differ from the pages' own
+  ("count the lines in a file" for ``wc``, "print newline, word, and byte counts").
 
 Deterministic: sources are walked in sorted order, a name seen twice keeps its first copy,
-files are copied byte for byte (Python bodies as METADATA holds them), and nothing is
-fetched. The question sets ``eval/crates.jsonl`` and ``eval/python.jsonl`` name their
-expected sources by these folder paths.
+files are copied byte for byte (Python bodies as METADATA holds them, man pages as the
+fixed renderer prints them), and nothing is fetched. The question sets
+``eval/crates.jsonl``, ``eval/python.jsonl`` and ``eval/man.jsonl`` name their expected
+sources by these folder paths.
 
 Usage: eval/build_corpora.py [OUT]   (default: .local/eval-corpora; prints the corpus paths)
 """
 import email.parser
 import glob
+import gzip
 import os
+import re
 import shutil
+import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -63,11 +77,62 @@ def python_descriptions():
             yield f"{name}-{version}", ext, body
 
 
+# Base packages whose man1/man8 pages make the ``man`` corpus (about 390 pages here). Left
+# out on purpose: iproute2 (128 near-identical ip-*/tc-*/devlink-* pages) and git-man (153
+# git-* pages), either of which would crowd the rest; packages not installed are skipped.
+MAN_PACKAGES = [
+    "apt", "bsdextrautils", "bsdutils", "bzip2", "coreutils", "curl", "debianutils",
+    "diffutils", "dpkg", "e2fsprogs", "file", "findutils", "grep", "gzip", "hostname",
+    "less", "login", "lsof", "make", "man-db", "mawk", "mount", "ncurses-bin", "net-tools",
+    "openssh-client", "passwd", "patch", "procps", "psmisc", "sed", "strace", "tar", "time",
+    "unzip", "util-linux", "wget", "xz-utils", "zip",
+]
+MAN_FILE = re.compile(r"^/usr/share/man/man[18]/([^/]+?)(\.gz)?$")
+
+
+def read_man_source(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def is_so_stub(source):
+    """A page whose only content is ``.so other/page`` (plus comments) redirects elsewhere."""
+    lines = [l for l in source.splitlines() if l.strip() and not re.match(r"^[.']\s*\\\"", l)]
+    return bool(lines) and all(l.startswith(".so ") for l in lines)
+
+
+def man_pages():
+    """(NAME.SECTION, path) of every real man1/man8 page of MAN_PACKAGES, sorted."""
+    for pkg in sorted(MAN_PACKAGES):
+        listed = subprocess.run(["dpkg", "-L", pkg], capture_output=True, text=True)
+        if listed.returncode != 0:
+            continue  # not installed
+        for path in sorted(listed.stdout.splitlines()):
+            m = MAN_FILE.match(path)
+            if not m or os.path.islink(path) or not os.path.isfile(path):
+                continue
+            if is_so_stub(read_man_source(path)):
+                continue
+            yield m.group(1), path
+
+
+def render_man(path):
+    env = dict(os.environ, LC_ALL="C.UTF-8", LANG="C.UTF-8", MANWIDTH="80")
+    for var in ("MANOPT", "MANPAGER", "PAGER", "MANROFFOPT", "GROFF_SGR", "GROFF_NO_SGR"):
+        env.pop(var, None)
+    man = subprocess.run(["man", "--nh", "--nj", "-l", path], capture_output=True, env=env)
+    text = subprocess.run(["col", "-bx"], input=man.stdout, capture_output=True, env=env).stdout
+    text = re.sub(rb"\x1b\[[0-9;]*[A-Za-z]", b"", text).decode("utf-8", errors="replace")
+    return "\n".join(l.rstrip() for l in text.splitlines()).strip() + "\n"
+
+
 def main():
     out = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, ".local", "eval-corpora"))
     crates = os.path.join(out, "crates")
     python = os.path.join(out, "python")
-    for folder in (crates, python):
+    man = os.path.join(out, "man")
+    for folder in (crates, python, man):
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
     seen = set()
@@ -86,10 +151,24 @@ def main():
         os.makedirs(os.path.join(python, name))
         with open(os.path.join(python, name, f"README.{ext}"), "w", encoding="utf-8") as f:
             f.write(body)
+    n_python = len(seen)
+    seen = set()
+    for name, path in man_pages():
+        if name in seen:
+            continue
+        text = render_man(path)
+        if len(text.split()) < 30:
+            continue  # a stub that only points at another page
+        seen.add(name)
+        os.makedirs(os.path.join(man, name))
+        with open(os.path.join(man, name, "PAGE.txt"), "w", encoding="utf-8") as f:
+            f.write(text)
     print(f"{crates}\t{n_crates} crate READMEs", file=sys.stderr)
-    print(f"{python}\t{len(seen)} Python package descriptions", file=sys.stderr)
+    print(f"{python}\t{n_python} Python package descriptions", file=sys.stderr)
+    print(f"{man}\t{len(seen)} man pages (sections 1 and 8)", file=sys.stderr)
     print(crates)
     print(python)
+    print(man)
 
 
 if __name__ == "__main__":
