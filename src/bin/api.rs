@@ -1,6 +1,6 @@
 //! The HTTP Lambda function (API Gateway HTTP API and function URLs): builds the clients once,
 //! then serves requests.
-use bounded_rag::entry::{api, logging, App};
+use bounded_rag::entry::{api, logging, App, AsIs};
 use lambda_http::{service_fn, Error, Request};
 
 #[tokio::main]
@@ -8,7 +8,7 @@ async fn main() -> Result<(), Error> {
     logging::init_lambda();
     let app = &App::from_env().await?;
     lambda_http::run(service_fn(move |request: Request| async move {
-        Ok::<_, Error>(api::handle(app, app.work_queue(), request).await)
+        Ok::<_, Error>(AsIs(api::handle(app, app.work_queue(), request).await))
     }))
     .await
 }

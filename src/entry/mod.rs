@@ -9,6 +9,7 @@
 //! | `app.rs` | [`App`]: every client built once from the settings |
 //! | `startup_error.rs` | [`StartupError`]: why the application could not start, with what to check |
 //! | `api/` | the HTTP API handler (incoming requests; routing, input, the one refusal-to-status mapping) |
+//! | `as_is.rs` | [`AsIs`]: the HTTP function's responses passed to the runtime as built (no charset re-decoding) |
 //! | `stream_function.rs`, `stream_resume.rs`, `sse.rs` | the stream function: a run as server-sent events, a resumed stream, SSE framing |
 //! | `sqs.rs` | the SQS worker: records to runs, outcomes to batch item failures |
 //! | `sweeper.rs` | the sweeper function: its clients and its scheduled event |
@@ -21,6 +22,7 @@
 pub mod adapters;
 pub mod api;
 mod app;
+mod as_is;
 pub(crate) mod caller;
 pub mod cli;
 pub mod logging;
@@ -36,3 +38,4 @@ pub mod sweeper;
 pub mod sync_function;
 
 pub use app::{work_queue, App, StartupError};
+pub use as_is::AsIs;
