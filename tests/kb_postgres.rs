@@ -454,8 +454,16 @@ async fn a_function_refuses_postgres_urls_and_names_the_data_api() {
         Err(e) => e.to_string(),
     };
     assert!(error.contains("rds-data://"), "{error}");
-    assert!(error.contains("not built into the Lambda functions"), "{error}");
-    let userinfo = url.split_once("://").unwrap().1.split_once('@').map(|(u, _)| u);
+    assert!(
+        error.contains("not built into the Lambda functions"),
+        "{error}"
+    );
+    let userinfo = url
+        .split_once("://")
+        .unwrap()
+        .1
+        .split_once('@')
+        .map(|(u, _)| u);
     if let Some((_, password)) = userinfo.and_then(|u| u.split_once(':')) {
         assert!(!error.contains(password), "the message shows the password");
     }
