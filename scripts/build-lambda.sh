@@ -12,10 +12,16 @@ if [ ! -x .local/venv/bin/python-zig ]; then
     .local/venv/bin/python -m pip install --quiet --disable-pip-version-check ziglang
 fi
 export PATH="$PWD/.local/venv/bin:$PATH"
-cargo lambda build --release --arm64 --bin api --bin worker --bin stream --bin sweeper "$@"
-# The sync function unwinds on panic (Cargo.toml `release-sync`): a hostile file's reader
-# panic becomes that file's typed failure.
-cargo lambda build --profile release-sync --arm64 --bin sync "$@"
+# Every function as `sam build` builds it (template.yaml: rust-cargolambda, the release profile).
+# SYNC_PROFILE=release-sync builds the sync function so that a reader's panic unwinds into that
+# file's typed failure instead of ending the invocation (Cargo.toml; 1.8 MB larger, over the
+# 10 MB budget: BENCHMARKS.md "Bootstrap size per function").
+if [ "${SYNC_PROFILE:-release}" = release ]; then
+    cargo lambda build --release --arm64 --bin api --bin worker --bin stream --bin sweeper --bin sync "$@"
+else
+    cargo lambda build --release --arm64 --bin api --bin worker --bin stream --bin sweeper "$@"
+    cargo lambda build --profile "$SYNC_PROFILE" --arm64 --bin sync "$@"
+fi
 for function in api worker stream sweeper sync; do
     f="${CARGO_TARGET_DIR:-target}/lambda/$function/bootstrap"
     printf '%s %s bytes\n' "$f" "$(stat -c %s "$f")"

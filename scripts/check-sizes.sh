@@ -4,8 +4,8 @@
 # bootstrap is over its budget: 9.5 MB for `api` (the function whose cold start callers wait
 # for), 10 MB for the others (1 MB = 1,000,000 bytes, as BENCHMARKS.md counts). Prints one line
 # per function: name, bytes, budget, verdict.
-# Cost: two release builds with fat LTO (the sync function has its own profile), about 20
-# minutes on 2 cores from a cold target directory.
+# Cost: one release build for aarch64 (the dependencies once, then five fat-LTO links), about
+# 15 minutes on 2 cores from a cold target directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
