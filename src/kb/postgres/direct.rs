@@ -36,7 +36,7 @@ pub(super) fn open<'a>(
                 Some(sdk) => sdk.clone(),
                 None => crate::tls::aws_sdk_config().await,
             };
-            let (user, password) = super::connect::credentials(&sdk, secret).await?;
+            let (user, password) = credentials(&sdk, secret).await?;
             config.user(user).password(password);
         }
         config.application_name("bounded-rag");
@@ -48,6 +48,42 @@ pub(super) fn open<'a>(
         let tls = super::tls::connector(at.tls, at.root_cert.as_deref())?;
         Ok(Arc::new(DirectSql::new(config, tls, timeout)) as Arc<dyn Sql>)
     })
+}
+
+/// The user name and password in secret `id` (RDS's shape: `{"username", "password"}`).
+/// Messages name the secret, never its value.
+async fn credentials(sdk: &aws_config::SdkConfig, id: &str) -> Result<(String, String), SqlError> {
+    let config = aws_sdk_secretsmanager::config::Builder::from(sdk)
+        .timeout_config(crate::aws::timeouts(sdk, crate::aws::STARTUP_CALL))
+        .build();
+    let client = aws_sdk_secretsmanager::Client::from_conf(config);
+    let out = client
+        .get_secret_value()
+        .secret_id(id)
+        .send()
+        .await
+        .map_err(|e| {
+            let message = format!(
+                "GetSecretValue {id}: {}",
+                aws_smithy_types::error::display::DisplayErrorContext(&e)
+            );
+            match crate::aws::sdk_error_class(&e) {
+                crate::error::ErrorClass::Transient => SqlError::transient(message),
+                crate::error::ErrorClass::Permanent => SqlError::permanent(message),
+            }
+        })?;
+    let malformed = || {
+        SqlError::permanent(format!(
+            "secret {id} is not a JSON object with string fields username and password"
+        ))
+    };
+    let value: serde_json::Value = serde_json::from_str(out.secret_string().ok_or_else(malformed)?)
+        .map_err(|_| malformed())?;
+    let field = |name: &str| value.get(name).and_then(|v| v.as_str()).map(str::to_owned);
+    match (field("username"), field("password")) {
+        (Some(user), Some(password)) => Ok((user, password)),
+        _ => Err(malformed()),
+    }
 }
 
 /// A PostgreSQL database reached directly.
