@@ -47,7 +47,6 @@ mod local_stack;
 mod openapi;
 mod openapi_fork;
 mod openapi_nulls;
-mod otlp_export;
 mod playground_browser;
 mod playground_fork;
 mod playground_live;
