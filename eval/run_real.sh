@@ -1,10 +1,11 @@
 #!/usr/bin/env sh
-# Ingests the real corpora built by eval/build_corpora.py and evaluates both question sets.
+# Ingests the real corpora built by eval/build_corpora.py and evaluates their question sets
+# (SETS, default "crates python man").
 # Usage: eval/run_real.sh [BIN] [OUTDIR]  (BIN default target/debug/bounded-rag;
 # OUTDIR default .local/eval-runs). Extra eval flags go in EVAL_FLAGS (default --mode quality).
 # With EMBEDDINGS_BASE_URL set, the bundles carry vectors and retrieval is hybrid.
 # With STORE_URL_PREFIX set (e.g. postgres://USER:PASS@HOST:PORT/eval_), each set is ingested
-# into that database plus the set's name (which must exist: createdb eval_crates eval_python)
+# into that database plus the set's name (which must exist: createdb eval_crates eval_python eval_man)
 # and evaluated from there (KB_URI) instead of a bundle.
 set -eu
 ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
@@ -12,8 +13,8 @@ BIN=${1:-$ROOT/target/debug/bounded-rag}
 OUT=${2:-$ROOT/.local/eval-runs}
 CORPORA=${CORPORA:-$ROOT/.local/eval-corpora}
 mkdir -p "$OUT"
-[ -d "$CORPORA/crates" ] || python3 "$ROOT/eval/build_corpora.py" "$CORPORA" >/dev/null
-for set in crates python; do
+[ -d "$CORPORA/man" ] || python3 "$ROOT/eval/build_corpora.py" "$CORPORA" >/dev/null
+for set in ${SETS:-crates python man}; do
     if [ -n "${STORE_URL_PREFIX:-}" ]; then
         store="KB_URI=$STORE_URL_PREFIX$set"
         "$BIN" ingest "$CORPORA/$set" --out "$STORE_URL_PREFIX$set" >"$OUT/$set.ingest.log" 2>&1
