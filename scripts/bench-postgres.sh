@@ -5,6 +5,13 @@
 #   FTS_PASSAGES=100000 HYBRID_PASSAGES=20000 scripts/bench-postgres.sh
 # Cost on a 2-core machine: about 8 minutes at the defaults (most of it writing).
 # BENCH_REUSE=1 searches what the last run wrote (the databases stay in target/tmp/pg-bench).
+# BENCH_VECTORS=DIR: real-shaped vectors from eval/real_vectors.py's files instead of random ones;
+# BENCH_TENANT_INDEX_ROWS: the tenant-index threshold of the second pinned pass (default 10000).
+# PG_OPTIONS: server options for this start (scripts/pg.sh), e.g. the 1,000,000-row hybrid run
+# of BENCHMARKS.md "Tenants at a million passages":
+#   FTS_PASSAGES=1000 HYBRID_PASSAGES=1000000 BENCH_VECTORS=.local/real-vectors \
+#   PG_OPTIONS="-c shared_buffers=6GB -c maintenance_work_mem=4GB -c max_parallel_maintenance_workers=2" \
+#   scripts/bench-postgres.sh        # about 45 minutes on 2 cores
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir="${CARGO_TARGET_DIR:-target}/tmp/pg-bench"

@@ -19,6 +19,7 @@
 # TCP; `CREATE EXTENSION vector` done in bounded_rag and in template1 (so each database the
 # role creates, one per test, has it) and checked. Exits 0 with the URL as its
 # only line on stdout once the server accepts connections; everything else goes to stderr.
+# PG_OPTIONS: more server options for this start (`-c shared_buffers=6GB`, as the scale bench uses).
 # Starting a DIR whose server is running prints its URL again (parallel starts of one DIR wait
 # for each other).
 #
@@ -212,7 +213,7 @@ start() {
     for attempt in 1 2 3 4 5; do
         port="$(free_port)"
         # 8>&-: the server must not inherit the start lock, or it would hold it for its lifetime.
-        if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -o "-p $port" -w -t 60 \
+        if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -o "-p $port ${PG_OPTIONS:-}" -w -t 60 \
             start >/dev/null 2>&1 8>&-; then
             break
         fi

@@ -468,3 +468,87 @@ async fn a_function_refuses_postgres_urls_and_names_the_data_api() {
         assert!(!error.contains(password), "the message shows the password");
     }
 }
+
+/// A tenant of at least `KB_TENANT_INDEX_ROWS` rows gets a vector index of its own at ingest
+/// (a partial HNSW index named from a digest of its value), kept while it holds at least half
+/// of that, dropped below; a pinned hybrid search reads the same documents through the
+/// tenant's index as through the exact scan of a tenant without one, directly and through the
+/// Data API, and the statement carries the tenant only as a parameter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenants_get_vector_indexes_of_their_own_from_a_row_count() {
+    let embeddings = ScriptedEmbeddings::start([EmbedReply::vectors()]).await;
+    let embed = vec![
+        ("EMBEDDINGS_BASE_URL", embeddings.base_url()),
+        ("EMBEDDINGS_MODEL", "concepts".to_owned()),
+    ];
+    let (dir, corpus) = corpus_dir();
+    let state = dir.path();
+    let url = database("tenant_indexes").await;
+    let shim = DataApiShim::start(&url);
+    let ingest_with = |rows: &str| {
+        let mut env = embed.clone();
+        env.extend([
+            ("KB_TENANT_KEY", "tenant".to_owned()),
+            ("KB_TENANT_INDEX_ROWS", rows.to_owned()),
+        ]);
+        ingest(state, &env, &corpus, &url);
+    };
+    let indexes = "SELECT indexname FROM pg_indexes \
+                   WHERE tablename = 'bounded_rag_passages' AND indexname LIKE 'bounded\\_rag\\_t\\_%' \
+                   ORDER BY indexname";
+    // The names each tenant's index should have (by the database's own md5).
+    let named = |tenants: &'static str| {
+        let url = url.clone();
+        async move {
+            sql(
+                &url,
+                &format!(
+                    "SELECT 'bounded_rag_t_' || left(md5(t), 24) FROM \
+                     unnest(string_to_array('{tenants}', ' ')) t ORDER BY 1"
+                ),
+            )
+            .await
+        }
+    };
+    let pin = json!({"equals": {"key": "tenant", "value": "bob"}});
+    let pinned = |env: Vec<(&'static str, String)>| {
+        let mut env = env;
+        env.extend(embed.clone());
+        names(&search(state, &env, "orchard trees", Some(&pin)))
+    };
+    let direct = vec![("KB_URI", url.clone())];
+
+    // Two rows each (alice, bob, carol): every tenant reaches 2.
+    ingest_with("2");
+    assert_eq!(sql(&url, indexes).await, named("alice bob carol").await);
+    let through_index = pinned(direct.clone());
+    assert_eq!(through_index, ["grafting", "mulching"]);
+    assert_eq!(pinned(shim.env()), through_index);
+    // 4: nobody reaches it, and 2 is half of it, so the indexes stay.
+    ingest_with("4");
+    assert_eq!(sql(&url, indexes).await, named("alice bob carol").await);
+    // 5: under half (3); the indexes go, and the pinned search computes exact distances.
+    ingest_with("5");
+    assert!(sql(&url, indexes).await.is_empty());
+    assert_eq!(pinned(direct.clone()), through_index);
+    shim.reset().await;
+    assert_eq!(pinned(shim.env()), through_index);
+    let statement = shim
+        .requests()
+        .await
+        .iter()
+        .filter_map(|r| r["body"]["sql"].as_str().map(str::to_owned))
+        .find(|s| s.contains("cosine_distance"))
+        .expect("the pinned hybrid statement");
+    assert!(statement.contains("to_regclass") && !statement.contains("'bob'"));
+    // A tenant that grows past the line gets its index at the next ingest; 0: none at all.
+    std::fs::write(
+        corpus.join("thinning.md"),
+        "---\ntenant: bob\n---\n# thinning in the orchard\n\nThinning the fruit, for bob.\n",
+    )
+    .unwrap();
+    ingest_with("3");
+    assert_eq!(sql(&url, indexes).await, named("bob").await);
+    ingest_with("0");
+    assert!(sql(&url, indexes).await.is_empty());
+}

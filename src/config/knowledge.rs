@@ -21,6 +21,10 @@ use std::time::Duration;
 pub(crate) const DEFAULT_KB_REFRESH: Duration = Duration::from_secs(300);
 /// `KB_MAX_PASSAGES_PER_DOCUMENT` when unset, and the knowledge base's own default.
 pub(crate) const DEFAULT_MAX_PASSAGES_PER_DOCUMENT: usize = 2;
+/// `KB_TENANT_INDEX_ROWS` when unset: the rows from which a tenant of a PostgreSQL store gets a
+/// vector index of its own. Below it a pinned search computes the exact distance to each of the
+/// tenant's rows (BENCHMARKS.md "Tenants at a million passages").
+pub(crate) const DEFAULT_TENANT_INDEX_ROWS: u64 = 5_000;
 /// Bundles of at most this many bytes are loaded from S3 into memory; larger ones to disk.
 pub(crate) const DEFAULT_KB_MEMORY_LIMIT: u64 = 256 * 1024 * 1024;
 /// Folder (under the temporary folder, Lambda's `/tmp`) of bundles too large for memory.
@@ -46,6 +50,13 @@ const KB_MAX_PER_DOCUMENT: Num = Num::new(
     100,
     DEFAULT_MAX_PASSAGES_PER_DOCUMENT as u64,
     "passages (0 = no cap)",
+);
+
+const KB_TENANT_INDEX_ROWS: Num = Num::new(
+    0,
+    1_000_000_000,
+    DEFAULT_TENANT_INDEX_ROWS,
+    "rows (0 = no tenant indexes)",
 );
 
 const EMBEDDINGS_BATCH_SIZE: Num = Num::new(1, 2048, 64, "passages per call");
@@ -326,6 +337,10 @@ pub(super) fn kb_refresh(env: &Env<'_>) -> Result<Option<Duration>, ConfigError>
 }
 
 /// `KB_MAX_PASSAGES_PER_DOCUMENT` (0 = no cap).
+pub(super) fn tenant_index_rows(env: &Env<'_>) -> Result<u64, ConfigError> {
+    env.number("KB_TENANT_INDEX_ROWS", KB_TENANT_INDEX_ROWS)
+}
+
 pub(super) fn max_passages_per_document(env: &Env<'_>) -> Result<usize, ConfigError> {
     Ok(env.count("KB_MAX_PASSAGES_PER_DOCUMENT", KB_MAX_PER_DOCUMENT)? as usize)
 }
@@ -394,6 +409,16 @@ mod tests {
         );
         let err = with(&[("KB_TENANT_KEY", "a b")], tenant_key).unwrap_err();
         assert_eq!(err.var(), "KB_TENANT_KEY");
+        assert_eq!(
+            with(&[], tenant_index_rows).unwrap(),
+            DEFAULT_TENANT_INDEX_ROWS
+        );
+        assert_eq!(
+            with(&[("KB_TENANT_INDEX_ROWS", "0")], tenant_index_rows).unwrap(),
+            0
+        );
+        let err = with(&[("KB_TENANT_INDEX_ROWS", "-5")], tenant_index_rows).unwrap_err();
+        assert_eq!(err.var(), "KB_TENANT_INDEX_ROWS");
     }
 
     #[test]

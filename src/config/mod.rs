@@ -26,6 +26,7 @@ pub use kb_location::{BedrockKbLocation, BedrockSearch, KbLocation};
 pub(crate) use knowledge::{
     kb_description_text, DEFAULT_INGEST_RETRY, DEFAULT_KB_CACHE_DIR, DEFAULT_KB_MEMORY_LIMIT,
     DEFAULT_KB_REFRESH, DEFAULT_MAX_DOCUMENT_BYTES, DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
+    DEFAULT_TENANT_INDEX_ROWS,
 };
 pub use knowledge::{
     EmbeddingsProvider, EmbeddingsSettings, EmbeddingsTuning, RerankProvider, RerankSettings,
@@ -125,6 +126,10 @@ pub struct Settings {
     pub rerank: Option<RerankSettings>,
     /// `KB_TENANT_KEY`: the metadata key whose value must equal the caller's id.
     pub kb_tenant_key: Option<String>,
+    /// `KB_TENANT_INDEX_ROWS`: the rows from which a tenant of a PostgreSQL store gets a
+    /// vector index of its own, made by ingest and sync (0..=1000000000, default 5000; 0 =
+    /// none).
+    pub kb_tenant_index_rows: u64,
     /// `KB_DESCRIPTION`: what the knowledge base covers, for the router (1..=2000
     /// characters); wins over the description recorded in the bundle.
     pub kb_description: Option<String>,
@@ -308,6 +313,7 @@ impl Settings {
             embeddings_tuning: knowledge::embeddings_tuning(&env)?,
             rerank: knowledge::rerank(&env)?,
             kb_tenant_key: knowledge::tenant_key(&env)?,
+            kb_tenant_index_rows: knowledge::tenant_index_rows(&env)?,
             kb_description: knowledge::kb_description(&env)?,
             state_dir: PathBuf::from(
                 env.text("STATE_DIR")

@@ -168,7 +168,9 @@ pub(crate) async fn write_documents<'v>(
         .collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let rows_deleted = write::keep_only(sql, &names).await.map_err(fail)?;
-    write::restate(sql).await.map_err(fail)?;
+    write::restate(sql, options.tenant_index_rows)
+        .await
+        .map_err(fail)?;
     let description = options
         .description
         .clone()

@@ -52,6 +52,9 @@ pub struct IngestOptions<'a> {
     /// The metadata key a PostgreSQL store keeps in its indexed `tenant` column
     /// (`KB_TENANT_KEY`), set when the store is created; bundles ignore it.
     pub tenant_key: Option<String>,
+    /// The rows from which a tenant of a PostgreSQL store gets a vector index of its own
+    /// (`KB_TENANT_INDEX_ROWS`; 0: none).
+    pub tenant_index_rows: u64,
 }
 
 impl Default for IngestOptions<'_> {
@@ -78,6 +81,7 @@ impl IngestOptions<'_> {
             strict: false,
             description: None,
             tenant_key: None,
+            tenant_index_rows: crate::config::DEFAULT_TENANT_INDEX_ROWS,
         }
     }
 }

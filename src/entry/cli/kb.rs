@@ -141,6 +141,7 @@ pub(crate) async fn ingest_command(
         strict,
         description,
         tenant_key: settings.kb_tenant_key.clone(),
+        tenant_index_rows: settings.kb_tenant_index_rows,
         ..IngestOptions::tuned(tuning)
     };
     if let Some(location) = store {

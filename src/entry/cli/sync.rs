@@ -40,6 +40,7 @@ pub(crate) async fn sync_command(
     let options = IngestOptions {
         embedder: embedder.as_deref(),
         tenant_key: settings.kb_tenant_key.clone(),
+        tenant_index_rows: settings.kb_tenant_index_rows,
         ..IngestOptions::tuned(&settings.embeddings_tuning)
     };
     let (summary, at) = match dest {

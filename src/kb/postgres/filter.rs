@@ -16,6 +16,10 @@ use serde_json::{json, Map, Value};
 pub(crate) struct Condition {
     pub sql: String,
     pub params: Vec<SqlValue>,
+    /// The placeholder (`$n`) of the tenant value when the condition requires the `tenant`
+    /// column to equal it (the filter is a tenant pin, or an `and` holding one): a search
+    /// may then use that tenant's own vector index.
+    pub tenant: Option<String>,
 }
 
 /// The condition `filter` puts on `p.meta_norm` (and on `p.tenant`, for an equality on the
@@ -24,11 +28,13 @@ pub(crate) fn condition(filter: &Filter, already: usize, tenant_key: Option<&str
     let mut out = Builder {
         params: Vec::new(),
         tenant_key,
+        tenant: None,
     };
-    let sql = out.of(filter, already);
+    let sql = out.of(filter, already, true);
     Condition {
         sql,
         params: out.params,
+        tenant: out.tenant,
     }
 }
 
@@ -36,6 +42,8 @@ pub(crate) fn condition(filter: &Filter, already: usize, tenant_key: Option<&str
 struct Builder<'a> {
     params: Vec<SqlValue>,
     tenant_key: Option<&'a str>,
+    /// The first tenant pin that every match must meet.
+    tenant: Option<String>,
 }
 
 impl Builder<'_> {
@@ -50,10 +58,14 @@ impl Builder<'_> {
         format!("CAST({} AS text)", self.param(value.into(), already))
     }
 
-    fn of(&mut self, filter: &Filter, already: usize) -> String {
+    /// `required`: every match must meet `filter` (it is the whole filter or a part of an
+    /// `and` that is).
+    fn of(&mut self, filter: &Filter, already: usize, required: bool) -> String {
         match filter {
-            Filter::Equals { key, value } => self.equals(key, std::slice::from_ref(value), already),
-            Filter::In { key, values } => self.equals(key, values, already),
+            Filter::Equals { key, value } => {
+                self.equals(key, std::slice::from_ref(value), already, required)
+            }
+            Filter::In { key, values } => self.equals(key, values, already, required),
             Filter::Range {
                 key,
                 gte,
@@ -98,19 +110,24 @@ impl Builder<'_> {
                 } else {
                     " OR "
                 };
-                let parts: Vec<String> = list.iter().map(|f| self.of(f, already)).collect();
+                let required = required && matches!(filter, Filter::And(_));
+                let parts: Vec<String> =
+                    list.iter().map(|f| self.of(f, already, required)).collect();
                 format!("({})", parts.join(joiner))
             }
         }
     }
 
     /// The value under `key` equals one of `values`, as [`Filter::matches`] compares them.
-    fn equals(&mut self, key: &str, values: &[Value], already: usize) -> String {
+    fn equals(&mut self, key: &str, values: &[Value], already: usize, required: bool) -> String {
         // A string equal to a string only (not a number's or a boolean's text) under the
         // tenant key: the `tenant` column holds exactly those values, B-tree indexed.
         if let ([Value::String(s)], Some(tenant)) = (values, self.tenant_key) {
             if tenant == key && number(s).is_none() && s != "true" && s != "false" {
                 let v = self.param(s.as_str().into(), already);
+                if required && self.tenant.is_none() {
+                    self.tenant = Some(v.clone());
+                }
                 return format!("p.tenant = CAST({v} AS text)");
             }
         }
@@ -235,6 +252,17 @@ mod tests {
         let c = condition(&pin, 0, Some("tenant"));
         assert_eq!(c.sql, "p.tenant = CAST($1 AS text)");
         assert_eq!(c.params, [SqlValue::Text("acme".into())]);
+        assert_eq!(c.tenant.as_deref(), Some("$1"));
+        // Inside an `and` the pin still holds for every match; inside an `or` it does not.
+        let both = Filter::And(vec![Filter::equals("year", "x"), pin.clone()]);
+        assert_eq!(
+            condition(&both, 4, Some("tenant")).tenant.as_deref(),
+            Some("$7")
+        );
+        let either = Filter::Or(vec![Filter::equals("year", "x"), pin.clone()]);
+        assert_eq!(condition(&either, 4, Some("tenant")).tenant, None);
+        let nested = Filter::And(vec![either]);
+        assert_eq!(condition(&nested, 4, Some("tenant")).tenant, None);
         // Another key, no tenant key, or a value loose equality also matches as a number or a
         // boolean: the metadata column.
         for (filter, key) in [

@@ -63,7 +63,7 @@ pub(crate) fn neighbours(
         .enumerate()
         .map(|(ord, (id, title))| json!({"ord": ord, "id": id, "title": title}))
         .collect();
-    let Condition { sql, params } = filtered(options.filter.as_ref(), 3, tenant_key);
+    let Condition { sql, params, .. } = filtered(options.filter.as_ref(), 3, tenant_key);
     let mut all = vec![
         SqlValue::Text(json!(seeds).to_string()),
         SqlValue::Bool(options.edges),

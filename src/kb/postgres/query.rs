@@ -5,6 +5,7 @@
 //! Full text ranks by BM25 computed in SQL ([`RANK`]): the inverse document frequencies come
 //! from `bounded_rag_terms`, kept by every write, the length norm from the store's average.
 use super::filter::{condition, Condition};
+use super::schema;
 use super::sql::{SqlValue, Statement};
 use crate::search::filter::Filter;
 use crate::search::options::RetrievalOptions;
@@ -110,6 +111,7 @@ pub(crate) fn filtered(
         None => Condition {
             sql: String::new(),
             params: Vec::new(),
+            tenant: None,
         },
     }
 }
@@ -140,7 +142,9 @@ pub(crate) fn fulltext(
 }
 
 /// The best `candidates` by reciprocal rank fusion of the full-text ranking and the passages
-/// nearest to `vector` (cosine distance, HNSW).
+/// nearest to `vector` (cosine distance): through the HNSW index, or, for a search pinned to
+/// one tenant, through that tenant's own index ([`schema::tenant_indexes`]) or, when it has
+/// none, exactly over its rows ([`nearest`]).
 pub(crate) fn hybrid(
     query: &str,
     vector: &[f32],
@@ -149,18 +153,18 @@ pub(crate) fn hybrid(
     tenant_key: Option<&str>,
 ) -> Statement {
     let filter = filtered(options.filter.as_ref(), 5, tenant_key);
+    let vec = nearest(&filter);
+    // The full-text half scores each candidate once, in a subquery kept apart (`OFFSET 0`):
+    // written in both the select list and the window's order, BM25 was computed twice per
+    // candidate row, the bulk of a slow query's time at a million rows.
     let sql = format!(
         "WITH {QUERY}, \
-         fts AS (SELECT p.hash, CAST({RANK} AS float8) AS s, \
-                   row_number() OVER (ORDER BY {RANK} DESC, p.hash) AS r \
-                 FROM bounded_rag_passages p, q \
-                 WHERE p.tsv @@ q.query AND {KINDS}{filter} \
+         fts AS (SELECT hash, s, row_number() OVER (ORDER BY s DESC, hash) AS r FROM (\
+                   SELECT p.hash, CAST({RANK} AS float8) AS s \
+                   FROM bounded_rag_passages p, q \
+                   WHERE p.tsv @@ q.query AND {KINDS}{filter} OFFSET 0) scored \
                  ORDER BY r LIMIT CAST($3 AS int8)), \
-         vec AS (SELECT hash, row_number() OVER () AS r FROM (\
-                   SELECT p.hash FROM bounded_rag_passages p \
-                   WHERE CAST($5 AS bool) AND p.kind = 'episode' AND p.embedding IS NOT NULL{filter} \
-                   ORDER BY p.embedding <=> CAST(CAST($4 AS text) AS vector) \
-                   LIMIT CAST($3 AS int8)) nearest) \
+         vec AS ({vec}) \
          SELECT p.id, p.title, p.url, p.content, p.kind, p.document, \
            CAST(COALESCE(1.0 / ({RRF_K} + fts.r), 0) + COALESCE(1.0 / ({RRF_K} + vec.r), 0) AS float8) AS score, \
            CAST(fts.r AS int8), CAST(vec.r AS int8), fts.s, \
@@ -179,6 +183,38 @@ pub(crate) fn hybrid(
     ];
     params.extend(filter.params);
     Statement::new(sql, params)
+}
+
+/// The query of the vector ranking: `(hash, r)` of the `$3` passages nearest to `$4`.
+///
+/// Unpinned, the HNSW index over every row. Pinned to a tenant (`filter.tenant`), one of two
+/// branches runs, chosen once per statement by whether the tenant has an index of its own: the
+/// same ordering, which the planner serves from the tenant's partial HNSW index (its predicate
+/// is implied by the pin), or the exact distance over the tenant's rows (`cosine_distance`, a
+/// function no index serves, so the rows come from the `tenant` B-tree). Walking the whole
+/// graph and dropping other tenants' rows is what made a pinned search slow (BENCHMARKS.md).
+fn nearest(filter: &Condition) -> String {
+    const ROWS: &str = "FROM bounded_rag_passages p \
+        WHERE CAST($5 AS bool) AND p.kind = 'episode' AND p.embedding IS NOT NULL";
+    const TO: &str = "CAST(CAST($4 AS text) AS vector)";
+    let Some(tenant) = &filter.tenant else {
+        return format!(
+            "SELECT hash, row_number() OVER () AS r FROM (\
+               SELECT p.hash {ROWS}{filter} ORDER BY p.embedding <=> {TO} \
+               LIMIT CAST($3 AS int8)) nearest",
+            filter = filter.sql
+        );
+    };
+    let indexed = schema::tenant_index_exists(tenant);
+    format!(
+        "SELECT hash, row_number() OVER (ORDER BY d, hash) AS r FROM (\
+           (SELECT p.hash, p.embedding <=> {TO} AS d {ROWS}{filter} AND {indexed} \
+            ORDER BY p.embedding <=> {TO} LIMIT CAST($3 AS int8)) \
+           UNION ALL \
+           (SELECT p.hash, cosine_distance(p.embedding, {TO}) AS d {ROWS}{filter} AND NOT {indexed} \
+            ORDER BY cosine_distance(p.embedding, {TO}) LIMIT CAST($3 AS int8))) nearest",
+        filter = filter.sql
+    )
 }
 
 /// A vector as pgvector reads it: `[0.1,0.2,...]`.

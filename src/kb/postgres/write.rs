@@ -162,10 +162,14 @@ pub(crate) async fn keep_only(sql: &dyn Sql, keep: &[&str]) -> Result<i64, SqlEr
 }
 
 /// Brings the store's row count, average length and word counts up to date, builds the vector
-/// index when missing and refreshes the planner's statistics (after writing).
-pub(crate) async fn restate(sql: &dyn Sql) -> Result<(), SqlError> {
+/// index when missing, creates and drops the tenants' own vector indexes (tenants of at least
+/// `tenant_index_rows` rows, [`super::schema::tenant_indexes`]) and refreshes the planner's
+/// statistics (after writing).
+pub(crate) async fn restate(sql: &dyn Sql, tenant_index_rows: u64) -> Result<(), SqlError> {
     sql.query(&Statement::new(RESTATE, vec![])).await?;
     sql.query(&Statement::maintenance(super::schema::VECTOR_INDEX))
+        .await?;
+    sql.query(&super::schema::tenant_indexes(tenant_index_rows))
         .await?;
     // Fresh statistics, or the planner may not pick the vector index after a large load.
     sql.query(&Statement::new("ANALYZE bounded_rag_passages", vec![]))
