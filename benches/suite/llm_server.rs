@@ -157,9 +157,14 @@ async fn complete(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
             json!({"binary_score": "yes"})
         }
         "refine_query" => json!({"refined_question": "durian patch canker cause Phytophthora"}),
-        _ => {
-            json!({"answer": "Phytophthora palmivora causes patch canker on the durian trunk [1]."})
-        }
+        // `generate_answer` asks for plain text, not JSON.
+        _ => Value::String(
+            "Phytophthora palmivora causes patch canker on the durian trunk [1].".into(),
+        ),
+    };
+    let content = match content {
+        Value::String(text) => text,
+        structured => structured.to_string(),
     };
     if !shared.delay.is_zero() {
         tokio::time::sleep(shared.delay).await;
@@ -173,7 +178,7 @@ async fn complete(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     if request["stream"] == true {
         shared.busy.lock().unwrap().streamed += 1;
         let include_usage = request["stream_options"]["include_usage"] == true;
-        let frames = stream_frames(&content.to_string(), model, include_usage.then_some(usage));
+        let frames = stream_frames(&content, model, include_usage.then_some(usage));
         // The guard moves into the body: the request is served until its last chunk is out.
         let body = futures::stream::iter(frames).map(move |frame| {
             let _serving = &guard;
@@ -195,7 +200,7 @@ async fn complete(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
         "model": model,
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": content.to_string()},
+            "message": {"role": "assistant", "content": content},
             "finish_reason": "stop"
         }],
         "usage": usage
