@@ -299,3 +299,25 @@ pub(crate) async fn ensure(
     }
     read(sql).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The candidate list of a connection and of the database is one number, at least the
+    /// nearest a search asks for (below it every search resumes the graph walk).
+    #[test]
+    fn the_candidate_list_is_the_same_everywhere_and_covers_a_search() {
+        let of = |text: &str| -> usize {
+            let at = text.find("hnsw.ef_search = ").expect("set") + "hnsw.ef_search = ".len();
+            text[at..]
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        assert_eq!(of(SESSION), of(DATABASE_SETTING));
+        assert!(of(SESSION) >= super::super::CANDIDATES);
+    }
+}
