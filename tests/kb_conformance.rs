@@ -176,6 +176,15 @@ async fn hybrid_search_finds_the_same_documents_on_every_store() {
         assert_eq!(out["mode"], "hybrid", "{store}");
         let first = out["documents"][0]["url"].as_str().unwrap_or_default();
         assert!(first.starts_with("kb://drainage.md"), "{store}: {out}");
+        // The vector ranking's first is marked the nearest, and only it, on every store.
+        let nearest: Vec<&str> = out["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["nearest"] == true)
+            .filter_map(|d| d["url"].as_str())
+            .collect();
+        assert_eq!(nearest, [first], "{store}: {out}");
         for (filter, expected) in cases() {
             let docs = search(state, env, "orchard", Some(&filter));
             assert_eq!(names(&docs), expected, "{store}, hybrid, filter {filter}");

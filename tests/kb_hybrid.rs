@@ -209,6 +209,10 @@ async fn hybrid_ranking_fuses_the_bm25_and_vector_lists() {
         gummosis.score
     );
     assert_eq!(fused[1], "kb://gummosis.md#1");
+    // The vectors' first is the nearest (the offline grader keeps it whatever its words), and
+    // it alone.
+    assert!(gummosis.nearest && !gummosis.clear_match);
+    assert_eq!(hybrid.iter().filter(|d| d.nearest).count(), 1);
     assert!(hybrid.windows(2).all(|w| w[0].score >= w[1].score));
 
     // The kind toggles still hold: without passages there is no vector ranking.

@@ -8,9 +8,9 @@
 //!   `kg_retrieval` otherwise.
 //! - `grade_documents`: `yes` when the knowledge base ranked a document as a clear match (see
 //!   [`Document::clear_match`]: first by BM25 with a clear lead, or near the top of both the
-//!   BM25 and the vector ranking), so a passage that says the same thing in other words is
-//!   kept; otherwise `yes` when the documents contain at least half of the question's content
-//!   stems (at most three needed).
+//!   BM25 and the vector ranking) or the vector ranking's first ([`Document::nearest`]), so a
+//!   passage that says the same thing in other words is kept; otherwise `yes` when the
+//!   documents contain at least half of the question's content stems (at most three needed).
 //! - `generate_answer`: [`extractive_answer`].
 //! - `grade_hallucinations`: `yes` when every answer sentence has at least 80% of its content
 //!   stems in the documents.
@@ -166,10 +166,10 @@ fn route(question: &str) -> DataSource {
     }
 }
 
-/// `grade_documents`: a clear match of the retrieval, or enough of the question's content
-/// stems occur in the documents.
+/// `grade_documents`: a clear match of the retrieval or the passage nearest the question by
+/// meaning, or enough of the question's content stems occur in the documents.
 fn relevant(question: &str, documents: &[Document]) -> bool {
-    if documents.iter().any(|d| d.clear_match) {
+    if documents.iter().any(|d| d.clear_match || d.nearest) {
         return true;
     }
     let wanted = stems(question);
@@ -267,6 +267,7 @@ mod tests {
             kind: DocKind::Episode,
             clear_match: false,
             from_graph: false,
+            nearest: false,
         }
     }
 
@@ -382,6 +383,10 @@ mod tests {
         let mut doc = doc("Patch canker", PATCH_CANKER);
         assert!(!relevant(question, std::slice::from_ref(&doc)));
         doc.clear_match = true;
+        assert!(relevant(question, std::slice::from_ref(&doc)));
+        // The vector ranking's first passage too.
+        doc.clear_match = false;
+        doc.nearest = true;
         assert!(relevant(question, std::slice::from_ref(&doc)));
     }
 

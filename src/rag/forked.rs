@@ -90,6 +90,7 @@ mod tests {
             kind: DocKind::Episode,
             clear_match: false,
             from_graph: false,
+            nearest: false,
         }];
         state.generation = Some("Patch canker [1].".into());
         state.answer = Some("old".into());

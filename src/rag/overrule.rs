@@ -82,6 +82,7 @@ mod tests {
             kind: DocKind::Episode,
             clear_match,
             from_graph: false,
+            nearest: false,
         }
     }
 
@@ -94,6 +95,10 @@ mod tests {
         assert_eq!(record.as_array().unwrap().len(), 1);
         assert_eq!(record[0]["document"], 1);
         assert_eq!(record[0]["rule"], "clear_match");
+        // The vector ranking's first is no clear lexical signal: a model's "no" stands.
+        let mut nearest = doc("d", false);
+        nearest.nearest = true;
+        assert_eq!(relevance(&[nearest], &[false]), (vec![false], None));
         // Grades that agree with the words are kept, and nothing is recorded.
         assert_eq!(
             relevance(&docs, &[true, false, true]),

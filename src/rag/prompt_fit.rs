@@ -173,6 +173,7 @@ mod tests {
             kind: DocKind::Episode,
             clear_match: false,
             from_graph: false,
+            nearest: false,
         }
     }
 

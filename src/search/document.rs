@@ -42,4 +42,10 @@ pub struct Document {
     /// entity the query matched, not as a search hit of its own.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_graph: bool,
+    /// Hybrid retrieval only: the first of the vector ranking, the passage nearest the question
+    /// by meaning. The offline provider's grader, which judges by shared words, keeps it (a
+    /// passage found in other words: BENCHMARKS.md "The nearest passage kept by the offline
+    /// grader"); unlike [`Document::clear_match`] it does not overrule a model's grade.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nearest: bool,
 }

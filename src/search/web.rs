@@ -126,6 +126,7 @@ impl WebSearch for TavilyClient {
                 kind: DocKind::Web,
                 clear_match: false,
                 from_graph: false,
+                nearest: false,
             })
             .collect())
     }

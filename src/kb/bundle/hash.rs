@@ -70,6 +70,7 @@ mod tests {
             kind: DocKind::Episode,
             clear_match: false,
             from_graph: false,
+            nearest: false,
         }
     }
 

@@ -231,7 +231,7 @@ impl KnowledgeBase {
         let merged = self
             .graph
             .expand(direct, direct, strong, options, allowed.as_ref());
-        self.documents(merged, &clear)
+        self.documents(merged, &clear, None)
     }
 
     /// The first hit when it leads clearly ([`bm25_clear_lead`]) over the best hit of any
@@ -316,14 +316,16 @@ impl KnowledgeBase {
         let hits: Vec<Hit> = fused.iter().map(|f| (f.id, f.score)).collect();
         let strong = graph::strong_by_rank(options.limit);
         let merged = self.graph.expand(&hits, &bm25, strong, options, allowed);
-        self.documents(merged, &clear)
+        self.documents(merged, &clear, nearest.first().map(|h| h.0))
     }
 
-    /// The merged results as documents, the direct hits in `clear` marked as clear matches.
+    /// The merged results as documents, the direct hits in `clear` marked as clear matches and
+    /// `nearest` (the vector ranking's first) as the nearest.
     fn documents(
         &self,
         merged: Vec<Merged>,
         clear: &[DocId],
+        nearest: Option<DocId>,
     ) -> Result<Vec<Document>, RetrievalError> {
         merged
             .into_iter()
@@ -331,6 +333,7 @@ impl KnowledgeBase {
                 let mut doc = self.index.document(id, score)?;
                 doc.from_graph = from_graph;
                 doc.clear_match = !from_graph && clear.contains(&id);
+                doc.nearest = !from_graph && nearest == Some(id);
                 Ok(doc)
             })
             .collect()

@@ -181,6 +181,7 @@ fn document(row: &Row) -> Result<(Document, u64), RetrievalError> {
         kind,
         clear_match: false,
         from_graph: false,
+        nearest: false,
     };
     Ok((doc, source))
 }
@@ -256,8 +257,9 @@ impl Retriever for PgKnowledge {
         // The entities among the full-text candidates, by their full-text rank: the seeds.
         let mut entities = Vec::new();
         for row in &rows {
-            let (doc, source) = document(row)?;
+            let (mut doc, source) = document(row)?;
             let rank = |i: usize| row.get(i).and_then(SqlValue::int);
+            doc.nearest = rank(col::VEC_RANK) == Some(1);
             let top = |r: Option<i64>| r.is_some_and(|r| r <= CLEAR_TOP as i64);
             let fts = rank(col::FTS_RANK);
             if let (Some(r), DocKind::Node) = (fts, doc.kind) {

@@ -260,6 +260,7 @@ impl SearchIndex {
             kind,
             clear_match: false,
             from_graph: false,
+            nearest: false,
         })
     }
 }
