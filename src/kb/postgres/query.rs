@@ -14,6 +14,13 @@ use crate::search::DocKind;
 /// The RRF constant: the bundle's ([`crate::search::hybrid::K`]), a whole number.
 pub(crate) const RRF_K: u32 = crate::search::hybrid::K as u32;
 
+/// The full-text ranking's weight in the fusion, as the bundle's (`hybrid::fusion::bm25_weight`):
+/// `2 × (1 − s10 / s1)` over the `fts` candidates (`s10` 0 when there are fewer than ten), 1
+/// when there is no positive first score.
+const BM25_WEIGHT: &str = "COALESCE(2 * (1 - LEAST(GREATEST(\
+       COALESCE((SELECT s FROM fts WHERE r = 10), 0) / \
+       NULLIF(GREATEST((SELECT s FROM fts WHERE r = 1), 0), 0), 0), 1)), 1)";
+
 /// The selected columns, in order, of both statements.
 pub(crate) mod col {
     pub const ID: usize = 0;
@@ -166,7 +173,7 @@ pub(crate) fn hybrid(
                  ORDER BY r LIMIT CAST($3 AS int8)), \
          vec AS ({vec}) \
          SELECT p.id, p.title, p.url, p.content, p.kind, p.document, \
-           CAST(COALESCE(1.0 / ({RRF_K} + fts.r), 0) + COALESCE(1.0 / ({RRF_K} + vec.r), 0) AS float8) AS score, \
+           CAST(COALESCE({BM25_WEIGHT} / ({RRF_K} + fts.r), 0) + COALESCE(1.0 / ({RRF_K} + vec.r), 0) AS float8) AS score, \
            CAST(fts.r AS int8), CAST(vec.r AS int8), fts.s, \
            (SELECT s FROM fts WHERE r = 2) \
          FROM fts FULL OUTER JOIN vec ON fts.hash = vec.hash \

@@ -1,6 +1,9 @@
-//! Reciprocal rank fusion: each document scores `1 / (K + rank)` in every ranking it appears
+//! Reciprocal rank fusion: each document scores `w / (K + rank)` in every ranking it appears
 //! in (rank from 1), summed; ties keep the BM25 order. It needs no score calibration between
-//! BM25 and cosine similarity, which live on unrelated scales.
+//! BM25 and cosine similarity, which live on unrelated scales. The vector ranking's weight `w`
+//! is 1; the BM25 ranking's is how far its first hit stands out ([`bm25_weight`]): a question
+//! whose words single out a few passages is BM25's to rank, one whose words are spread evenly
+//! over many (the user's words are not the document's) is the vectors'.
 //!
 //! A fused document is a *clear match* when it is in the top [`CLEAR_TOP`] of both rankings,
 //! or when it leads BM25 clearly ([`bm25_clear_lead`]); such a lead is never ranked out of the
@@ -23,6 +26,24 @@ pub(crate) const CLEAR_TOP: usize = 5;
 /// The first BM25 hit is a clear match when it scores this many times the second.
 pub(crate) const BM25_LEAD: f32 = 1.2;
 
+/// The BM25 hit whose score [`bm25_weight`] compares with the first's.
+pub(crate) const BM25_DEPTH: usize = 10;
+
+/// The BM25 ranking's weight in the fusion, from 0 to 2: `2 × (1 − s10 / s1)`, where `s1` is the
+/// first hit's score and `s10` the [`BM25_DEPTH`]th's (0 when there are fewer hits). Equal to
+/// the vectors' (1) when the tenth hit scores half the first; near 0 when ten passages score
+/// alike (no word of the question singles any out); 2 when a few passages alone hold its words.
+/// Measured on three corpora and two embedding models (BENCHMARKS.md "BM25 weighted by its own
+/// lead").
+pub(crate) fn bm25_weight(scores: impl IntoIterator<Item = f32>) -> f32 {
+    let mut scores = scores.into_iter();
+    let Some(first) = scores.next().filter(|s| *s > 0.0) else {
+        return 1.0;
+    };
+    let tenth = scores.nth(BM25_DEPTH - 2).unwrap_or(0.0);
+    2.0 * (1.0 - (tenth / first).clamp(0.0, 1.0))
+}
+
 /// A fused document: corpus position, fused score, clear match.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Fused {
@@ -44,13 +65,14 @@ pub(crate) fn bm25_clear_lead(hits: &[Hit]) -> bool {
 pub(crate) fn fuse(bm25: &[Hit], vector: &[Hit], limit: usize) -> Vec<Fused> {
     let mut scores: HashMap<DocId, (f32, usize)> = HashMap::new();
     let mut order = 0;
-    for list in [bm25, vector] {
+    let bm25_w = bm25_weight(bm25.iter().map(|h| h.1));
+    for (weight, list) in [(bm25_w, bm25), (1.0, vector)] {
         for (rank, (id, _)) in list.iter().enumerate() {
             let entry = scores.entry(*id).or_insert_with(|| {
                 order += 1;
                 (0.0, order)
             });
-            entry.0 += 1.0 / (K + (rank + 1) as f32);
+            entry.0 += weight / (K + (rank + 1) as f32);
         }
     }
     let top = |list: &[Hit], id: DocId| list.iter().take(CLEAR_TOP).any(|h| h.0 == id);
@@ -102,16 +124,44 @@ mod tests {
 
     #[test]
     fn documents_in_both_rankings_rise_to_the_top() {
-        // BM25: 1, 2, 3; vectors: 4, 3, 5. Document 3 is in both.
+        // BM25: 1, 2, 3 (three hits: the few that hold the words, weight 2); vectors: 4, 3, 5.
+        // Document 3 is in both.
         let bm25 = [(1, 9.0), (2, 8.5), (3, 8.0)];
         let vector = [(4, 0.9), (3, 0.8), (5, 0.7)];
         let fused = fuse(&bm25, &vector, 10);
         let ids: Vec<DocId> = fused.iter().map(|f| f.id).collect();
-        assert_eq!(ids, [3, 1, 4, 2, 5]);
-        assert!((fused[0].score - (1.0 / (K + 3.0) + 1.0 / (K + 2.0))).abs() < 1e-6);
+        assert_eq!(ids, [3, 1, 2, 4, 5]);
+        assert!((fused[0].score - (2.0 / (K + 3.0) + 1.0 / (K + 2.0))).abs() < 1e-6);
         assert!(fused[0].clear, "top five of both");
         assert!(!fused[1].clear, "BM25 lead of 9.0 over 8.5 is not clear");
         assert_eq!(fuse(&bm25, &vector, 2).len(), 2);
+    }
+
+    #[test]
+    fn bm25_weighs_by_how_far_its_first_hit_stands_out() {
+        assert_eq!(bm25_weight([]), 1.0);
+        assert_eq!(bm25_weight([0.0, 0.0]), 1.0);
+        assert_eq!(bm25_weight([3.0]), 2.0, "a lone hit");
+        let scores = |tenth: f32| (0..10).map(move |i| 10.0 - i as f32 * (10.0 - tenth) / 9.0);
+        assert!(
+            (bm25_weight(scores(5.0)) - 1.0).abs() < 1e-5,
+            "half: the vectors' weight"
+        );
+        assert!((bm25_weight(scores(9.0)) - 0.2).abs() < 1e-5, "flat");
+        assert!((bm25_weight(scores(1.0)) - 1.8).abs() < 1e-5, "peaked");
+        // Hits past the tenth do not count.
+        assert_eq!(
+            bm25_weight(scores(9.0).chain([0.1])),
+            bm25_weight(scores(9.0))
+        );
+
+        // Ten passages scoring alike by BM25: the vectors' first (20) ranks first, ahead of
+        // BM25's first; with a peaked BM25 ranking, BM25's first does.
+        let vector = [(20, 0.9), (21, 0.8), (22, 0.7)];
+        let ranked = |bm25: Vec<Hit>| fuse(&bm25, &vector, 3)[0].id;
+        let hits = |tenth: f32| scores(tenth).zip(0..).map(|(s, id)| (id, s)).collect();
+        assert_eq!(ranked(hits(9.0)), 20);
+        assert_eq!(ranked(hits(1.0)), 0);
     }
 
     #[test]
