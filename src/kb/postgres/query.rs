@@ -8,6 +8,7 @@ use super::filter::{condition, Condition};
 use super::schema;
 use super::sql::{SqlValue, Statement};
 use crate::search::filter::Filter;
+use crate::search::hybrid::BM25_DEPTH;
 use crate::search::options::RetrievalOptions;
 use crate::search::DocKind;
 
@@ -15,11 +16,15 @@ use crate::search::DocKind;
 pub(crate) const RRF_K: u32 = crate::search::hybrid::K as u32;
 
 /// The full-text ranking's weight in the fusion, as the bundle's (`hybrid::fusion::bm25_weight`):
-/// `2 × (1 − s10 / s1)` over the `fts` candidates (`s10` 0 when there are fewer than ten), 1
-/// when there is no positive first score.
-const BM25_WEIGHT: &str = "COALESCE(2 * (1 - LEAST(GREATEST(\
-       COALESCE((SELECT s FROM fts WHERE r = 10), 0) / \
-       NULLIF(GREATEST((SELECT s FROM fts WHERE r = 1), 0), 0), 0), 1)), 1)";
+/// `2 × (1 − s10 / s1)` over the `fts` candidates (`s10` the score at the bundle's
+/// [`BM25_DEPTH`], 0 when there are fewer), 1 when there is no positive first score.
+fn bm25_weight() -> String {
+    format!(
+        "COALESCE(2 * (1 - LEAST(GREATEST(\
+           COALESCE((SELECT s FROM fts WHERE r = {BM25_DEPTH}), 0) / \
+           NULLIF(GREATEST((SELECT s FROM fts WHERE r = 1), 0), 0), 0), 1)), 1)"
+    )
+}
 
 /// The selected columns, in order, of both statements.
 pub(crate) mod col {
@@ -161,6 +166,7 @@ pub(crate) fn hybrid(
 ) -> Statement {
     let filter = filtered(options.filter.as_ref(), 5, tenant_key);
     let vec = nearest(&filter);
+    let bm25_weight = bm25_weight();
     // The full-text half scores each candidate once, in a subquery kept apart (`OFFSET 0`):
     // written in both the select list and the window's order, BM25 was computed twice per
     // candidate row, the bulk of a slow query's time at a million rows.
@@ -173,7 +179,7 @@ pub(crate) fn hybrid(
                  ORDER BY r LIMIT CAST($3 AS int8)), \
          vec AS ({vec}) \
          SELECT p.id, p.title, p.url, p.content, p.kind, p.document, \
-           CAST(COALESCE({BM25_WEIGHT} / ({RRF_K} + fts.r), 0) + COALESCE(1.0 / ({RRF_K} + vec.r), 0) AS float8) AS score, \
+           CAST(COALESCE({bm25_weight} / ({RRF_K} + fts.r), 0) + COALESCE(1.0 / ({RRF_K} + vec.r), 0) AS float8) AS score, \
            CAST(fts.r AS int8), CAST(vec.r AS int8), fts.s, \
            (SELECT s FROM fts WHERE r = 2) \
          FROM fts FULL OUTER JOIN vec ON fts.hash = vec.hash \

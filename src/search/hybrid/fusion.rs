@@ -16,7 +16,7 @@ use tantivy::DocId;
 /// passage both rankings list at middling ranks beat the one a strong ranking puts first and
 /// the other misses (with all-mpnet-base-v2 on the man-page set, recall@5 0.642 at 60 and
 /// 0.717 at 20, cited 0.575 and 0.600); 20 left every other set and model as it was
-/// (BENCHMARKS.md "A second embedding model").
+/// (BENCHMARKS.md "A second embedding model, and the RRF constant").
 pub(crate) const K: f32 = 20.0;
 /// A document in the top this-many of both rankings is a clear match: two rankers that share
 /// nothing (word counts, a neural embedding) both put it among the passages a request gets by

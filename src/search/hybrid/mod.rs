@@ -4,5 +4,7 @@
 mod fusion;
 mod vectors;
 
-pub(crate) use fusion::{bm25_clear_lead, fuse, keep_lead, Fused, BM25_LEAD, CLEAR_TOP, K};
+pub(crate) use fusion::{
+    bm25_clear_lead, fuse, keep_lead, Fused, BM25_DEPTH, BM25_LEAD, CLEAR_TOP, K,
+};
 pub(crate) use vectors::Vectors;
