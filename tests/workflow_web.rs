@@ -15,16 +15,25 @@ use support::llm_server::{Reply, Script, ScriptedLlm};
 use support::web_server::{ScriptedWeb, WebReply, WebResult};
 
 async fn run(llm: &ScriptedLlm, web: &ScriptedWeb, request: RunRequest) -> RunResponse {
-    let model = OpenAiModel::new(OpenAiConfig::new(llm.base_url(), "m")).unwrap();
     let search = TavilyClient::new(TavilyConfig {
         base_url: web.base_url(),
         api_key: None,
     })
     .unwrap();
+    run_with(llm, Some(Arc::new(search)), request).await
+}
+
+async fn run_with(
+    llm: &ScriptedLlm,
+    web: Option<Arc<TavilyClient>>,
+    request: RunRequest,
+) -> RunResponse {
+    let model = OpenAiModel::new(OpenAiConfig::new(llm.base_url(), "m")).unwrap();
+    let web = web.map(|w| w as Arc<dyn bounded_rag::search::WebSearch>);
     let graph = RagGraph::new(
         Arc::new(model),
         Arc::new(bounded_rag::ingest::sample_kb().unwrap()),
-        Some(Arc::new(search)),
+        web,
         RagLimits::default(),
     )
     .with_remote_policy(RetryPolicy {
@@ -106,6 +115,43 @@ async fn web_route_searches_once_with_the_requested_number_of_results() {
             "grade_answer"
         ]
     );
+}
+
+#[tokio::test]
+async fn a_web_route_without_web_search_configured_answers_from_the_knowledge_base() {
+    // The routing prompt does not offer web search here, but a model may name it anyway.
+    let llm =
+        ScriptedLlm::start(Script::defaults().on("route_query", [Reply::route("web_search")]))
+            .await;
+    let r = run_with(
+        &llm,
+        None,
+        RunRequest::new("What causes patch canker in durian?"),
+    )
+    .await;
+    assert_eq!(r.status, RunStatus::Completed);
+    let names: Vec<&str> = r.workflow_steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "route_question",
+            "kg_retrieval",
+            "grade_documents",
+            "generate",
+            "grade_hallucinations",
+            "grade_answer"
+        ]
+    );
+    let route = &r.workflow_steps[0].details;
+    assert_eq!(route["data_source"], "kg_retrieval");
+    assert_eq!(route["chosen"], "web_search");
+    assert_eq!(route["unavailable"], true);
+    assert!(!r.metadata.web_search_unavailable);
+    assert!(!r.citations.is_empty());
+    assert!(r.citations.iter().all(|c| c.url.starts_with("kb://")));
+    assert_eq!(llm.calls("route_query"), 1);
+    assert_eq!(llm.calls("refine_query"), 0);
+    assert_eq!(llm.calls("generate_answer"), 1);
 }
 
 #[tokio::test]

@@ -29,17 +29,28 @@ pub(super) async fn route_question(
         None,
     )
     .await?;
-    state.route = Some(decision.data_source);
-    let next = match decision.data_source {
+    let source = graph.available_source(decision.data_source);
+    state.route = Some(source);
+    let next = match source {
         DataSource::KgRetrieval => RagNode::KgRetrieval,
         DataSource::WebSearch => RagNode::WebSearch,
         DataSource::LlmInternal => RagNode::Generate,
     };
-    tracing::info!(route = decision.data_source.as_str(), "route chosen");
+    tracing::info!(route = source.as_str(), "route chosen");
     Ok(StepOutput::next(
         next,
-        json!({ "data_source": decision.data_source }),
+        route_details(decision.data_source, source),
     ))
+}
+
+/// A routing step's details: the source taken, and the router's own choice when it was not
+/// available (see [`RagGraph::available_source`]).
+pub(super) fn route_details(chosen: DataSource, taken: DataSource) -> serde_json::Value {
+    if chosen == taken {
+        json!({ "data_source": taken })
+    } else {
+        json!({ "data_source": taken, "chosen": chosen, "unavailable": true })
+    }
 }
 
 pub(super) async fn kg_retrieval(

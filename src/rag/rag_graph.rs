@@ -6,7 +6,7 @@ use crate::config::{ModelWindow, Speculation};
 use crate::embed::Embedder;
 use crate::engine::{RetryPolicy, WorkflowVersion};
 use crate::kb::Retriever;
-use crate::llm::{ChatModel, Task};
+use crate::llm::{ChatModel, DataSource, Task};
 use crate::search::{Reranker, RetrievalMode, WebSearch};
 use std::sync::Arc;
 
@@ -174,6 +174,18 @@ impl RagGraph {
         match (&self.embedder, self.kb.embedding()) {
             (Some(embedder), Some(info)) if info.model == embedder.model() => RetrievalMode::Hybrid,
             _ => RetrievalMode::Bm25,
+        }
+    }
+
+    /// Where a routed question goes: the router's choice, or the knowledge base when it chose
+    /// web search and none is configured. The routing prompt offers only the sources there
+    /// are, but a model (or the offline provider's rule for time-bound questions) may name web
+    /// search anyway; the knowledge base may hold the answer, where an unconfigured web search
+    /// would end the run without sources.
+    pub(crate) fn available_source(&self, chosen: DataSource) -> DataSource {
+        match chosen {
+            DataSource::WebSearch if self.web.is_none() => DataSource::KgRetrieval,
+            other => other,
         }
     }
 

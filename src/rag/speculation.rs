@@ -118,10 +118,11 @@ pub(super) async fn branch(
         _ => {
             let decision: RouteDecision =
                 call(graph, ctx, Task::RouteQuery, question, &[], None).await?;
-            tracing::info!(route = decision.data_source.as_str(), "route chosen");
+            let source = graph.available_source(decision.data_source);
+            tracing::info!(route = source.as_str(), "route chosen");
             Ok(BranchOutput {
-                details: json!({ "data_source": decision.data_source }),
-                merge: RagMerge::Route(decision.data_source),
+                details: super::nodes::route_details(decision.data_source, source),
+                merge: RagMerge::Route(source),
             })
         }
     }

@@ -7,6 +7,7 @@ use crate::engine::{Budget, Clock, SystemClock};
 use crate::llm::{ChatModel, ChatRequest, Completion, LlmError, ScriptedModel, Task};
 use crate::rag::{Events, RagGraph, RagLimits, RunEvent, RunRequest, RunResponse};
 use crate::runs::Workflow;
+use crate::search::{DocKind, Document, RetrievalError, WebSearch};
 use crate::store::MemoryStore;
 use async_trait::async_trait;
 use serde_json::json;
@@ -139,6 +140,42 @@ pub(super) async fn run(
     on: Speculation,
     request: RunRequest,
 ) -> Run {
+    run_with_web(model, together, on, request, None).await
+}
+
+/// A web search that finds one page.
+pub(super) struct OnePage;
+
+#[async_trait]
+impl WebSearch for OnePage {
+    async fn search(
+        &self,
+        _query: &str,
+        _max_results: usize,
+        _timeout: Duration,
+    ) -> Result<Vec<Document>, RetrievalError> {
+        Ok(vec![Document {
+            id: "https://example.org/canker".into(),
+            title: "Durian canker".into(),
+            url: "https://example.org/canker".into(),
+            content: "Patch canker is caused by Phytophthora palmivora.".into(),
+            score: 0.9,
+            kind: DocKind::Web,
+            clear_match: false,
+            from_graph: false,
+            nearest: false,
+        }])
+    }
+}
+
+/// [`run`] with a web search configured (or not).
+pub(super) async fn run_with_web(
+    model: ScriptedModel,
+    together: usize,
+    on: Speculation,
+    request: RunRequest,
+    web: Option<Arc<dyn WebSearch>>,
+) -> Run {
     let model = Arc::new(Gated::new(model, together));
     let kb = Arc::new(crate::ingest::sample_kb().unwrap());
     // One quick retry: the tests that fail a call count its two attempts exactly.
@@ -147,7 +184,7 @@ pub(super) async fn run(
         base_delay: Duration::from_millis(1),
         max_delay: Duration::from_millis(1),
     };
-    let graph = RagGraph::new(model.clone(), kb, None, RagLimits::default())
+    let graph = RagGraph::new(model.clone(), kb, web, RagLimits::default())
         .with_speculation(on)
         .with_remote_policy(quick);
     let (events, mut receiver) = Events::channel();
@@ -279,12 +316,12 @@ async fn discarded_when_grading_drops_a_passage_then_answered_from_the_kept_ones
 
 #[tokio::test]
 async fn discarded_when_the_route_is_web_search_with_its_grading_wasted() {
-    // Web search is not configured here: the run answers from the model, marked best-effort.
-    let r = run(
+    let r = run_with_web(
         script("web_search", &["yes"]),
         5,
         Speculation::On,
         request(),
+        Some(Arc::new(OnePage)),
     )
     .await;
     let m = &r.response.metadata;
@@ -296,14 +333,16 @@ async fn discarded_when_the_route_is_web_search_with_its_grading_wasted() {
             "grade_documents",
             "generate",
             "web_search",
-            "generate"
+            "generate",
+            "grade_hallucinations",
+            "grade_answer"
         ]
     );
     assert_eq!(
         [Task::RouteQuery, Task::GradeDocuments, Task::GenerateAnswer].map(|t| r.calls(t)),
         [1, 3, 2]
     );
-    assert_eq!(m.model_calls, 6);
+    assert_eq!(m.model_calls, 8);
     assert_eq!(
         (
             m.speculation.started,
@@ -317,11 +356,51 @@ async fn discarded_when_the_route_is_web_search_with_its_grading_wasted() {
         .map(|s| s.usage.total())
         .sum();
     assert_eq!(m.speculation.wasted_tokens, wasted, "grading and answer");
-    assert!(
-        r.response.citations.is_empty(),
-        "knowledge-base passages dropped"
-    );
+    let urls: Vec<&str> = r
+        .response
+        .citations
+        .iter()
+        .map(|c| c.url.as_str())
+        .collect();
+    assert_eq!(urls, ["https://example.org/canker"], "the passages dropped");
     assert!(r.position("discarded:1") < r.position("token:2"));
+}
+
+#[tokio::test]
+async fn used_when_the_route_is_web_search_but_none_is_configured() {
+    // The router named a source there is not: the knowledge base is searched, so the
+    // speculative answer from it stands.
+    let r = run(
+        script("web_search", &["yes"]),
+        5,
+        Speculation::On,
+        request(),
+    )
+    .await;
+    let m = &r.response.metadata;
+    assert_eq!(r.response.answer, ANSWER);
+    assert_eq!(
+        r.steps(),
+        [
+            "kg_retrieval",
+            "route_question",
+            "grade_documents",
+            "generate",
+            "grade_hallucinations",
+            "grade_answer"
+        ]
+    );
+    assert_eq!(r.response.workflow_steps[1].details["chosen"], "web_search");
+    assert_eq!(m.model_calls, 7);
+    assert_eq!(
+        (
+            m.speculation.started,
+            m.speculation.used,
+            m.speculation.discarded
+        ),
+        (1, 1, 0)
+    );
+    assert!(!m.web_search_unavailable);
 }
 
 #[tokio::test]

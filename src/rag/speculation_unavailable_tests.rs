@@ -2,7 +2,7 @@
 //! is abandoned, and a run with something to answer with ends `best_effort`
 //! (`model_unavailable`) instead of failing; exact calls and steps.
 
-use super::tests::{request, run, script};
+use super::tests::{request, run, run_with_web, script, OnePage};
 use crate::config::Speculation;
 use crate::llm::{LlmError, ScriptedModel, Task};
 use crate::rag::RunRequest;
@@ -24,7 +24,8 @@ fn timed_out() -> LlmError {
 #[tokio::test]
 async fn a_grading_that_fails_is_abandoned_when_the_route_is_web_search() {
     let model = script("web_search", &[]).fail(Task::GradeDocuments, timed_out());
-    let r = run(model, 0, Speculation::On, one_document()).await;
+    let web = Some(std::sync::Arc::new(OnePage) as _);
+    let r = run_with_web(model, 0, Speculation::On, one_document(), web).await;
     assert_ne!(
         r.response.status,
         crate::rag::RunStatus::Failed,
@@ -39,7 +40,9 @@ async fn a_grading_that_fails_is_abandoned_when_the_route_is_web_search() {
             "grade_documents",
             "generate",
             "web_search",
-            "generate"
+            "generate",
+            "grade_hallucinations",
+            "grade_answer"
         ]
     );
     assert_eq!(
