@@ -197,33 +197,82 @@ fn push_sentence(sentence: &str, out: &mut Vec<String>) {
     }
 }
 
-/// Removes citation markers like `[1]`, `[12]` or `[1, 2]`.
+/// Removes citation markers like `[1]`, `[12]` or `[1, 2]` (see [`citation_markers`]).
 pub(crate) fn strip_markers(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(open) = rest.find('[') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        match after.find(']') {
-            Some(close) if is_citation(&after[..close]) => {
-                rest = &after[close + 1..];
-            }
-            _ => {
-                out.push('[');
-                rest = after;
-            }
-        }
+    let mut from = 0;
+    for marker in citation_markers(text) {
+        out.push_str(&text[from..marker.span.start]);
+        from = marker.span.end;
     }
-    out.push_str(rest);
+    out.push_str(&text[from..]);
     out
 }
 
-/// True for the inside of a citation marker: numbers separated by commas (`1`, `1, 2`).
-fn is_citation(inside: &str) -> bool {
-    inside.split(',').all(|n| {
-        let n = n.trim();
-        !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
-    })
+/// A citation marker in a text: where it is and the document numbers it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Marker {
+    pub span: std::ops::Range<usize>,
+    pub numbers: Vec<u32>,
+}
+
+/// The citation markers of `text`, in order: numbers separated by commas in square brackets
+/// (`[1]`, `[1, 2]`). Brackets that index something in code are not markers: inside a code
+/// span or block (between backticks), right after `)` or `]` (`f()[0]`, `m[1][2]`), or
+/// followed by what continues an expression (`xs[0].year`, `xs[0][1]`, `xs[0](x)`). Documents
+/// quoted into an answer carry such code, and a model may write it.
+pub(crate) fn citation_markers(text: &str) -> Vec<Marker> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut in_code = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'`' => in_code = !in_code,
+            b'[' if !in_code => {
+                let inside_end = text[i + 1..].find(']').map(|close| i + 1 + close);
+                if let Some(close) = inside_end {
+                    let inside = &text[i + 1..close];
+                    let indexes = matches!(i.checked_sub(1).map(|b| bytes[b]), Some(b')' | b']'))
+                        || continues_expression(&bytes[close + 1..]);
+                    if let Some(numbers) = numbers_of(inside).filter(|_| !indexes) {
+                        out.push(Marker {
+                            span: i..close + 1,
+                            numbers,
+                        });
+                        i = close + 1;
+                        continue;
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The numbers inside a citation marker (`1`, `1, 2`), or `None`.
+fn numbers_of(inside: &str) -> Option<Vec<u32>> {
+    let numbers: Option<Vec<u32>> = inside
+        .split(',')
+        .map(|n| {
+            let n = n.trim();
+            (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| n.parse().ok())
+                .flatten()
+        })
+        .collect();
+    numbers.filter(|n| !n.is_empty())
+}
+
+/// Whether `after` (the text right after a `]`) goes on with an expression: `.field`, `[`, `(`.
+fn continues_expression(after: &[u8]) -> bool {
+    match after {
+        [b'.', next, ..] => next.is_ascii_alphabetic() || *next == b'_',
+        [b'[' | b'(', ..] => true,
+        _ => false,
+    }
 }
 
 /// `sentence` cut at a word boundary to at most `max` characters, marked with ` ...`.
@@ -295,8 +344,36 @@ mod tests {
     }
 
     #[test]
+    fn brackets_that_index_code_are_not_citations() {
+        let numbers = |text: &str| -> Vec<Vec<u32>> {
+            citation_markers(text)
+                .into_iter()
+                .map(|m| m.numbers)
+                .collect()
+        };
+        // An extractive answer quoting a README's doctest (python-dateutil).
+        let quoted = "year = rrule(YEARLY,dtstart=now)[0].year [2]";
+        assert_eq!(numbers(quoted), [vec![2]]);
+        assert_eq!(
+            numbers("rows[0].name, m[1][2], f[3](x), g()[4]"),
+            Vec::<Vec<u32>>::new()
+        );
+        assert_eq!(
+            numbers("Call `xs[5]` or ```\nys[6]\n``` [1, 3]."),
+            [vec![1, 3]]
+        );
+        // A citation at the end of a sentence, or right after a word, is one.
+        assert_eq!(
+            numbers("Use it [1]. Or this one[2], then [3]"),
+            [vec![1], vec![2], vec![3]]
+        );
+        assert_eq!(strip_markers("f()[0] is first [1]."), "f()[0] is first .");
+    }
+
+    #[test]
     fn citation_markers_are_stripped_but_brackets_kept() {
         assert_eq!(strip_markers("A [1] b [12]. [x] [] c"), "A  b . [x] [] c");
+        assert_eq!(strip_markers("Palmivora[1]. End [2]"), "Palmivora. End ");
     }
 
     #[test]

@@ -20,7 +20,9 @@
 //! `best_effort` with `model_unusable` and the extractive answer ([`super::answer`]).
 
 use super::prompts;
-use crate::llm::{content_words, stems, strip_markers as without_citations, words};
+use crate::llm::{
+    citation_markers, content_words, stems, strip_markers as without_citations, words,
+};
 use crate::search::Document;
 use std::collections::HashSet;
 
@@ -213,26 +215,14 @@ pub(super) fn says_they_do_not_answer(text: &str) -> bool {
         .any(|phrase| plain.contains(&phrase.replace("don't", "do not")))
 }
 
-/// The document numbers cited as `[n]` or `[n, m]` (in order, without repeats).
+/// The document numbers cited as `[n]` or `[n, m]` (in order, without repeats; brackets that
+/// index code are not citations: [`crate::llm::citation_markers`]).
 pub(crate) fn citations(text: &str) -> Vec<u32> {
     let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(open) = rest.find('[') {
-        let after = &rest[open + 1..];
-        let Some(close) = after.find(']') else { break };
-        let inside = &after[..close];
-        let numbers: Option<Vec<u32>> = inside
-            .split(',')
-            .map(|n| n.trim().parse::<u32>().ok())
-            .collect();
-        if let Some(numbers) = numbers.filter(|n| !n.is_empty() && !inside.trim().is_empty()) {
-            for n in numbers {
-                if !out.contains(&n) {
-                    out.push(n);
-                }
-            }
+    for n in citation_markers(text).into_iter().flat_map(|m| m.numbers) {
+        if !out.contains(&n) {
+            out.push(n);
         }
-        rest = &after[close..];
     }
     out
 }

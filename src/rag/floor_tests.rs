@@ -141,3 +141,18 @@ fn citations_are_read_in_their_usual_shapes() {
     assert_eq!(citations("a [1], b [2, 3] c [1] [x] [] [4-5]"), [1, 2, 3]);
     assert_eq!(without_citations("a [1] b [2, 3]. [x]"), "a  b . [x]");
 }
+
+#[test]
+fn an_answer_quoting_code_that_indexes_is_not_a_missing_citation() {
+    // python-dateutil's README quoted by the extractive answer: `[0]` indexes a list.
+    let readme = doc(
+        "dateutil",
+        "Computing of relative deltas (next month, next year). >>> year = \
+         rrule(YEARLY,dtstart=now,bymonth=8)[0].year",
+    );
+    let quoted = "Computing of relative deltas (next month, next year) [1]. >>> year = \
+                  rrule(YEARLY,dtstart=now,bymonth=8)[0].year [1]";
+    assert_eq!(citations(quoted), [1]);
+    let question = "How do I add relative deltas like next month?";
+    assert_eq!(check(quoted, question, &[readme]), Ok(()));
+}
