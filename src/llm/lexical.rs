@@ -218,24 +218,31 @@ pub(crate) struct Marker {
 
 /// The citation markers of `text`, in order: numbers separated by commas in square brackets
 /// (`[1]`, `[1, 2]`). Brackets that index something in code are not markers: inside a code
-/// span or block (between backticks), right after `)` or `]` (`f()[0]`, `m[1][2]`), or
+/// span closed on its line (`` `xs[5]` ``), right after `)` or `]` (`f()[0]`, `m[1][2]`), or
 /// followed by what continues an expression (`xs[0].year`, `xs[0][1]`, `xs[0](x)`). Documents
-/// quoted into an answer carry such code, and a model may write it.
+/// quoted into an answer carry such code, and a model may write it. A backtick without its
+/// closing one on the line (a fence, or a span cut short by a quote) is plain text.
 pub(crate) fn citation_markers(text: &str) -> Vec<Marker> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
-    let mut in_code = false;
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'`' => in_code = !in_code,
-            b'[' if !in_code => {
-                let inside_end = text[i + 1..].find(']').map(|close| i + 1 + close);
-                if let Some(close) = inside_end {
-                    let inside = &text[i + 1..close];
+            b'`' => {
+                let run = bytes[i..].iter().take_while(|b| **b == b'`').count();
+                let line_end = text[i..].find('\n').map_or(text.len(), |n| i + n);
+                // A single-backtick span closed on its line is code: skip it whole.
+                let close = (run == 1)
+                    .then(|| text[i + 1..line_end].find('`'))
+                    .flatten();
+                i += close.map_or(run, |c| c + 2);
+                continue;
+            }
+            b'[' => {
+                if let Some(close) = text[i + 1..].find(']').map(|c| i + 1 + c) {
                     let indexes = matches!(i.checked_sub(1).map(|b| bytes[b]), Some(b')' | b']'))
                         || continues_expression(&bytes[close + 1..]);
-                    if let Some(numbers) = numbers_of(inside).filter(|_| !indexes) {
+                    if let Some(numbers) = numbers_of(&text[i + 1..close]).filter(|_| !indexes) {
                         out.push(Marker {
                             span: i..close + 1,
                             numbers,
@@ -358,9 +365,11 @@ mod tests {
             numbers("rows[0].name, m[1][2], f[3](x), g()[4]"),
             Vec::<Vec<u32>>::new()
         );
+        assert_eq!(numbers("Call `xs[5]` then [1, 3]."), [vec![1, 3]]);
+        // An opened fence (a quote cut short) does not hide the markers after it.
         assert_eq!(
-            numbers("Call `xs[5]` or ```\nys[6]\n``` [1, 3]."),
-            [vec![1, 3]]
+            numbers("```python >>> r.text [3] Send requests easily. [3]"),
+            [vec![3], vec![3]]
         );
         // A citation at the end of a sentence, or right after a word, is one.
         assert_eq!(

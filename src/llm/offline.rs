@@ -391,6 +391,28 @@ mod tests {
     }
 
     #[test]
+    fn an_extract_quoting_code_is_grounded_in_it() {
+        // The requests README's doctest, longer than a quoted sentence, so the quote is cut
+        // inside its fence (python set, real-model tier). No digit 1 in it: a marker `[1]`
+        // left in the answer would be a word the documents do not have.
+        let lines = ">>> r = requests.get('https://httpbin.org/get')\n>>> r.json()[0].keys()\n";
+        let readme = format!(
+            "```python\n{}```\n\nRequests allows you to send HTTP requests extremely easily.",
+            lines.repeat(12)
+        );
+        let docs = [doc("requests", &readme)];
+        let extracted =
+            extractive_answer("How do I send an HTTP GET request with requests?", &docs);
+        assert!(extracted.starts_with("```python"), "{extracted}");
+        assert_eq!(
+            extracted.matches("```").count(),
+            1,
+            "cut inside: {extracted}"
+        );
+        assert!(grounded(&extracted, &docs), "{extracted}");
+    }
+
+    #[test]
     fn grounded_when_every_sentence_comes_from_the_documents() {
         let docs = [doc("Patch canker", PATCH_CANKER)];
         let extracted = extractive_answer("What causes patch canker?", &docs);
