@@ -217,46 +217,78 @@ pub(crate) struct Marker {
 }
 
 /// The citation markers of `text`, in order: numbers separated by commas in square brackets
-/// (`[1]`, `[1, 2]`). Brackets that index something in code are not markers: inside a code
-/// span closed on its line (`` `xs[5]` ``), right after `)` or `]` (`f()[0]`, `m[1][2]`), or
-/// followed by what continues an expression (`xs[0].year`, `xs[0][1]`, `xs[0](x)`). Documents
-/// quoted into an answer carry such code, and a model may write it. A backtick without its
-/// closing one on the line (a fence, or a span cut short by a quote) is plain text.
+/// (`[1]`, `[1, 2]`). Brackets that index something in code are not markers:
+///
+/// - inside an inline code span closed on its line (`` `xs[5]` ``, RST's ``` ``xs[5]`` ```);
+///   a fence or a span cut short by a quote is plain text, so it hides nothing after it;
+/// - right after `)`, `]` or `!` (`f()[0]`, `m[1][2]`, Rust's `vec![2, 5]`), or right after a
+///   name when they hold a 0 (`args[0]`: documents are numbered from 1);
+/// - followed by what continues an expression (`xs[0].year`, `xs[0][1]`, `xs[0](x)`).
+///
+/// Documents quoted into an answer carry such code, and a model may write it.
 pub(crate) fn citation_markers(text: &str) -> Vec<Marker> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'`' => {
-                let run = bytes[i..].iter().take_while(|b| **b == b'`').count();
-                let line_end = text[i..].find('\n').map_or(text.len(), |n| i + n);
-                // A single-backtick span closed on its line is code: skip it whole.
-                let close = (run == 1)
-                    .then(|| text[i + 1..line_end].find('`'))
-                    .flatten();
-                i += close.map_or(run, |c| c + 2);
-                continue;
-            }
+            b'`' => i = after_code_span(text, i),
             b'[' => {
-                if let Some(close) = text[i + 1..].find(']').map(|c| i + 1 + c) {
-                    let indexes = matches!(i.checked_sub(1).map(|b| bytes[b]), Some(b')' | b']'))
+                let marker = text[i + 1..].find(']').and_then(|c| {
+                    let close = i + 1 + c;
+                    let numbers = numbers_of(&text[i + 1..close])?;
+                    let before = i.checked_sub(1).map(|b| bytes[b]);
+                    let indexes = matches!(before, Some(b')' | b']' | b'!'))
+                        || (before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+                            && numbers.contains(&0))
                         || continues_expression(&bytes[close + 1..]);
-                    if let Some(numbers) = numbers_of(&text[i + 1..close]).filter(|_| !indexes) {
-                        out.push(Marker {
-                            span: i..close + 1,
-                            numbers,
-                        });
-                        i = close + 1;
-                        continue;
+                    (!indexes).then_some(Marker {
+                        span: i..close + 1,
+                        numbers,
+                    })
+                });
+                match marker {
+                    Some(marker) => {
+                        i = marker.span.end;
+                        out.push(marker);
                     }
+                    None => i += 1,
                 }
             }
-            _ => {}
+            _ => i += 1,
         }
-        i += 1;
     }
     out
+}
+
+/// Where scanning goes on after the backticks at `start`: past the whole span when one or two
+/// backticks open an inline code span that the same run closes on the line, else past the run.
+fn after_code_span(text: &str, start: usize) -> usize {
+    let bytes = text.as_bytes();
+    let run = bytes[start..].iter().take_while(|b| **b == b'`').count();
+    let open_end = start + run;
+    if run > 2 {
+        return open_end;
+    }
+    let line_end = text[open_end..]
+        .find('\n')
+        .map_or(text.len(), |n| open_end + n);
+    let mut j = open_end;
+    while j < line_end {
+        if bytes[j] == b'`' {
+            let closing = bytes[j..line_end]
+                .iter()
+                .take_while(|b| **b == b'`')
+                .count();
+            if closing == run {
+                return j + closing;
+            }
+            j += closing;
+        } else {
+            j += 1;
+        }
+    }
+    open_end
 }
 
 /// The numbers inside a citation marker (`1`, `1, 2`), or `None`.
@@ -371,6 +403,16 @@ mod tests {
             numbers("```python >>> r.text [3] Send requests easily. [3]"),
             [vec![3], vec![3]]
         );
+        // Real documents quoted by the extractive answer (byteorder, jsonpointer's neighbours).
+        assert_eq!(
+            numbers("let rdr = Cursor::new(vec![2, 5, 3, 0]); [1]"),
+            [vec![1]]
+        );
+        assert_eq!(
+            numbers("The expression: ``foo.bar[0]`` will return one. [3]"),
+            [vec![3]]
+        );
+        assert_eq!(numbers("args[0] and argv[0], then [2]"), [vec![2]]);
         // A citation at the end of a sentence, or right after a word, is one.
         assert_eq!(
             numbers("Use it [1]. Or this one[2], then [3]"),

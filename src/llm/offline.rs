@@ -126,6 +126,10 @@ pub fn extractive_answer(question: &str, documents: &[Document]) -> String {
         }
     }
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    // A sentence that several documents share (a README copied into companion crates) is
+    // quoted once, from the first of them.
+    let mut seen = HashSet::new();
+    scored.retain(|s| seen.insert(s.3.split_whitespace().collect::<Vec<_>>().join(" ")));
     let Some(best) = scored.first().map(|s| s.0) else {
         return NO_MATCH_ANSWER.to_owned();
     };
@@ -410,6 +414,18 @@ mod tests {
             "cut inside: {extracted}"
         );
         assert!(grounded(&extracted, &docs), "{extracted}");
+    }
+
+    #[test]
+    fn a_sentence_several_documents_share_is_quoted_once() {
+        // hashbrown's README, copied into two more crates of the crates set.
+        let copy = "This crate is a Rust port of Google's SwissTable hash map. It is fast.";
+        let docs = [doc("a", copy), doc("b", copy), doc("c", copy)];
+        let answer = extractive_answer("Which crate is the Rust port of SwissTable?", &docs);
+        assert_eq!(
+            answer,
+            "This crate is a Rust port of Google's SwissTable hash map. [1]"
+        );
     }
 
     #[test]
