@@ -217,3 +217,7 @@ mod tests;
 #[cfg(test)]
 #[path = "speculation_unavailable_tests.rs"]
 mod unavailable_tests;
+
+#[cfg(test)]
+#[path = "speculation_web_tests.rs"]
+mod web_tests;

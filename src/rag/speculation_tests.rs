@@ -1,13 +1,13 @@
 //! Speculation through the whole workflow: exact model calls, steps and events when the
-//! speculative answer is used, discarded (grading dropped a passage; the route was web or
-//! the model alone), and when speculation is off.
+//! speculative answer is used, discarded (grading dropped a passage; the route was the model
+//! alone; the web route is in `speculation_web_tests.rs`), and when speculation is off.
 
 use crate::config::Speculation;
 use crate::engine::{Budget, Clock, SystemClock};
 use crate::llm::{ChatModel, ChatRequest, Completion, LlmError, ScriptedModel, Task};
 use crate::rag::{Events, RagGraph, RagLimits, RunEvent, RunRequest, RunResponse};
 use crate::runs::Workflow;
-use crate::search::{DocKind, Document, RetrievalError, WebSearch};
+use crate::search::WebSearch;
 use crate::store::MemoryStore;
 use async_trait::async_trait;
 use serde_json::json;
@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::{Barrier, Semaphore};
 
 const QUESTION: &str = "What causes patch canker in durian?";
-const ANSWER: &str = "Patch canker is caused by Phytophthora palmivora [1].";
+pub(super) const ANSWER: &str = "Patch canker is caused by Phytophthora palmivora [1].";
 
 /// Wraps the scripted model: the first `together` calls each wait until all of them are in
 /// flight (a barrier, so only concurrent calls get past it), and document grades are
@@ -126,7 +126,7 @@ impl Run {
         out
     }
 
-    fn position(&self, label: &str) -> usize {
+    pub(super) fn position(&self, label: &str) -> usize {
         let events = self.events();
         let at = events.iter().position(|e| e == label);
         at.unwrap_or_else(|| panic!("no {label} in {events:?}"))
@@ -141,31 +141,6 @@ pub(super) async fn run(
     request: RunRequest,
 ) -> Run {
     run_with_web(model, together, on, request, None).await
-}
-
-/// A web search that finds one page.
-pub(super) struct OnePage;
-
-#[async_trait]
-impl WebSearch for OnePage {
-    async fn search(
-        &self,
-        _query: &str,
-        _max_results: usize,
-        _timeout: Duration,
-    ) -> Result<Vec<Document>, RetrievalError> {
-        Ok(vec![Document {
-            id: "https://example.org/canker".into(),
-            title: "Durian canker".into(),
-            url: "https://example.org/canker".into(),
-            content: "Patch canker is caused by Phytophthora palmivora.".into(),
-            score: 0.9,
-            kind: DocKind::Web,
-            clear_match: false,
-            from_graph: false,
-            nearest: false,
-        }])
-    }
 }
 
 /// [`run`] with a web search configured (or not).
@@ -312,95 +287,6 @@ async fn discarded_when_grading_drops_a_passage_then_answered_from_the_kept_ones
             .count(),
         1
     );
-}
-
-#[tokio::test]
-async fn discarded_when_the_route_is_web_search_with_its_grading_wasted() {
-    let r = run_with_web(
-        script("web_search", &["yes"]),
-        5,
-        Speculation::On,
-        request(),
-        Some(Arc::new(OnePage)),
-    )
-    .await;
-    let m = &r.response.metadata;
-    assert_eq!(
-        r.steps(),
-        [
-            "kg_retrieval",
-            "route_question",
-            "grade_documents",
-            "generate",
-            "web_search",
-            "generate",
-            "grade_hallucinations",
-            "grade_answer"
-        ]
-    );
-    assert_eq!(
-        [Task::RouteQuery, Task::GradeDocuments, Task::GenerateAnswer].map(|t| r.calls(t)),
-        [1, 3, 2]
-    );
-    assert_eq!(m.model_calls, 8);
-    assert_eq!(
-        (
-            m.speculation.started,
-            m.speculation.used,
-            m.speculation.discarded
-        ),
-        (1, 0, 1)
-    );
-    let wasted: u64 = r.response.workflow_steps[2..4]
-        .iter()
-        .map(|s| s.usage.total())
-        .sum();
-    assert_eq!(m.speculation.wasted_tokens, wasted, "grading and answer");
-    let urls: Vec<&str> = r
-        .response
-        .citations
-        .iter()
-        .map(|c| c.url.as_str())
-        .collect();
-    assert_eq!(urls, ["https://example.org/canker"], "the passages dropped");
-    assert!(r.position("discarded:1") < r.position("token:2"));
-}
-
-#[tokio::test]
-async fn used_when_the_route_is_web_search_but_none_is_configured() {
-    // The router named a source there is not: the knowledge base is searched, so the
-    // speculative answer from it stands.
-    let r = run(
-        script("web_search", &["yes"]),
-        5,
-        Speculation::On,
-        request(),
-    )
-    .await;
-    let m = &r.response.metadata;
-    assert_eq!(r.response.answer, ANSWER);
-    assert_eq!(
-        r.steps(),
-        [
-            "kg_retrieval",
-            "route_question",
-            "grade_documents",
-            "generate",
-            "grade_hallucinations",
-            "grade_answer"
-        ]
-    );
-    assert_eq!(r.response.workflow_steps[1].details["chosen"], "web_search");
-    assert_eq!(m.model_calls, 7);
-    assert_eq!(
-        (
-            m.speculation.started,
-            m.speculation.used,
-            m.speculation.discarded
-        ),
-        (1, 1, 0)
-    );
-    assert!(!m.web_search_unavailable);
 }
 
 #[tokio::test]

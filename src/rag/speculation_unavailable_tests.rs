@@ -2,7 +2,8 @@
 //! is abandoned, and a run with something to answer with ends `best_effort`
 //! (`model_unavailable`) instead of failing; exact calls and steps.
 
-use super::tests::{request, run, run_with_web, script, OnePage};
+use super::tests::{request, run, run_with_web, script};
+use super::web_tests::OnePage;
 use crate::config::Speculation;
 use crate::llm::{LlmError, ScriptedModel, Task};
 use crate::rag::RunRequest;
