@@ -13,8 +13,9 @@
 //! - **citations exist**: every `[n]` names one of the documents it was given (an answer
 //!   written without documents lists no sources, so its citations are not checked);
 //! - **support**: an answer long enough to judge ([`MIN_JUDGED_STEMS`] content words beyond
-//!   the question's) shares at least one of them with the documents it cites (all documents
-//!   when it cites none), unless it says plainly that they do not answer.
+//!   the question's), or any answer that cites nothing, shares at least one of them with the
+//!   documents it cites (all documents when it cites none), unless it says plainly that they
+//!   do not answer.
 //!
 //! An answer under the floor is asked for once more; a second one under it ends the run
 //! `best_effort` with `model_unusable` and the extractive answer ([`super::answer`]).
@@ -106,7 +107,10 @@ pub(crate) fn check(answer: &str, question: &str, documents: &[Document]) -> Res
         cited.iter().map(|n| &documents[*n as usize - 1]).collect()
     };
     let judged = new_stems(&text, question);
-    if judged.len() >= MIN_JUDGED_STEMS && support(&judged, &sources) == 0 {
+    // A short answer is judged too when it cites nothing: then only its words tie it to the
+    // documents ("Use thiserror." names one of them; "Answer: Yes." names nothing).
+    let judgeable = judged.len() >= MIN_JUDGED_STEMS || (cited.is_empty() && !judged.is_empty());
+    if judgeable && support(&judged, &sources) == 0 {
         return Err(Unusable::Unsupported);
     }
     Ok(())

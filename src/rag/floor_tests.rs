@@ -131,6 +131,14 @@ fn an_answer_sharing_nothing_with_its_cited_documents_is_unsupported() {
     let uncited = "Bananas ripen faster inside paper bags kept near apples.";
     assert_eq!(check(uncited, Q, &docs()), Err(Unusable::Unsupported));
     // Citing the wrong document of two is judged against the one cited.
+    // A short answer that cites nothing is judged too (Gemma 3 270M, real-model tier, asked
+    // whether a keyed hash resists hash flooding); one that names a document's word passes.
+    assert_eq!(
+        check("Answer: Yes.", Q, &docs()),
+        Err(Unusable::Unsupported)
+    );
+    assert_eq!(check("Use thiserror.", Q, &docs()), Ok(()));
+    assert_eq!(check("Yes [1].", Q, &docs()), Ok(()));
     let wrong = "The Display message of each variant comes from an error attribute [2].";
     assert_eq!(check(wrong, Q, &docs()), Err(Unusable::Unsupported));
     assert_eq!(check(&wrong.replace("[2]", "[1]"), Q, &docs()), Ok(()));
