@@ -29,28 +29,31 @@ pub(super) async fn route_question(
         None,
     )
     .await?;
-    let source = graph.available_source(decision.data_source);
+    let (source, details) = settle_route(graph, decision.data_source);
     state.route = Some(source);
     let next = match source {
         DataSource::KgRetrieval => RagNode::KgRetrieval,
         DataSource::WebSearch => RagNode::WebSearch,
         DataSource::LlmInternal => RagNode::Generate,
     };
-    tracing::info!(route = source.as_str(), "route chosen");
-    Ok(StepOutput::next(
-        next,
-        route_details(decision.data_source, source),
-    ))
+    Ok(StepOutput::next(next, details))
 }
 
-/// A routing step's details: the source taken, and the router's own choice when it was not
-/// available (see [`RagGraph::available_source`]).
-pub(super) fn route_details(chosen: DataSource, taken: DataSource) -> serde_json::Value {
-    if chosen == taken {
+/// The source a router's choice settles on ([`RagGraph::available_source`]), logged, with the
+/// routing step's details: the source taken, and the router's own choice when it was not
+/// available. Both routing sites (the node and speculation's branch) go through it.
+pub(super) fn settle_route(
+    graph: &RagGraph,
+    chosen: DataSource,
+) -> (DataSource, serde_json::Value) {
+    let taken = graph.available_source(chosen);
+    tracing::info!(route = taken.as_str(), "route chosen");
+    let details = if chosen == taken {
         json!({ "data_source": taken })
     } else {
         json!({ "data_source": taken, "chosen": chosen, "unavailable": true })
-    }
+    };
+    (taken, details)
 }
 
 pub(super) async fn kg_retrieval(

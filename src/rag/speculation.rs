@@ -118,10 +118,9 @@ pub(super) async fn branch(
         _ => {
             let decision: RouteDecision =
                 call(graph, ctx, Task::RouteQuery, question, &[], None).await?;
-            let source = graph.available_source(decision.data_source);
-            tracing::info!(route = source.as_str(), "route chosen");
+            let (source, details) = super::nodes::settle_route(graph, decision.data_source);
             Ok(BranchOutput {
-                details: super::nodes::route_details(decision.data_source, source),
+                details,
                 merge: RagMerge::Route(source),
             })
         }
