@@ -7,9 +7,12 @@ is in the top 1, 5, 10, 20 and 50 pages. No BM25, no fusion, no grading: the cei
 fusion and the workflow start from (BENCHMARKS.md "A second embedding model, and the RRF
 constant").
 
-Usage: eval/vector_ceiling.py BUNDLE QUESTIONS.jsonl EMBEDDINGS_BASE_URL MODEL
+Usage: eval/vector_ceiling.py BUNDLE QUESTIONS.jsonl EMBEDDINGS_BASE_URL MODEL [SHARE]
   e.g. .local/eval-venv/bin/python eval/vector_ceiling.py .local/eval-runs-hybrid/man.bundle \
        eval/man.jsonl http://127.0.0.1:18732/v1 multilingual-e5-small-q4
+SHARE (default 0): the hubness correction of src/search/hybrid/hubness.rs, the share of the
+query's component along the corpus's common direction removed before ranking (the store
+uses 0.25).
 Needs numpy (the eval venv of scripts/setup-eval-tools.sh has it) and a bundle whose vectors
 are int8 (`vectors.bin`: per passage, its dimensions as int8 then a 4-byte scale).
 """
@@ -45,12 +48,16 @@ def embed(url, model, texts):
 
 
 def main():
-    if len(sys.argv) != 5:
+    if len(sys.argv) not in (5, 6):
         sys.exit(__doc__)
-    bundle, questions, url, model = sys.argv[1:]
+    bundle, questions, url, model = sys.argv[1:5]
+    share = float(sys.argv[5]) if len(sys.argv) == 6 else 0.0
     pages, v = vectors(bundle)
     qs = [json.loads(line) for line in open(questions) if line.strip()]
     q = embed(url, model, [x["question"] for x in qs])
+    common = v.mean(axis=0)
+    common /= np.linalg.norm(common)
+    q = q - share * np.outer(q @ common, common)
     hits = dict.fromkeys(TOPS, 0)
     for i, question in enumerate(qs):
         scores = v @ q[i]

@@ -1,7 +1,9 @@
 //! Hybrid ranking: the passages' vectors ([`Vectors`], int8-quantized, scanned flat) and
-//! reciprocal rank fusion of the vector ranking with the BM25 ranking ([`fuse`]).
+//! reciprocal rank fusion of the vector ranking with the BM25 ranking ([`fuse`]); the vector
+//! ranking discounts the corpus's common direction (`hubness`).
 
 mod fusion;
+mod hubness;
 mod vectors;
 
 pub(crate) use fusion::{

@@ -9,6 +9,10 @@
 //!
 //! File layout (`vectors.bin`, little-endian): `rows * dims` bytes of `i8`, then `rows` `f32`
 //! scales.
+//!
+//! The query is compared after [`CommonDirection::adjust`] (the corpus's common direction,
+//! computed once when the vectors are read: one pass, no file change).
+use super::hubness::CommonDirection;
 use crate::search::allowed::Allowed;
 use crate::search::bm25::Hit;
 use std::cmp::Ordering;
@@ -20,6 +24,7 @@ pub(crate) struct Vectors {
     dims: usize,
     data: OwnedBytes,
     scales: Vec<f32>,
+    common: CommonDirection,
 }
 
 /// A unit-length copy of `v` (a zero vector stays zero).
@@ -95,14 +100,17 @@ impl Vectors {
         if dims == 0 || bytes.len() != matrix.checked_add(rows.checked_mul(4)?)? {
             return None;
         }
-        let scales = bytes.as_slice()[matrix..]
+        let scales: Vec<f32> = bytes.as_slice()[matrix..]
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
+        let data = bytes.slice(0..matrix);
+        let common = CommonDirection::of_quantized(bytemuck_i8(data.as_slice()), &scales, dims);
         Some(Self {
             dims,
-            data: bytes.slice(0..matrix),
+            data,
             scales,
+            common,
         })
     }
 
@@ -118,13 +126,14 @@ impl Vectors {
         self.scales.len()
     }
 
-    /// The `k` rows most similar to `query` (cosine similarity), best first, among the
-    /// `allowed` rows when given (rows are passage positions).
+    /// The `k` rows most similar to `query` (cosine similarity to the query less part of its
+    /// common component, see [`CommonDirection`]), best first, among the `allowed` rows when
+    /// given (rows are passage positions).
     pub(crate) fn top(&self, query: &[f32], k: usize, allowed: Option<&Allowed>) -> Vec<Hit> {
         if query.len() != self.dims || k == 0 {
             return Vec::new();
         }
-        let (q, q_scale) = quantize(query);
+        let (q, q_scale) = quantize(&self.common.adjust(query));
         let data: &[i8] = bytemuck_i8(self.data.as_slice());
         let mut heap: BinaryHeap<Scored> = BinaryHeap::with_capacity(k + 1);
         for (row, (v, scale)) in data.chunks_exact(self.dims).zip(&self.scales).enumerate() {
@@ -183,7 +192,8 @@ mod tests {
     fn encoded_vectors_round_trip_and_rank_by_similarity() {
         let rows: Vec<Vec<f32>> = (0..40)
             .map(|i| {
-                let angle = i as f32 * 0.07;
+                // A full circle: no common direction but the constant tail's.
+                let angle = i as f32 * std::f32::consts::TAU / 40.0;
                 let mut v = vec![angle.cos(), angle.sin()];
                 v.extend(std::iter::repeat_n(0.01, 17)); // 19 dims: exercises the tail
                 v
@@ -199,5 +209,25 @@ mod tests {
         assert!(hits.windows(2).all(|w| w[0].1 >= w[1].1));
         assert!(vectors.top(&[1.0], 3, None).is_empty(), "wrong dimensions");
         assert!(Vectors::decode(OwnedBytes::new(bytes), 19, 41).is_none());
+    }
+
+    #[test]
+    fn a_generic_passage_near_the_corpus_centre_gives_way_to_the_specific_one() {
+        // Row 0 points where the whole corpus points (a hub); row 1 is the specific passage.
+        let rows = vec![
+            vec![1.0, 0.0, 0.0],
+            vec![0.6, 0.8, 0.0],
+            vec![0.95, 0.0, 0.312],
+            vec![0.95, 0.0, -0.312],
+        ];
+        let query = [0.9, 0.436, 0.0];
+        let cos = |v: &[f32]| v.iter().zip(&query).map(|(a, b)| a * b).sum::<f32>();
+        assert!(
+            cos(&rows[0]) > cos(&rows[1]),
+            "by plain cosine the hub leads"
+        );
+        let vectors = Vectors::decode(OwnedBytes::new(Vectors::encode(&rows, 3)), 3, 4).unwrap();
+        let ranked: Vec<u32> = vectors.top(&query, 2, None).iter().map(|h| h.0).collect();
+        assert_eq!(ranked, vec![1, 0]);
     }
 }
