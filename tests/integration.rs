@@ -27,6 +27,7 @@ mod kb_eval;
 mod kb_filters;
 mod kb_formats;
 mod kb_graph;
+mod kb_hubness;
 mod kb_hybrid;
 mod kb_postgres;
 mod kb_rare_word;

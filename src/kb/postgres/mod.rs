@@ -14,6 +14,7 @@
 
 #[cfg(test)]
 mod bench;
+mod common;
 mod connect;
 pub(crate) mod data_api;
 pub(crate) mod direct;
@@ -29,7 +30,7 @@ use crate::kb::bundle::format::EmbeddingInfo;
 use crate::kb::retriever::Retriever;
 use crate::search::cap::{per_source, source_key};
 use crate::search::document::{DocKind, Document};
-use crate::search::hybrid::{keep_lead, BM25_LEAD, CLEAR_TOP};
+use crate::search::hybrid::{keep_lead, CommonDirection, BM25_LEAD, CLEAR_TOP};
 use crate::search::knowledge_graph::{strong_by_rank, strong_count};
 use crate::search::options::RetrievalOptions;
 use crate::search::RetrievalError;
@@ -52,6 +53,8 @@ pub struct PgKnowledge {
     sql: Arc<dyn Sql>,
     info: schema::StoreInfo,
     max_per_document: usize,
+    /// The stored vectors' common direction (hubness correction), when there are vectors.
+    common: Option<CommonDirection>,
 }
 
 /// A ranked row: the document, its source key, and whether it is a clear match.
@@ -68,10 +71,17 @@ impl PgKnowledge {
         let info = schema::read(sql.as_ref())
             .await
             .map_err(|e| schema_error(sql.name(), e))?;
+        let common = match info.embedding {
+            Some(_) => common::read(sql.as_ref())
+                .await
+                .map_err(|e| store_error(sql.name(), e))?,
+            None => None,
+        };
         Ok(Self {
             sql,
             info,
             max_per_document: crate::config::DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
+            common,
         })
     }
 
@@ -242,10 +252,11 @@ impl Retriever for PgKnowledge {
                 dims.unwrap_or_default()
             ))));
         }
+        let adjusted = self.common.as_ref().map(|c| c.adjust(vector));
         let rows = self
             .rows(&query::hybrid(
                 query,
-                vector,
+                adjusted.as_deref().unwrap_or(vector),
                 options,
                 CANDIDATES.max(options.limit),
                 self.info.tenant_key.as_deref(),

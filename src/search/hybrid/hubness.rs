@@ -50,6 +50,15 @@ impl CommonDirection {
         Self(sum.iter().map(|x| (x / norm) as f32).collect())
     }
 
+    /// The direction of `mean` (a store's mean of unit vectors); all zeros for a zero mean.
+    pub(crate) fn of_mean(mean: &[f32]) -> Self {
+        let norm = mean.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm == 0.0 || !norm.is_finite() {
+            return Self(vec![0.0; mean.len()]);
+        }
+        Self(mean.iter().map(|x| x / norm).collect())
+    }
+
     /// `query` with `COMMON_SHARE` of its component along the common direction removed
     /// (unchanged when the dimensions differ).
     pub(crate) fn adjust(&self, query: &[f32]) -> Vec<f32> {
@@ -124,7 +133,11 @@ mod tests {
             "the rest is kept: {adjusted:?}"
         );
         assert_eq!(c.adjust(&[1.0]), vec![1.0], "other dimensions: unchanged");
-        let none = CommonDirection(vec![0.0, 0.0]);
+        assert_eq!(
+            CommonDirection::of_mean(&[0.0, 2.0]),
+            CommonDirection(vec![0.0, 1.0])
+        );
+        let none = CommonDirection::of_mean(&[0.0, 0.0]);
         assert_eq!(
             none.adjust(&[3.0, 4.0]),
             vec![0.6, 0.8],

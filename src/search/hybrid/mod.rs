@@ -9,4 +9,5 @@ mod vectors;
 pub(crate) use fusion::{
     bm25_clear_lead, fuse, keep_lead, Fused, BM25_DEPTH, BM25_LEAD, CLEAR_TOP, K,
 };
+pub(crate) use hubness::CommonDirection;
 pub(crate) use vectors::Vectors;
