@@ -294,7 +294,7 @@ impl KnowledgeBase {
         } else {
             Vec::new()
         };
-        let all = fuse(&bm25, &nearest, candidates);
+        let all = fuse(&bm25, &nearest, candidates, |id| self.index.source(id));
         let lead = self.clear_lead(&bm25);
         let kept = cap::per_source(
             all.iter().copied(),

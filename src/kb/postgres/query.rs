@@ -15,14 +15,20 @@ use crate::search::DocKind;
 /// The RRF constant: the bundle's ([`crate::search::hybrid::K`]), a whole number.
 pub(crate) const RRF_K: u32 = crate::search::hybrid::K as u32;
 
-/// The full-text ranking's weight in the fusion, as the bundle's (`hybrid::fusion::bm25_weight`):
-/// `2 × (1 − s10 / s1)` over the `fts` candidates (`s10` the score at the bundle's
-/// [`BM25_DEPTH`], 0 when there are fewer), 1 when there is no positive first score.
+/// The full-text ranking's weight in the fusion, as the bundle's (`hybrid::fusion::bm25_weight`
+/// times `hybrid::fusion::agreement`): `2 × (1 − s10 / s1)` over the `fts` candidates (`s10`
+/// the score at the bundle's [`BM25_DEPTH`], 0 when there are fewer), 1 when there is no
+/// positive first score; times the share of the first [`BM25_DEPTH`] full-text hits whose
+/// document has a passage among the `vec` hits (1 when there are none).
 fn bm25_weight() -> String {
     format!(
         "COALESCE(2 * (1 - LEAST(GREATEST(\
            COALESCE((SELECT s FROM fts WHERE r = {BM25_DEPTH}), 0) / \
-           NULLIF(GREATEST((SELECT s FROM fts WHERE r = 1), 0), 0), 0), 1)), 1)"
+           NULLIF(GREATEST((SELECT s FROM fts WHERE r = 1), 0), 0), 0), 1)), 1) * \
+         (SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM vec) OR count(*) = 0 THEN 1 ELSE \
+           CAST(count(*) FILTER (WHERE pf.document IN (SELECT pv.document FROM vec \
+             JOIN bounded_rag_passages pv ON pv.hash = vec.hash)) AS float8) / count(*) END \
+          FROM fts JOIN bounded_rag_passages pf ON pf.hash = fts.hash WHERE fts.r <= {BM25_DEPTH})"
     )
 }
 
