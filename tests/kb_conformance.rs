@@ -176,15 +176,26 @@ async fn hybrid_search_finds_the_same_documents_on_every_store() {
         assert_eq!(out["mode"], "hybrid", "{store}");
         let first = out["documents"][0]["url"].as_str().unwrap_or_default();
         assert!(first.starts_with("kb://drainage.md"), "{store}: {out}");
-        // The vector ranking's first is marked the nearest, and only it, on every store.
-        let nearest: Vec<&str> = out["documents"]
-            .as_array()
-            .unwrap()
+        // The vector ranking's first three carry their rank, the first being the fused first,
+        // on every store.
+        let docs = out["documents"].as_array().unwrap();
+        let ranked = |r: u64| -> Vec<&str> {
+            docs.iter()
+                .filter(|d| d["vector_rank"] == r)
+                .filter_map(|d| d["url"].as_str())
+                .collect()
+        };
+        assert_eq!(ranked(1), [first], "{store}: {out}");
+        let marked = docs
             .iter()
-            .filter(|d| d["nearest"] == true)
-            .filter_map(|d| d["url"].as_str())
-            .collect();
-        assert_eq!(nearest, [first], "{store}: {out}");
+            .filter(|d| d.get("vector_rank").is_some())
+            .count();
+        let within = (1..=3).map(|r| ranked(r).len()).sum::<usize>();
+        assert_eq!(
+            marked, within,
+            "ranks 1 to 3 only, each once: {store}: {out}"
+        );
+        assert!((1..=3).all(|r| ranked(r).len() <= 1), "{store}: {out}");
         for (filter, expected) in cases() {
             let docs = search(state, env, "orchard", Some(&filter));
             assert_eq!(names(&docs), expected, "{store}, hybrid, filter {filter}");

@@ -1,7 +1,7 @@
 //! The vector ranking's hubness correction, in a bundle and in PostgreSQL alike: a passage
 //! pointing where the whole corpus points (a hub) is nearest the question by plain cosine, but
-//! the passage specific to the question is the vector ranking's first once the question loses
-//! a quarter of its component along the corpus's common direction
+//! the passage specific to the question is the vector ranking's first (`vector_rank` 1) once
+//! the question loses a quarter of its component along the corpus's common direction
 //! (`src/search/hybrid/hubness.rs`; the numbers are worked out below).
 use crate::support;
 
@@ -66,7 +66,7 @@ async fn the_specific_passage_is_nearest_in_every_store_not_the_hub() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|d| d["nearest"] == true)
+            .filter(|d| d["vector_rank"] == 1)
             .map(|d| d["url"].as_str().unwrap())
             .collect();
         assert_eq!(nearest, ["kb://specific.md#1"], "{store}: {out}");

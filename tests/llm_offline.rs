@@ -34,7 +34,7 @@ fn docs() -> Vec<Document> {
         kind: DocKind::Episode,
         clear_match: false,
         from_graph: false,
-        nearest: false,
+        vector_rank: None,
     })
     .collect()
 }

@@ -8,8 +8,9 @@
 //!   `kg_retrieval` otherwise.
 //! - `grade_documents`: `yes` when the knowledge base ranked a document as a clear match (see
 //!   [`Document::clear_match`]: first by BM25 with a clear lead, or near the top of both the
-//!   BM25 and the vector ranking) or the vector ranking's first ([`Document::nearest`]), so a
-//!   passage that says the same thing in other words is kept; otherwise `yes` when the
+//!   BM25 and the vector ranking) or among the vector ranking's first three
+//!   ([`Document::vector_rank`]), so a passage that says the same thing in other words is kept;
+//!   otherwise `yes` when the
 //!   documents contain at least half of the question's content stems (at most three needed).
 //! - `generate_answer`: [`extractive_answer`].
 //! - `grade_hallucinations`: `yes` when every answer sentence has at least 80% of its content
@@ -170,10 +171,10 @@ fn route(question: &str) -> DataSource {
     }
 }
 
-/// `grade_documents`: a clear match of the retrieval or the passage nearest the question by
-/// meaning, or enough of the question's content stems occur in the documents.
+/// `grade_documents`: a clear match of the retrieval or a passage among the nearest the
+/// question by meaning, or enough of the question's content stems occur in the documents.
 fn relevant(question: &str, documents: &[Document]) -> bool {
-    if documents.iter().any(|d| d.clear_match || d.nearest) {
+    if documents.iter().any(|d| d.clear_match || d.is_near()) {
         return true;
     }
     let wanted = stems(question);
@@ -271,7 +272,7 @@ mod tests {
             kind: DocKind::Episode,
             clear_match: false,
             from_graph: false,
-            nearest: false,
+            vector_rank: None,
         }
     }
 
@@ -388,9 +389,9 @@ mod tests {
         assert!(!relevant(question, std::slice::from_ref(&doc)));
         doc.clear_match = true;
         assert!(relevant(question, std::slice::from_ref(&doc)));
-        // The vector ranking's first passage too.
+        // A passage among the vector ranking's first three too.
         doc.clear_match = false;
-        doc.nearest = true;
+        doc.vector_rank = Some(3);
         assert!(relevant(question, std::slice::from_ref(&doc)));
     }
 

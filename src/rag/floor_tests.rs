@@ -15,7 +15,7 @@ fn doc(title: &str, content: &str) -> Document {
         kind: DocKind::Episode,
         clear_match: false,
         from_graph: false,
-        nearest: false,
+        vector_rank: None,
     }
 }
 

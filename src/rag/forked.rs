@@ -90,7 +90,7 @@ mod tests {
             kind: DocKind::Episode,
             clear_match: false,
             from_graph: false,
-            nearest: false,
+            vector_rank: None,
         }];
         state.generation = Some("Patch canker [1].".into());
         state.answer = Some("old".into());

@@ -82,7 +82,7 @@ mod tests {
             kind: DocKind::Episode,
             clear_match,
             from_graph: false,
-            nearest: false,
+            vector_rank: None,
         }
     }
 
@@ -97,7 +97,7 @@ mod tests {
         assert_eq!(record[0]["rule"], "clear_match");
         // The vector ranking's first is no clear lexical signal: a model's "no" stands.
         let mut nearest = doc("d", false);
-        nearest.nearest = true;
+        nearest.vector_rank = Some(1);
         assert_eq!(relevance(&[nearest], &[false]), (vec![false], None));
         // Grades that agree with the words are kept, and nothing is recorded.
         assert_eq!(

@@ -244,7 +244,7 @@ mod tests {
             kind: DocKind::Episode,
             clear_match: false,
             from_graph: false,
-            nearest: false,
+            vector_rank: None,
         }
     }
 

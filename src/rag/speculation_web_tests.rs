@@ -29,7 +29,7 @@ impl WebSearch for OnePage {
             kind: DocKind::Web,
             clear_match: false,
             from_graph: false,
-            nearest: false,
+            vector_rank: None,
         }])
     }
 }

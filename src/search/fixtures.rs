@@ -15,7 +15,7 @@ pub(crate) fn doc(id: &str, title: &str, content: &str, kind: DocKind) -> Docume
         kind,
         clear_match: false,
         from_graph: false,
-        nearest: false,
+        vector_rank: None,
     }
 }
 

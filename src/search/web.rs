@@ -126,7 +126,7 @@ impl WebSearch for TavilyClient {
                 kind: DocKind::Web,
                 clear_match: false,
                 from_graph: false,
-                nearest: false,
+                vector_rank: None,
             })
             .collect())
     }

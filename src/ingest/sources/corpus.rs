@@ -108,7 +108,7 @@ pub(crate) fn build(
                         kind: DocKind::Episode,
                         clear_match: false,
                         from_graph: false,
-                        nearest: false,
+                        vector_rank: None,
                     });
                 }
             }

@@ -208,7 +208,7 @@ fn doc(id: &str, title: &str, url: String, content: String, kind: DocKind) -> Do
         kind,
         clear_match: false,
         from_graph: false,
-        nearest: false,
+        vector_rank: None,
     }
 }
 

@@ -36,7 +36,7 @@ pub(super) fn document(result: &KnowledgeBaseRetrievalResult, rank: usize) -> Op
         kind: DocKind::Episode,
         clear_match: false,
         from_graph: false,
-        nearest: false,
+        vector_rank: None,
     })
 }
 

@@ -13,7 +13,7 @@ fn passage(url: &str, title: &str, content: &str) -> Document {
         kind: DocKind::Episode,
         clear_match: false,
         from_graph: false,
-        nearest: false,
+        vector_rank: None,
     }
 }
 
@@ -97,7 +97,7 @@ fn from_documents_counts_sources() {
         kind,
         clear_match: false,
         from_graph: false,
-        nearest: false,
+        vector_rank: None,
     };
     let kb = KnowledgeBase::from_documents(&[
         doc("kb://a.md#1", DocKind::Episode),

@@ -22,7 +22,7 @@ use crate::kb::retriever::Retriever;
 use crate::search::allowed::Allowed;
 use crate::search::bm25::{Hit, SearchIndex};
 use crate::search::cap;
-use crate::search::document::Document;
+use crate::search::document::{Document, NEAR_RANKS};
 use crate::search::hybrid::{bm25_clear_lead, fuse, keep_lead, Fused, Vectors};
 use crate::search::knowledge_graph::{self as graph, KnowledgeGraph, Merged};
 use crate::search::meta_table::MetaTable;
@@ -231,7 +231,7 @@ impl KnowledgeBase {
         let merged = self
             .graph
             .expand(direct, direct, strong, options, allowed.as_ref());
-        self.documents(merged, &clear, None)
+        self.documents(merged, &clear, &[])
     }
 
     /// The first hit when it leads clearly ([`bm25_clear_lead`]) over the best hit of any
@@ -316,16 +316,17 @@ impl KnowledgeBase {
         let hits: Vec<Hit> = fused.iter().map(|f| (f.id, f.score)).collect();
         let strong = graph::strong_by_rank(options.limit);
         let merged = self.graph.expand(&hits, &bm25, strong, options, allowed);
-        self.documents(merged, &clear, nearest.first().map(|h| h.0))
+        let near: Vec<DocId> = nearest.iter().take(NEAR_RANKS).map(|h| h.0).collect();
+        self.documents(merged, &clear, &near)
     }
 
     /// The merged results as documents, the direct hits in `clear` marked as clear matches and
-    /// `nearest` (the vector ranking's first) as the nearest.
+    /// those in `near` (the vector ranking's first, in order) with their vector rank.
     fn documents(
         &self,
         merged: Vec<Merged>,
         clear: &[DocId],
-        nearest: Option<DocId>,
+        near: &[DocId],
     ) -> Result<Vec<Document>, RetrievalError> {
         merged
             .into_iter()
@@ -333,7 +334,11 @@ impl KnowledgeBase {
                 let mut doc = self.index.document(id, score)?;
                 doc.from_graph = from_graph;
                 doc.clear_match = !from_graph && clear.contains(&id);
-                doc.nearest = !from_graph && nearest == Some(id);
+                doc.vector_rank = near
+                    .iter()
+                    .position(|n| *n == id)
+                    .filter(|_| !from_graph)
+                    .map(|i| i as u32 + 1);
                 Ok(doc)
             })
             .collect()

@@ -196,7 +196,7 @@ async fn run(passages: usize, dims: Option<usize>) {
                 kind: DocKind::Episode,
                 clear_match: false,
                 from_graph: false,
-                nearest: false,
+                vector_rank: None,
             })
             .collect();
         let mut meta = Meta::new();

@@ -29,7 +29,7 @@ pub(crate) mod write;
 use crate::kb::bundle::format::EmbeddingInfo;
 use crate::kb::retriever::Retriever;
 use crate::search::cap::{per_source, source_key};
-use crate::search::document::{DocKind, Document};
+use crate::search::document::{DocKind, Document, NEAR_RANKS};
 use crate::search::hybrid::{keep_lead, CommonDirection, BM25_LEAD, CLEAR_TOP};
 use crate::search::knowledge_graph::{strong_by_rank, strong_count};
 use crate::search::options::RetrievalOptions;
@@ -191,7 +191,7 @@ fn document(row: &Row) -> Result<(Document, u64), RetrievalError> {
         kind,
         clear_match: false,
         from_graph: false,
-        nearest: false,
+        vector_rank: None,
     };
     Ok((doc, source))
 }
@@ -270,7 +270,9 @@ impl Retriever for PgKnowledge {
         for row in &rows {
             let (mut doc, source) = document(row)?;
             let rank = |i: usize| row.get(i).and_then(SqlValue::int);
-            doc.nearest = rank(col::VEC_RANK) == Some(1);
+            doc.vector_rank = rank(col::VEC_RANK)
+                .filter(|r| (1..=NEAR_RANKS as i64).contains(r))
+                .map(|r| r as u32);
             let top = |r: Option<i64>| r.is_some_and(|r| r <= CLEAR_TOP as i64);
             let fts = rank(col::FTS_RANK);
             if let (Some(r), DocKind::Node) = (fts, doc.kind) {

@@ -23,7 +23,7 @@ pub(super) fn as_documents(history: &[PastTurn]) -> Vec<Document> {
             kind: DocKind::Episode,
             clear_match: false,
             from_graph: false,
-            nearest: false,
+            vector_rank: None,
         })
         .collect()
 }

@@ -260,7 +260,7 @@ impl SearchIndex {
             kind,
             clear_match: false,
             from_graph: false,
-            nearest: false,
+            vector_rank: None,
         })
     }
 }
