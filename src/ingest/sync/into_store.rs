@@ -15,7 +15,7 @@ use crate::ingest::into_store::{documents, write_documents};
 use crate::ingest::options::IngestOptions;
 use crate::ingest::sources::{enable_parsers, graph_kind, is_sidecar};
 use crate::kb::bundle::format::EmbeddingInfo;
-use crate::kb::postgres::sql::{SqlValue, Statement};
+use crate::kb::postgres::sql::{first_text, Statement};
 use crate::kb::postgres::{schema, schema_error, write, Sql, SqlError};
 use crate::search::{DocKind, RetrievalError};
 use base64::Engine as _;
@@ -165,11 +165,7 @@ async fn load(sql: &dyn Sql) -> Result<SyncState, SqlError> {
         }
         other => other?,
     };
-    let Some(text) = rows
-        .first()
-        .and_then(|r| r.first())
-        .and_then(SqlValue::text)
-    else {
+    let Some(text) = first_text(&rows) else {
         return Ok(SyncState::default());
     };
     let bytes = base64::engine::general_purpose::STANDARD

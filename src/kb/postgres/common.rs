@@ -1,7 +1,7 @@
 //! The store's common direction for the vector ranking's hubness correction (as a bundle's,
 //! [`CommonDirection`]): the mean of up to [`SAMPLE`] stored passages' unit vectors, read once
 //! when the store is opened, one statement.
-use super::sql::{Sql, SqlError, SqlValue, Statement};
+use super::sql::{first_text, Sql, SqlError, Statement};
 use crate::search::hybrid::CommonDirection;
 
 /// Passages averaged: the mean direction of 8,192 unit vectors is within about 0.01 of the
@@ -36,11 +36,7 @@ pub(super) async fn read(sql: &dyn Sql) -> Result<Option<CommonDirection>, SqlEr
         }
         other => other?,
     };
-    let Some(text) = rows
-        .first()
-        .and_then(|r| r.first())
-        .and_then(SqlValue::text)
-    else {
+    let Some(text) = first_text(&rows) else {
         return Ok(None);
     };
     let mean = parse(text).ok_or_else(|| {

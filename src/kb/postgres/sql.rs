@@ -83,6 +83,11 @@ impl From<bool> for SqlValue {
 /// A row of a result: its fields in select-list order.
 pub(crate) type Row = Vec<SqlValue>;
 
+/// The text of the first field of the first row: a one-value statement's answer.
+pub(crate) fn first_text(rows: &[Row]) -> Option<&str> {
+    rows.first()?.first()?.text()
+}
+
 /// One statement and its parameters (`$1` is `params[0]`).
 #[derive(Debug, Clone)]
 pub(crate) struct Statement {
