@@ -28,7 +28,7 @@ pub(crate) struct Vectors {
 }
 
 /// A unit-length copy of `v` (a zero vector stays zero).
-pub(super) fn normalized(v: &[f32]) -> Vec<f32> {
+fn normalized(v: &[f32]) -> Vec<f32> {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm == 0.0 || !norm.is_finite() {
         return vec![0.0; v.len()];
