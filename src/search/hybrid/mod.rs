@@ -4,6 +4,7 @@
 
 mod fusion;
 mod hubness;
+mod unit;
 mod vectors;
 
 pub(crate) use fusion::{

@@ -13,6 +13,7 @@
 //! The query is compared after [`CommonDirection::adjust`] (the corpus's common direction,
 //! computed once when the vectors are read: one pass, no file change).
 use super::hubness::CommonDirection;
+use super::unit::normalized;
 use crate::search::allowed::Allowed;
 use crate::search::bm25::Hit;
 use std::cmp::Ordering;
@@ -25,15 +26,6 @@ pub(crate) struct Vectors {
     data: OwnedBytes,
     scales: Vec<f32>,
     common: CommonDirection,
-}
-
-/// A unit-length copy of `v` (a zero vector stays zero).
-fn normalized(v: &[f32]) -> Vec<f32> {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm == 0.0 || !norm.is_finite() {
-        return vec![0.0; v.len()];
-    }
-    v.iter().map(|x| x / norm).collect()
 }
 
 /// `v` normalized and quantized: the bytes and the scale that maps them back.
