@@ -35,6 +35,7 @@ mod kb_rerank;
 mod kb_s3;
 mod kb_sync;
 mod kb_tuning;
+mod kb_vector_lead;
 mod lambda_local;
 mod lambda_stream;
 mod lambda_sync;

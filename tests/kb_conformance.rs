@@ -176,8 +176,8 @@ async fn hybrid_search_finds_the_same_documents_on_every_store() {
         assert_eq!(out["mode"], "hybrid", "{store}");
         let first = out["documents"][0]["url"].as_str().unwrap_or_default();
         assert!(first.starts_with("kb://drainage.md"), "{store}: {out}");
-        // The vector ranking's first three carry their rank, the first being the fused first,
-        // on every store.
+        // The passages of the vector ranking's first three documents (one passage each here)
+        // carry their rank, the first being the fused first, on every store.
         let docs = out["documents"].as_array().unwrap();
         let ranked = |r: u64| -> Vec<&str> {
             docs.iter()

@@ -8,7 +8,7 @@
 //!   `kg_retrieval` otherwise.
 //! - `grade_documents`: `yes` when the knowledge base ranked a document as a clear match (see
 //!   [`Document::clear_match`]: first by BM25 with a clear lead, or near the top of both the
-//!   BM25 and the vector ranking) or among the vector ranking's first three
+//!   BM25 and the vector ranking) or of one of the vector ranking's first three documents
 //!   ([`Document::vector_rank`]), so a passage that says the same thing in other words is kept;
 //!   otherwise `yes` when the
 //!   documents contain at least half of the question's content stems (at most three needed).
@@ -389,7 +389,7 @@ mod tests {
         assert!(!relevant(question, std::slice::from_ref(&doc)));
         doc.clear_match = true;
         assert!(relevant(question, std::slice::from_ref(&doc)));
-        // A passage among the vector ranking's first three too.
+        // A passage of one of the vector ranking's first three documents too.
         doc.clear_match = false;
         doc.vector_rank = Some(3);
         assert!(relevant(question, std::slice::from_ref(&doc)));

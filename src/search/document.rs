@@ -42,22 +42,24 @@ pub struct Document {
     /// entity the query matched, not as a search hit of its own.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_graph: bool,
-    /// Hybrid retrieval only: its rank (from 1) in the vector ranking, when it is among the
-    /// first [`NEAR_RANKS`], the passages nearest the question by meaning. The offline
-    /// provider's grader, which judges by shared words, keeps them (passages found in other
-    /// words: BENCHMARKS.md "The nearest passages kept by the offline grader"); unlike
-    /// [`Document::clear_match`] it does not overrule a model's grade.
+    /// Hybrid retrieval only: its document's rank (from 1) among the vector ranking's
+    /// documents (each ranked by its nearest passage), when among the first [`NEAR_RANKS`]:
+    /// the documents nearest the question by meaning. The offline provider's grader, which
+    /// judges by shared words, keeps their passages (found in other words: BENCHMARKS.md "The
+    /// nearest documents kept by the offline grader"); unlike [`Document::clear_match`] it does
+    /// not overrule a model's grade.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector_rank: Option<u32>,
 }
 
-/// How many of the vector ranking's first passages carry their [`Document::vector_rank`]:
-/// keeping the first three rather than the first alone raised the man-page set's cited share
-/// from 0.800 to 0.875 with all-mpnet-base-v2 and lowered no set (five: the same figures).
+/// How many of the vector ranking's first documents carry their [`Document::vector_rank`]:
+/// the first three passages rather than the first alone raised the man-page set's cited share
+/// from 0.800 to 0.875 with all-mpnet-base-v2, and the first three documents (a page's every
+/// kept passage, not only its nearest one) to 0.900; no set lowered (BENCHMARKS.md).
 pub const NEAR_RANKS: usize = 3;
 
 impl Document {
-    /// Among the vector ranking's first [`NEAR_RANKS`] passages.
+    /// Of one of the vector ranking's first [`NEAR_RANKS`] documents.
     pub fn is_near(&self) -> bool {
         self.vector_rank.is_some()
     }

@@ -22,8 +22,10 @@ use crate::kb::retriever::Retriever;
 use crate::search::allowed::Allowed;
 use crate::search::bm25::{Hit, SearchIndex};
 use crate::search::cap;
-use crate::search::document::{Document, NEAR_RANKS};
-use crate::search::hybrid::{bm25_clear_lead, fuse, keep_lead, Fused, Vectors};
+use crate::search::document::Document;
+use crate::search::hybrid::{
+    bm25_clear_lead, fuse, keep_leads, near_sources, rank_of, Fused, Vectors,
+};
 use crate::search::knowledge_graph::{self as graph, KnowledgeGraph, Merged};
 use crate::search::meta_table::MetaTable;
 use crate::search::options::RetrievalOptions;
@@ -306,8 +308,15 @@ impl KnowledgeBase {
             .iter()
             .find(|f| Some(f.id) == lead)
             .map(|f| Fused { clear: true, ..*f });
+        // The vector ranking's first passage, as fused (it is among the fused candidates
+        // unless all of them outscore it).
+        let nearest_fused = nearest
+            .first()
+            .and_then(|h| all.iter().find(|f| f.id == h.0))
+            .copied();
         let source = |f: &Fused| self.index.source(f.id);
-        let fused = keep_lead(kept, lead_fused, source, options.limit);
+        let leads = lead_fused.into_iter().chain(nearest_fused);
+        let fused = keep_leads(kept, leads, source, options.limit);
         let clear: Vec<DocId> = fused
             .iter()
             .filter(|f| f.clear || Some(f.id) == lead)
@@ -316,17 +325,18 @@ impl KnowledgeBase {
         let hits: Vec<Hit> = fused.iter().map(|f| (f.id, f.score)).collect();
         let strong = graph::strong_by_rank(options.limit);
         let merged = self.graph.expand(&hits, &bm25, strong, options, allowed);
-        let near: Vec<DocId> = nearest.iter().take(NEAR_RANKS).map(|h| h.0).collect();
+        let near = near_sources(nearest.iter().map(|h| self.index.source(h.0)));
         self.documents(merged, &clear, &near)
     }
 
     /// The merged results as documents, the direct hits in `clear` marked as clear matches and
-    /// those in `near` (the vector ranking's first, in order) with their vector rank.
+    /// those of a source in `near` (the vector ranking's first documents, in order) with their
+    /// document's vector rank.
     fn documents(
         &self,
         merged: Vec<Merged>,
         clear: &[DocId],
-        near: &[DocId],
+        near: &[u64],
     ) -> Result<Vec<Document>, RetrievalError> {
         merged
             .into_iter()
@@ -334,11 +344,7 @@ impl KnowledgeBase {
                 let mut doc = self.index.document(id, score)?;
                 doc.from_graph = from_graph;
                 doc.clear_match = !from_graph && clear.contains(&id);
-                doc.vector_rank = near
-                    .iter()
-                    .position(|n| *n == id)
-                    .filter(|_| !from_graph)
-                    .map(|i| i as u32 + 1);
+                doc.vector_rank = rank_of(near, self.index.source(id)).filter(|_| !from_graph);
                 Ok(doc)
             })
             .collect()

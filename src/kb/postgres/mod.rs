@@ -6,7 +6,7 @@
 //! seam ([`sql::Sql`]). A search is one statement: full text, or full text fused with the
 //! nearest vectors by reciprocal rank fusion, filtered in SQL ([`filter`]), then capped per
 //! source document and marked for clear matches here, as a bundle does (a clear full-text lead is
-//! never ranked out by the fusion: [`keep_lead`]). When the hits hold an
+//! never ranked out by the fusion, nor is the vector ranking's first: [`keep_leads`]). When the hits hold an
 //! entity of a graph file, one more statement reads its relations and communities ([`neighbours`]),
 //! merged in as a bundle merges them.
 //!
@@ -29,8 +29,10 @@ pub(crate) mod write;
 use crate::kb::bundle::format::EmbeddingInfo;
 use crate::kb::retriever::Retriever;
 use crate::search::cap::{per_source, source_key};
-use crate::search::document::{DocKind, Document, NEAR_RANKS};
-use crate::search::hybrid::{keep_lead, CommonDirection, BM25_LEAD, CLEAR_TOP};
+use crate::search::document::{DocKind, Document};
+use crate::search::hybrid::{
+    keep_leads, near_sources, rank_of, CommonDirection, BM25_LEAD, CLEAR_TOP,
+};
 use crate::search::knowledge_graph::{strong_by_rank, strong_count};
 use crate::search::options::RetrievalOptions;
 use crate::search::RetrievalError;
@@ -121,11 +123,16 @@ impl PgKnowledge {
         self.sql.query(statement).await.map_err(|e| self.error(e))
     }
 
-    /// The first `limit` of `ranked`, capped per source document, with the clear full-text
-    /// lead `lead` kept among them ([`keep_lead`]).
-    fn finish(&self, ranked: Vec<Ranked>, lead: Option<Ranked>, limit: usize) -> Vec<Document> {
+    /// The first `limit` of `ranked`, capped per source document, with the `leads` (the clear
+    /// full-text lead, the vector ranking's first) kept among them ([`keep_leads`]).
+    fn finish(
+        &self,
+        ranked: Vec<Ranked>,
+        leads: impl IntoIterator<Item = Ranked>,
+        limit: usize,
+    ) -> Vec<Document> {
         let kept = per_source(ranked, |r| r.source, self.max_per_document, limit);
-        keep_lead(kept, lead, |r| r.source, limit)
+        keep_leads(kept, leads, |r| r.source, limit)
             .into_iter()
             .map(|r| {
                 let mut doc = r.doc;
@@ -153,6 +160,21 @@ pub(crate) fn schema_error(store: &str, e: schema::SchemaError) -> RetrievalErro
             class: crate::error::ErrorClass::Permanent,
         },
     }
+}
+
+/// The source documents of the hybrid rows the vector ranking holds (passages only), in its
+/// order.
+fn by_vector_rank(rows: &[Row]) -> Vec<u64> {
+    let mut ranked: Vec<(i64, u64)> = rows
+        .iter()
+        .filter_map(|row| {
+            let rank = row.get(col::VEC_RANK).and_then(SqlValue::int)?;
+            let document = row.get(col::DOCUMENT).and_then(SqlValue::text)?;
+            Some((rank, source_key(document)))
+        })
+        .collect();
+    ranked.sort_by_key(|(rank, _)| *rank);
+    ranked.into_iter().map(|(_, source)| source).collect()
 }
 
 /// A result row as a document and its source key.
@@ -262,17 +284,18 @@ impl Retriever for PgKnowledge {
                 self.info.tenant_key.as_deref(),
             ))
             .await?;
+        let near = near_sources(by_vector_rank(&rows));
         let mut ranked = Vec::with_capacity(rows.len());
-        // The first full-text hit when it leads clearly: never ranked out by the fusion.
+        // The first full-text hit when it leads clearly, and the vector ranking's first: never
+        // ranked out by the fusion.
         let mut lead_row = None;
+        let mut nearest_row = None;
         // The entities among the full-text candidates, by their full-text rank: the seeds.
         let mut entities = Vec::new();
         for row in &rows {
             let (mut doc, source) = document(row)?;
             let rank = |i: usize| row.get(i).and_then(SqlValue::int);
-            doc.vector_rank = rank(col::VEC_RANK)
-                .filter(|r| (1..=NEAR_RANKS as i64).contains(r))
-                .map(|r| r as u32);
+            doc.vector_rank = rank_of(&near, source).filter(|_| doc.kind == DocKind::Episode);
             let top = |r: Option<i64>| r.is_some_and(|r| r <= CLEAR_TOP as i64);
             let fts = rank(col::FTS_RANK);
             if let (Some(r), DocKind::Node) = (fts, doc.kind) {
@@ -294,11 +317,15 @@ impl Retriever for PgKnowledge {
             if lead {
                 lead_row = Some(row.clone());
             }
+            if rank(col::VEC_RANK) == Some(1) {
+                nearest_row = Some(row.clone());
+            }
             ranked.push(row);
         }
         entities.sort_by_key(|(r, _)| *r);
         let seeds = neighbours::seeds(entities.iter().map(|(_, d)| d), options);
-        let direct = self.finish(ranked, lead_row, options.limit);
+        let leads = lead_row.into_iter().chain(nearest_row);
+        let direct = self.finish(ranked, leads, options.limit);
         self.expanded(direct, &seeds, strong_by_rank(options.limit), options)
             .await
     }

@@ -9,7 +9,7 @@
 //!
 //! A fused document is a *clear match* when it is in the top [`CLEAR_TOP`] of both rankings,
 //! or when it leads BM25 clearly ([`bm25_clear_lead`]); such a lead is never ranked out of the
-//! passages a request gets ([`keep_lead`]).
+//! passages a request gets, and neither is the vector ranking's first ([`keep_leads`]).
 use crate::search::bm25::Hit;
 use std::collections::{HashMap, HashSet};
 use tantivy::DocId;
@@ -117,29 +117,32 @@ pub(crate) fn fuse(
         .collect()
 }
 
-/// `kept`, the ranked passages a request gets (capped to `limit`), with the clear BM25 lead
-/// `lead` among them: a passage that leads BM25 clearly (a rare word, a part number, an error
-/// code that only it contains) is never ranked out by passages both rankers found at middling
-/// ranks. When fusion left it out and no passage of its source (`source`) is kept, it takes
-/// the last place (or is added, when fewer than `limit` are kept); every other place stays.
-/// The bundle's fusion and PostgreSQL's (in SQL) both end here.
-pub(crate) fn keep_lead<T>(
+/// `kept`, the ranked passages a request gets (capped to `limit`), with each of the `leads`
+/// among them, in order: the clear BM25 lead (a rare word, a part number, an error code that
+/// only it contains) and the vector ranking's first passage (the nearest by meaning, found in
+/// other words). Neither is ranked out by passages both rankers found at middling ranks. A lead
+/// whose source (`source`) has no passage kept takes the last place no earlier lead holds (or is
+/// added, when fewer than `limit` are kept); every other place stays. The bundle's fusion and
+/// PostgreSQL's (in SQL) both end here.
+pub(crate) fn keep_leads<T>(
     mut kept: Vec<T>,
-    lead: Option<T>,
+    leads: impl IntoIterator<Item = T>,
     source: impl Fn(&T) -> u64,
     limit: usize,
 ) -> Vec<T> {
-    let Some(lead) = lead else {
-        return kept;
-    };
-    let represented = kept.iter().any(|k| source(k) == source(&lead));
-    if represented || limit == 0 {
-        return kept;
-    }
-    if kept.len() < limit {
-        kept.push(lead);
-    } else if let Some(last) = kept.last_mut() {
-        *last = lead;
+    // The sources of the leads already placed: a later lead never takes their place.
+    let mut placed: Vec<u64> = Vec::new();
+    for lead in leads {
+        let lead_source = source(&lead);
+        if kept.iter().any(|k| source(k) == lead_source) {
+            placed.push(lead_source);
+        } else if kept.len() < limit {
+            kept.push(lead);
+            placed.push(lead_source);
+        } else if let Some(slot) = kept.iter().rposition(|k| !placed.contains(&source(k))) {
+            kept[slot] = lead;
+            placed.push(lead_source);
+        }
     }
     kept
 }
@@ -249,18 +252,35 @@ mod tests {
             .find(|f| f.id == 9)
             .map(|f| Fused { clear: true, ..*f });
         let one_source_each = |f: &Fused| u64::from(f.id);
-        let kept = keep_lead(top3.clone(), lead, one_source_each, 3);
+        let kept = keep_leads(top3.clone(), lead, one_source_each, 3);
         let ids: Vec<DocId> = kept.iter().map(|f| f.id).collect();
         assert_eq!(ids, [top3[0].id, top3[1].id, 9]);
         assert!(kept[2].clear);
         // Fewer than the limit: added. Its source already kept: nothing changes. No lead: none.
-        let short = keep_lead(top3[..1].to_vec(), lead, one_source_each, 3);
+        let short = keep_leads(top3[..1].to_vec(), lead, one_source_each, 3);
         assert_eq!(
             short.iter().map(|f| f.id).collect::<Vec<_>>(),
             [top3[0].id, 9]
         );
         let same_source = |f: &Fused| u64::from(f.id == 9 || f.id == top3[0].id);
-        assert_eq!(keep_lead(top3.clone(), lead, same_source, 3), top3);
-        assert_eq!(keep_lead(top3.clone(), None, one_source_each, 3), top3);
+        assert_eq!(keep_leads(top3.clone(), lead, same_source, 3), top3);
+        assert_eq!(keep_leads(top3.clone(), None, one_source_each, 3), top3);
+    }
+
+    #[test]
+    fn the_vector_lead_takes_the_last_place_the_bm25_lead_left() {
+        let own_source = |id: &u32| u64::from(*id);
+        // Kept 1, 2, 3; the BM25 lead 9 and the vectors' first 8 both ranked out: 9 takes the
+        // last place, 8 the one before it (never 9's).
+        assert_eq!(keep_leads(vec![1, 2, 3], [9, 8], own_source, 3), [1, 8, 9]);
+        // No BM25 lead: the vectors' first takes the last place.
+        assert_eq!(keep_leads(vec![1, 2, 3], [8], own_source, 3), [1, 2, 8]);
+        // The BM25 lead is kept already (last): the vectors' first takes the place before it.
+        assert_eq!(keep_leads(vec![1, 2, 9], [9, 8], own_source, 3), [1, 8, 9]);
+        // One place: the BM25 lead holds it.
+        assert_eq!(keep_leads(vec![1], [9, 8], own_source, 1), [9]);
+        // A passage of each lead's source is kept (1 of 0's, 2 and 3 of 2's): nothing moves.
+        let pairs = |id: &u32| u64::from(*id / 2);
+        assert_eq!(keep_leads(vec![1, 2, 3], [0, 2], pairs, 3), [1, 2, 3]);
     }
 }

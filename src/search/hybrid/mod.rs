@@ -4,11 +4,13 @@
 
 mod fusion;
 mod hubness;
+mod near;
 mod unit;
 mod vectors;
 
 pub(crate) use fusion::{
-    bm25_clear_lead, fuse, keep_lead, Fused, BM25_DEPTH, BM25_LEAD, CLEAR_TOP, K,
+    bm25_clear_lead, fuse, keep_leads, Fused, BM25_DEPTH, BM25_LEAD, CLEAR_TOP, K,
 };
 pub(crate) use hubness::CommonDirection;
+pub(crate) use near::{near_sources, rank_of};
 pub(crate) use vectors::Vectors;

@@ -1,0 +1,120 @@
+//! The vector ranking's lead, in a bundle and in PostgreSQL alike: the passage nearest the
+//! question by meaning, which shares none of its words, is never ranked out of the passages a
+//! request gets by passages both rankers found at middling ranks (`fusion::keep_leads`), and
+//! every kept passage of one of the vector ranking's first three documents carries its
+//! document's rank (`Document::vector_rank`), not only the document's nearest passage.
+use crate::support;
+
+use serde_json::Value;
+use support::embeddings_server::{EmbedReply, ScriptedEmbeddings};
+use support::kb_corpus::{ingest, ok, run};
+
+/// The question's words are leaf words of the scripted concepts ("leaves", "spot"); so are
+/// `foliage.md`'s, `leafy.md`'s and `care.md`'s first section's, but none of them is the
+/// question's, so full text finds only the pages that hold "leaves spot" among other concepts'
+/// words: `care.md`'s second section and three pages of one line.
+const QUESTION: &str = "Why do leaves spot?";
+
+fn pages() -> Vec<(&'static str, String)> {
+    let repeat = |words: &str, times: usize| vec![words; times].join(" ");
+    vec![
+        ("foliage.md", repeat("foliage anthracnose", 10)),
+        ("leafy.md", repeat("foliage anthracnose foliage rot", 10)),
+        (
+            "care.md",
+            format!(
+                "# Care\n\n{}\n\n## Spots\n\n{}",
+                repeat("anthracnose foliage fruit", 30),
+                repeat("leaves spot canker bark", 25)
+            ),
+        ),
+        ("husk.md", "leaves spot fruit rot husk".to_owned()),
+        ("drain.md", "leaves spot water drainage rain".to_owned()),
+        (
+            "bark.md",
+            "leaves spot canker bark trunk lesion ooze".to_owned(),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_nearest_document_is_kept_and_its_passages_carry_its_rank_in_every_store() {
+    let embeddings = ScriptedEmbeddings::start([EmbedReply::vectors()]).await;
+    let vectors = vec![
+        ("EMBEDDINGS_BASE_URL", embeddings.base_url()),
+        ("EMBEDDINGS_MODEL", "concepts-7".to_owned()),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    let corpus = state.join("corpus");
+    std::fs::create_dir_all(&corpus).unwrap();
+    for (name, text) in pages() {
+        std::fs::write(corpus.join(name), format!("{text}\n")).unwrap();
+    }
+    let bundle = state.join("bundle");
+    ingest(state, &vectors, &corpus, bundle.to_str().unwrap());
+    let pg = support::postgres::database("vector_lead").await;
+    ingest(state, &vectors, &corpus, &pg);
+    for (store, location) in [
+        ("bundle", ("KB_PATH", bundle.to_str().unwrap().to_owned())),
+        ("postgres", ("KB_URI", pg.clone())),
+    ] {
+        let mut env = vec![location, ("LLM_PROVIDER", "offline".to_owned())];
+        env.extend(vectors.clone());
+        let search = |limit: &str| -> Vec<(String, Value)> {
+            let args = [
+                "kb",
+                "search",
+                QUESTION,
+                "--json",
+                "--limit",
+                limit,
+                "--passages-only",
+            ];
+            let out: Value = serde_json::from_str(&ok(run(state, &env, &args))).unwrap();
+            assert_eq!(out["mode"], "hybrid", "{store}");
+            out["documents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| {
+                    (
+                        d["url"].as_str().unwrap().to_owned(),
+                        d["vector_rank"].clone(),
+                    )
+                })
+                .collect()
+        };
+        // All of them: the four full-text hits first (each in both rankings), then the
+        // vector-only passages, `foliage.md` (the vectors' first) fifth.
+        let all = search("10");
+        let urls: Vec<&str> = all.iter().map(|(u, _)| u.as_str()).collect();
+        assert_eq!(urls.len(), 7, "{store}: {all:?}");
+        let lexical = [
+            "kb://care.md#2",
+            "kb://husk.md#1",
+            "kb://drain.md#1",
+            "kb://bark.md#1",
+        ];
+        assert!(
+            lexical.iter().all(|u| urls[..4].contains(u)),
+            "{store}: {all:?}"
+        );
+        assert_eq!(urls[4], "kb://foliage.md#1", "{store}: {all:?}");
+        // The first three documents by meaning carry their rank on every kept passage: both
+        // of `care.md`'s (its second is the vectors' fourth passage), none of the others.
+        let rank = |url: &str| all.iter().find(|(u, _)| u == url).unwrap().1.clone();
+        assert_eq!(rank("kb://foliage.md#1"), 1, "{store}: {all:?}");
+        assert_eq!(rank("kb://leafy.md#1"), 2, "{store}: {all:?}");
+        assert_eq!(rank("kb://care.md#1"), 3, "{store}: {all:?}");
+        assert_eq!(rank("kb://care.md#2"), 3, "{store}: {all:?}");
+        for url in ["kb://husk.md#1", "kb://drain.md#1", "kb://bark.md#1"] {
+            assert_eq!(rank(url), Value::Null, "{store}: {url}");
+        }
+        // Three asked for: fusion ranks `foliage.md` out, and it takes the last place.
+        let three = search("3");
+        let kept: Vec<&str> = three.iter().map(|(u, _)| u.as_str()).collect();
+        assert_eq!(kept[..2], urls[..2], "{store}: {three:?}");
+        assert_eq!(kept[2], "kb://foliage.md#1", "{store}: {three:?}");
+    }
+}
