@@ -7,7 +7,7 @@ use crate::support;
 
 use serde_json::Value;
 use support::embeddings_server::{concept_vector, EmbedReply, ScriptedEmbeddings};
-use support::kb_corpus::{ingest, ok, run};
+use support::kb_corpus::{in_bundle_and_postgres, ok, run};
 
 /// Four one-line pages of the scripted concepts (0: canker words, 1: insect words, 2: fruit,
 /// 3: water), each title one word outside them (0.05 on the last dimension):
@@ -44,19 +44,8 @@ async fn the_specific_passage_is_nearest_in_every_store_not_the_hub() {
     ];
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
-    let corpus = state.join("corpus");
-    std::fs::create_dir_all(&corpus).unwrap();
-    for (name, text) in PAGES {
-        std::fs::write(corpus.join(name), format!("{text}\n")).unwrap();
-    }
-    let bundle = state.join("bundle");
-    ingest(state, &vectors, &corpus, bundle.to_str().unwrap());
-    let pg = support::postgres::database("hubness").await;
-    ingest(state, &vectors, &corpus, &pg);
-    for (store, location) in [
-        ("bundle", ("KB_PATH", bundle.to_str().unwrap().to_owned())),
-        ("postgres", ("KB_URI", pg.clone())),
-    ] {
+    let pages = PAGES.map(|(name, text)| (name, text.to_owned()));
+    for (store, location) in in_bundle_and_postgres(state, &vectors, &pages, "hubness").await {
         let mut env = vec![location, ("LLM_PROVIDER", "offline".to_owned())];
         env.extend(vectors.clone());
         let args = ["kb", "search", QUESTION, "--json", "--limit", "4"];

@@ -7,7 +7,7 @@ use crate::support;
 
 use serde_json::Value;
 use support::embeddings_server::{EmbedReply, ScriptedEmbeddings};
-use support::kb_corpus::{ingest, ok, run};
+use support::kb_corpus::{in_bundle_and_postgres, ok, run};
 
 /// The question's words are leaf words of the scripted concepts ("leaves", "spot"); so are
 /// `foliage.md`'s, `leafy.md`'s and `care.md`'s first section's, but none of them is the
@@ -46,19 +46,8 @@ async fn the_nearest_document_is_kept_and_its_passages_carry_its_rank_in_every_s
     ];
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
-    let corpus = state.join("corpus");
-    std::fs::create_dir_all(&corpus).unwrap();
-    for (name, text) in pages() {
-        std::fs::write(corpus.join(name), format!("{text}\n")).unwrap();
-    }
-    let bundle = state.join("bundle");
-    ingest(state, &vectors, &corpus, bundle.to_str().unwrap());
-    let pg = support::postgres::database("vector_lead").await;
-    ingest(state, &vectors, &corpus, &pg);
-    for (store, location) in [
-        ("bundle", ("KB_PATH", bundle.to_str().unwrap().to_owned())),
-        ("postgres", ("KB_URI", pg.clone())),
-    ] {
+    let stores = in_bundle_and_postgres(state, &vectors, &pages(), "vector_lead").await;
+    for (store, location) in stores {
         let mut env = vec![location, ("LLM_PROVIDER", "offline".to_owned())];
         env.extend(vectors.clone());
         let search = |limit: &str| -> Vec<(String, Value)> {

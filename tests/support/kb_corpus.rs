@@ -1,7 +1,8 @@
 //! The knowledge-store conformance corpus and its CLI helpers: six documents with metadata
 //! (tenant, region, year, updated, pinned), each mentioning "orchard", written as Markdown
 //! with front matter, the filter cases with the documents each lets through (computed from
-//! the metadata), and `ingest` / `kb search` through the `bounded-rag` binary.
+//! the metadata), and `ingest` / `kb search` through the `bounded-rag` binary (also of a
+//! test's own pages into a bundle and PostgreSQL: [`in_bundle_and_postgres`]).
 
 use serde_json::{json, Value};
 use std::path::Path;
@@ -53,6 +54,33 @@ pub fn ingest(state: &Path, env: &[(&str, String)], corpus: &Path, target: &str)
         env,
         &["-q", "ingest", corpus.to_str().unwrap(), "--out", target],
     ))
+}
+
+/// Where `kb search` and `ask` read a store: one variable and its value.
+pub type Location = (&'static str, String);
+
+/// `pages` (file name, text) written into `STATE/corpus` and ingested with `env` (the
+/// embeddings) into a bundle (`STATE/bundle`) and into a PostgreSQL database `db`: each store's
+/// name and where it is.
+pub async fn in_bundle_and_postgres(
+    state: &Path,
+    env: &[(&str, String)],
+    pages: &[(&str, String)],
+    db: &str,
+) -> [(&'static str, Location); 2] {
+    let corpus = state.join("corpus");
+    std::fs::create_dir_all(&corpus).unwrap();
+    for (name, text) in pages {
+        std::fs::write(corpus.join(name), format!("{text}\n")).unwrap();
+    }
+    let bundle = state.join("bundle");
+    ingest(state, env, &corpus, bundle.to_str().unwrap());
+    let pg = super::postgres::database(db).await;
+    ingest(state, env, &corpus, &pg);
+    [
+        ("bundle", ("KB_PATH", bundle.to_str().unwrap().to_owned())),
+        ("postgres", ("KB_URI", pg)),
+    ]
 }
 
 pub fn run(state: &Path, env: &[(&str, String)], args: &[&str]) -> Output {
