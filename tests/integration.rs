@@ -19,6 +19,7 @@ mod entry_http;
 mod entry_sqs;
 mod faults;
 mod http_rate_limit;
+mod kb_agreement;
 mod kb_bedrock;
 mod kb_bundle;
 mod kb_config;
