@@ -43,10 +43,7 @@ fn pages() -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bm25_pages_the_vectors_never_reach_weigh_half_in_every_store() {
     let embeddings = ScriptedEmbeddings::start([EmbedReply::vectors()]).await;
-    let vectors = vec![
-        ("EMBEDDINGS_BASE_URL", embeddings.base_url()),
-        ("EMBEDDINGS_MODEL", "concepts-7".to_owned()),
-    ];
+    let vectors = embeddings.env("concepts-7");
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
     let owned = pages();

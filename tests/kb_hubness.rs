@@ -38,10 +38,7 @@ async fn the_specific_passage_is_nearest_in_every_store_not_the_hub() {
     assert!(cosine(&q, &page("hub", PAGES[0].1)) > cosine(&q, &page("specific", PAGES[1].1)));
 
     let embeddings = ScriptedEmbeddings::start([EmbedReply::vectors()]).await;
-    let vectors = vec![
-        ("EMBEDDINGS_BASE_URL", embeddings.base_url()),
-        ("EMBEDDINGS_MODEL", "concepts-7".to_owned()),
-    ];
+    let vectors = embeddings.env("concepts-7");
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
     let pages = PAGES.map(|(name, text)| (name, text.to_owned()));

@@ -40,10 +40,7 @@ fn pages() -> Vec<(&'static str, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_nearest_document_is_kept_and_its_passages_carry_its_rank_in_every_store() {
     let embeddings = ScriptedEmbeddings::start([EmbedReply::vectors()]).await;
-    let vectors = vec![
-        ("EMBEDDINGS_BASE_URL", embeddings.base_url()),
-        ("EMBEDDINGS_MODEL", "concepts-7".to_owned()),
-    ];
+    let vectors = embeddings.env("concepts-7");
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
     let stores = in_bundle_and_postgres(state, &vectors, &pages(), "vector_lead").await;

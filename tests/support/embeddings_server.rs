@@ -119,6 +119,15 @@ impl ScriptedEmbeddings {
         format!("http://{}/v1", self.addr())
     }
 
+    /// The environment that points `ingest`, `kb search` and `ask` at this server, with
+    /// `model` as the embedding model's name.
+    pub fn env(&self, model: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("EMBEDDINGS_BASE_URL", self.base_url()),
+            ("EMBEDDINGS_MODEL", model.to_owned()),
+        ]
+    }
+
     /// Replaces the reply queue while the server runs.
     pub fn script(&self, replies: impl IntoIterator<Item = EmbedReply>) {
         self.edit_script(|queue| *queue = replies.into_iter().collect());
