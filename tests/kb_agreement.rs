@@ -8,7 +8,7 @@ use crate::support;
 
 use serde_json::Value;
 use support::embeddings_server::{EmbedReply, ScriptedEmbeddings};
-use support::kb_corpus::{in_bundle_and_postgres, ok, run};
+use support::kb_corpus::{in_bundle_and_postgres, search_passages};
 
 /// Leaf words of the scripted concepts, none of them the pages' ("leaves", "spot").
 const QUESTION: &str = "Why do leaves spot?";
@@ -51,16 +51,7 @@ async fn bm25_pages_the_vectors_never_reach_weigh_half_in_every_store() {
     for (store, location) in in_bundle_and_postgres(state, &vectors, &pages, "agreement").await {
         let mut env = vec![location];
         env.extend(vectors.clone());
-        let args = [
-            "kb",
-            "search",
-            QUESTION,
-            "--json",
-            "--limit",
-            "20",
-            "--passages-only",
-        ];
-        let out: Value = serde_json::from_str(&ok(run(state, &env, &args))).unwrap();
+        let out = search_passages(state, &env, QUESTION, 20, None);
         assert_eq!(out["mode"], "hybrid", "{store}");
         let docs = out["documents"].as_array().unwrap();
         let at = |url: &str| {

@@ -11,7 +11,9 @@ use crate::support;
 use serde_json::{json, Value};
 use support::agent_server::{knowledge_base, Passage, ScriptedAgent};
 use support::embeddings_server::{EmbedReply, ScriptedEmbeddings};
-use support::kb_corpus::{cases, corpus_dir, ingest, names, ok, run, search, DOCS};
+use support::kb_corpus::{
+    cases, corpus_dir, ingest, names, ok, run, search, search_passages, DOCS,
+};
 use support::postgres::{database, DataApiShim};
 
 /// The corpus as a Bedrock knowledge base holds it: each document at `s3://docs/NAME.md`,
@@ -163,16 +165,7 @@ async fn hybrid_search_finds_the_same_documents_on_every_store() {
         ("rds-data", api_env),
     ];
     for (store, env) in &stores {
-        let args = [
-            "kb",
-            "search",
-            "waterlogged",
-            "--json",
-            "--limit",
-            "3",
-            "--passages-only",
-        ];
-        let out: Value = serde_json::from_str(&ok(run(state, env, &args))).unwrap();
+        let out = search_passages(state, env, "waterlogged", 3, None);
         assert_eq!(out["mode"], "hybrid", "{store}");
         let first = out["documents"][0]["url"].as_str().unwrap_or_default();
         assert!(first.starts_with("kb://drainage.md"), "{store}: {out}");

@@ -123,7 +123,7 @@ async fn a_rare_word_match_that_leads_bm25_clearly_is_never_ranked_out_by_fusion
 async fn every_store_keeps_the_rare_word_match_with_vectors_and_without() {
     use serde_json::Value;
     use support::embeddings_server::EmbedReply;
-    use support::kb_corpus::{ingest as ingest_cli, ok, run};
+    use support::kb_corpus::{ingest as ingest_cli, ok, run, search_passages};
 
     let embeddings = ScriptedEmbeddings::start([EmbedReply::vectors()]).await;
     let vectors = vec![
@@ -147,16 +147,7 @@ async fn every_store_keeps_the_rare_word_match_with_vectors_and_without() {
             if with_vectors {
                 env.extend(vectors.clone());
             }
-            let args = [
-                "kb",
-                "search",
-                QUESTION,
-                "--json",
-                "--limit",
-                "3",
-                "--passages-only",
-            ];
-            let out: Value = serde_json::from_str(&ok(run(state, &env, &args))).unwrap();
+            let out = search_passages(state, &env, QUESTION, 3, None);
             let mode = if with_vectors { "hybrid" } else { "bm25" };
             assert_eq!(out["mode"], mode, "{store}");
             let docs = out["documents"].as_array().unwrap();

@@ -7,7 +7,7 @@ use crate::support;
 
 use serde_json::Value;
 use support::embeddings_server::{EmbedReply, ScriptedEmbeddings};
-use support::kb_corpus::{in_bundle_and_postgres, ok, run};
+use support::kb_corpus::{in_bundle_and_postgres, search_passages};
 
 /// The question's words are leaf words of the scripted concepts ("leaves", "spot"); so are
 /// `foliage.md`'s, `leafy.md`'s and `care.md`'s first section's, but none of them is the
@@ -47,17 +47,8 @@ async fn the_nearest_document_is_kept_and_its_passages_carry_its_rank_in_every_s
     for (store, location) in stores {
         let mut env = vec![location, ("LLM_PROVIDER", "offline".to_owned())];
         env.extend(vectors.clone());
-        let search = |limit: &str| -> Vec<(String, Value)> {
-            let args = [
-                "kb",
-                "search",
-                QUESTION,
-                "--json",
-                "--limit",
-                limit,
-                "--passages-only",
-            ];
-            let out: Value = serde_json::from_str(&ok(run(state, &env, &args))).unwrap();
+        let search = |limit: usize| -> Vec<(String, Value)> {
+            let out = search_passages(state, &env, QUESTION, limit, None);
             assert_eq!(out["mode"], "hybrid", "{store}");
             out["documents"]
                 .as_array()
@@ -73,7 +64,7 @@ async fn the_nearest_document_is_kept_and_its_passages_carry_its_rank_in_every_s
         };
         // All of them: the four full-text hits first (each in both rankings), then the
         // vector-only passages, `foliage.md` (the vectors' first) fifth.
-        let all = search("10");
+        let all = search(10);
         let urls: Vec<&str> = all.iter().map(|(u, _)| u.as_str()).collect();
         assert_eq!(urls.len(), 7, "{store}: {all:?}");
         let lexical = [
@@ -98,7 +89,7 @@ async fn the_nearest_document_is_kept_and_its_passages_carry_its_rank_in_every_s
             assert_eq!(rank(url), Value::Null, "{store}: {url}");
         }
         // Three asked for: fusion ranks `foliage.md` out, and it takes the last place.
-        let three = search("3");
+        let three = search(3);
         let kept: Vec<&str> = three.iter().map(|(u, _)| u.as_str()).collect();
         assert_eq!(kept[..2], urls[..2], "{store}: {three:?}");
         assert_eq!(kept[2], "kb://foliage.md#1", "{store}: {three:?}");

@@ -10,8 +10,8 @@
 //!   [`Document::clear_match`]: first by BM25 with a clear lead, or near the top of both the
 //!   BM25 and the vector ranking) or of one of the vector ranking's first three documents
 //!   ([`Document::vector_rank`]), so a passage that says the same thing in other words is kept;
-//!   otherwise `yes` when the
-//!   documents contain at least half of the question's content stems (at most three needed).
+//!   otherwise `yes` when the documents contain at least half of the question's content stems
+//!   (at most three needed).
 //! - `generate_answer`: [`extractive_answer`].
 //! - `grade_hallucinations`: `yes` when every answer sentence has at least 80% of its content
 //!   stems in the documents.

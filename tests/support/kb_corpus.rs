@@ -99,20 +99,23 @@ pub fn ok(o: Output) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
-/// `kb search QUERY --json` with `filters` on the store `env` names: the documents.
-pub fn search(
+/// `kb search QUERY --json --limit LIMIT --passages-only` with `filters` on the store `env`
+/// names: the whole answer (`mode` and `documents`).
+pub fn search_passages(
     state: &Path,
     env: &[(&str, String)],
     query: &str,
+    limit: usize,
     filters: Option<&Value>,
-) -> Vec<Value> {
+) -> Value {
+    let limit = limit.to_string();
     let mut args = vec![
         "kb",
         "search",
         query,
         "--json",
         "--limit",
-        "10",
+        &limit,
         "--passages-only",
     ];
     let text;
@@ -120,8 +123,21 @@ pub fn search(
         text = f.to_string();
         args.extend(["--filters-json", &text]);
     }
-    let out: Value = serde_json::from_str(&ok(run(state, env, &args))).unwrap();
-    out["documents"].as_array().unwrap().clone()
+    serde_json::from_str(&ok(run(state, env, &args))).unwrap()
+}
+
+/// `kb search QUERY --json` (ten passages) with `filters` on the store `env` names: the
+/// documents.
+pub fn search(
+    state: &Path,
+    env: &[(&str, String)],
+    query: &str,
+    filters: Option<&Value>,
+) -> Vec<Value> {
+    search_passages(state, env, query, 10, filters)["documents"]
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 /// The corpus names of `docs`, sorted: `drainage` for `kb://drainage.md#...` (a bundle or

@@ -5,10 +5,10 @@
 //! Both transports ([`direct`], [`data_api`]) run the same statements ([`query`]) behind one
 //! seam ([`sql::Sql`]). A search is one statement: full text, or full text fused with the
 //! nearest vectors by reciprocal rank fusion, filtered in SQL ([`filter`]), then capped per
-//! source document and marked for clear matches here, as a bundle does (a clear full-text lead is
-//! never ranked out by the fusion, nor is the vector ranking's first: [`keep_leads`]). When the hits hold an
-//! entity of a graph file, one more statement reads its relations and communities ([`neighbours`]),
-//! merged in as a bundle merges them.
+//! source document and marked for clear matches here, as a bundle does (a clear full-text lead
+//! is never ranked out by the fusion, nor is the vector ranking's first: [`keep_leads`]). When
+//! the hits hold an entity of a graph file, one more statement reads its relations and
+//! communities ([`neighbours`]), merged in as a bundle merges them.
 //!
 //! Writing (ingest, sync) is [`write`]'s; the tables are [`schema`]'s.
 

@@ -1,6 +1,8 @@
-//! Hybrid ranking: the passages' vectors ([`Vectors`], int8-quantized, scanned flat) and
-//! reciprocal rank fusion of the vector ranking with the BM25 ranking ([`fuse`]); the vector
-//! ranking discounts the corpus's common direction (`hubness`).
+//! Hybrid ranking: the passages' vectors ([`Vectors`], int8-quantized, scanned flat, unit
+//! length by `unit`) and reciprocal rank fusion of the vector ranking with the BM25 ranking
+//! ([`fuse`], with each ranking's lead kept: [`keep_leads`]); the vector ranking discounts the
+//! corpus's common direction (`hubness`), and its first documents are the question's nearest
+//! by meaning (`near`).
 
 mod fusion;
 mod hubness;
