@@ -43,10 +43,10 @@ pub struct Document {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_graph: bool,
     /// Hybrid retrieval only: its document's rank (from 1) among the vector ranking's
-    /// documents (each ranked by its nearest passage), when among the first [`NEAR_RANKS`]:
+    /// documents (each ranked by its nearest passage), when among the first `NEAR_RANKS` (3):
     /// the documents nearest the question by meaning. The offline provider's grader, which
     /// judges by shared words, keeps their passages (found in other words: BENCHMARKS.md "The
-    /// nearest documents kept by the offline grader"); unlike [`Document::clear_match`] it does
+    /// vector ranking's lead kept, and its first documents' passages"); unlike [`Document::clear_match`] it does
     /// not overrule a model's grade.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector_rank: Option<u32>,
@@ -59,7 +59,7 @@ pub struct Document {
 pub const NEAR_RANKS: usize = 3;
 
 impl Document {
-    /// Of one of the vector ranking's first [`NEAR_RANKS`] documents.
+    /// Of one of the vector ranking's first `NEAR_RANKS` (3) documents.
     pub fn is_near(&self) -> bool {
         self.vector_rank.is_some()
     }
