@@ -178,6 +178,7 @@ mod tests {
                 cache_hits: 1,
                 kb_version: None,
                 retrieval: None,
+                attribution: None,
                 speculation: crate::rag::SpeculationStats {
                     started: 1,
                     used: 0,

@@ -238,10 +238,16 @@ pub(crate) fn citation_markers(text: &str) -> Vec<Marker> {
                     let close = i + 1 + c;
                     let numbers = numbers_of(&text[i + 1..close])?;
                     let before = i.checked_sub(1).map(|b| bytes[b]);
-                    let indexes = matches!(before, Some(b')' | b']' | b'!'))
-                        || (before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
-                            && numbers.contains(&0))
-                        || continues_expression(&bytes[close + 1..]);
+                    // `[1][2]` after a space is two citations, not an index of an index.
+                    let chained = out.last().is_some_and(|m: &Marker| m.span.end == i);
+                    let after = &bytes[close + 1..];
+                    let opens_chain = after.first() == Some(&b'[')
+                        && before.is_none_or(|b| b.is_ascii_whitespace());
+                    let indexes = !chained
+                        && (matches!(before, Some(b')' | b']' | b'!'))
+                            || (before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+                                && numbers.contains(&0))
+                            || (continues_expression(after) && !opens_chain));
                     (!indexes).then_some(Marker {
                         span: i..close + 1,
                         numbers,

@@ -21,6 +21,7 @@
 //! join uses the answer or discards it and goes on as above ([`speculation`](self) module).
 
 mod answer;
+mod attribution;
 mod caller;
 mod checkpoint;
 pub(crate) mod diagram;
@@ -49,6 +50,7 @@ mod tenant;
 pub(crate) mod thread;
 mod version;
 
+pub use attribution::{Citation, Report as AttributionReport};
 pub use caller::Caller;
 pub use checkpoint::RagCheckpoint;
 pub use error::RagError;
@@ -63,4 +65,4 @@ pub(crate) use response::{status_from, status_of};
 pub use response::{Metadata, RunError, RunResponse, RunStatus, Tokens};
 pub(crate) use speculating::SpeculationStats;
 pub(crate) use state::{BestEffortReason, CitedPassage, Outcome};
-pub use state::{Citation, ForkedFrom, RagState};
+pub use state::{ForkedFrom, RagState};

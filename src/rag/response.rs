@@ -1,6 +1,6 @@
 //! The caller-facing answer (DESIGN.md "HTTP API"), built from a checkpoint.
 
-use super::{Citation, LimitHit, Outcome, RagNode, RagState, SpeculationStats};
+use super::{AttributionReport, Citation, LimitHit, Outcome, RagNode, RagState, SpeculationStats};
 use crate::engine::{Checkpoint, FailedAt, NodeFailure, Phase, StepRecord, Usage};
 use crate::llm::DataSource;
 use crate::search::RetrievalMode;
@@ -125,6 +125,11 @@ pub struct Metadata {
     /// The run and step this run was forked from (`POST /workflow/runs/{run_id}/fork`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<super::ForkedFrom>,
+    /// How the answer's sentences stand on its passages: judged, supported, unsupported (as
+    /// written), and which citations the model wrote and which the service attributed. Set
+    /// once a run drawn from documents has ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<AttributionReport>,
 }
 
 /// Tokens used by a run: as the provider reported them, or estimated when it reported none.
@@ -267,6 +272,7 @@ impl RunResponse {
                     .as_ref()
                     .and_then(|t| t.standalone_question.clone()),
                 forked_from: state.forked_from.clone(),
+                attribution: state.attribution.as_ref().map(|a| a.report.clone()),
             },
             error: cp
                 .failure

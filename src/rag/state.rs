@@ -1,5 +1,6 @@
 //! The workflow state checkpointed after every step: typed counters, never string keys.
 
+use super::attribution::{Attributed, Citation};
 use super::quoted::Quoted;
 use super::speculating::Speculating;
 use super::{Caller, RunRequest};
@@ -18,15 +19,6 @@ pub(crate) struct CitedPassage {
     pub(crate) title: String,
     /// The passage as the model was given it.
     pub(crate) text: String,
-}
-
-/// A source the answer cites.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Citation {
-    /// Title.
-    pub title: String,
-    /// URL, or `kb://` path for the knowledge base.
-    pub url: String,
 }
 
 /// The run and step a run was forked from.
@@ -184,6 +176,10 @@ pub struct RagState {
     /// The run and step this run was forked from ([`super::forked`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkedFrom>,
+    /// The finished answer's citations as attribution settled them ([`super::attribution`]):
+    /// set when the run ends with documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) attribution: Option<Attributed>,
 }
 
 impl RagState {
@@ -215,6 +211,7 @@ impl RagState {
             thread: None,
             created_at_ms: 0,
             forked_from: None,
+            attribution: None,
         }
     }
 
@@ -225,23 +222,29 @@ impl RagState {
         &self.request.question
     }
 
-    /// The passages of the current context, one per source as the citations are (deduplicated
-    /// by URL, in order), with their text.
+    /// The passages the answer cites, in citation order, with their text (the first passage
+    /// of each cited source).
     pub(crate) fn cited_passages(&self) -> Vec<CitedPassage> {
-        let mut seen = std::collections::HashSet::new();
-        self.documents
-            .iter()
-            .filter(|d| seen.insert(d.url.as_str()))
-            .map(|d| CitedPassage {
-                url: d.url.clone(),
-                title: d.title.clone(),
-                text: d.content.clone(),
+        self.citations()
+            .into_iter()
+            .filter_map(|c| {
+                let doc = self.documents.iter().find(|d| d.url == c.url)?;
+                Some(CitedPassage {
+                    url: c.url,
+                    title: c.title,
+                    text: doc.content.clone(),
+                })
             })
             .collect()
     }
 
-    /// The citations of the current context, deduplicated by URL, in order.
+    /// The answer's citations: the passages it stands on once attribution settled them; for
+    /// a run without (still running, suspended, or stored before attribution), every passage
+    /// of the current context, deduplicated by URL, in order.
     pub(crate) fn citations(&self) -> Vec<Citation> {
+        if let Some(attributed) = &self.attribution {
+            return attributed.citations.clone();
+        }
         let mut seen = std::collections::HashSet::new();
         self.documents
             .iter()
@@ -249,6 +252,8 @@ impl RagState {
             .map(|d| Citation {
                 title: d.title.clone(),
                 url: d.url.clone(),
+                attributed: false,
+                sentences: Vec::new(),
             })
             .collect()
     }
@@ -272,8 +277,19 @@ impl RagState {
         }
     }
 
-    /// Ends the workflow with `outcome`, fixing the caller-facing answer.
+    /// Ends the workflow with `outcome`, fixing the caller-facing answer: an answer drawn
+    /// from documents cites the passages that support it ([`super::attribution`]).
     pub(crate) fn finish(&mut self, outcome: Outcome, answer: String) {
+        let answer = if self.documents.is_empty() {
+            self.attribution = None;
+            answer
+        } else {
+            let attributed =
+                super::attribution::attribute(&answer, &self.request.question, &self.documents);
+            let text = attributed.text.clone();
+            self.attribution = Some(attributed);
+            text
+        };
         let answer = match outcome {
             Outcome::BestEffort(reason) => format!("{answer}\n\n{}", reason.disclaimer()),
             Outcome::Completed | Outcome::Suspended | Outcome::Cancelled => answer,

@@ -199,6 +199,8 @@ mod tests {
         .map(|url| Citation {
             title: "t".into(),
             url: url.into(),
+            attributed: false,
+            sentences: Vec::new(),
         })
         .collect();
         let cited = eval_case(run(response.clone()));

@@ -1,0 +1,499 @@
+//! Attribution: an answer drawn from documents cites the passages that support it, whatever
+//! the model wrote. The answer is cut into sentences; each sentence that makes a claim (three
+//! content words or more, one of them beyond the question's) is matched to the passages that
+//! support it, lexically: a passage supports a sentence when it holds at least [`MIN_SUPPORT`]
+//! of the sentence's own content stems (those the question does not already hold), its title
+//! and source included. Then, sentence by sentence:
+//!
+//! - a citation the model wrote that supports its sentence is kept (`written`), and one beside
+//!   it that does not is taken out;
+//! - a sentence whose citations all miss is **re-pointed** to the passage that supports it best;
+//! - a sentence the model cited nothing for is **attributed**: the best passage's number is
+//!   added at its end;
+//! - a sentence no passage supports keeps no citation and is reported as **unsupported**; it
+//!   counts against the answer's groundedness ([`Report::mostly_unsupported`]).
+//!
+//! Code blocks and sentences too short to judge keep what the model wrote. The markers are
+//! then numbered in the order the answer first cites them, so `[n]` is the response's n-th
+//! citation, and the citations are only the passages the answer stands on, each with the
+//! sentences it supports. Deterministic, and needs no model.
+
+use crate::llm::{citation_markers, stems};
+use crate::search::Document;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+
+/// The share of a sentence's own content stems a passage must hold to support it.
+pub(super) const MIN_SUPPORT: f64 = 0.5;
+/// Content stems a sentence needs before it is judged (fewer: a label, a greeting).
+const MIN_SENTENCE_STEMS: usize = 3;
+
+/// A source the answer cites: the passage, whether the service added the citation, and the
+/// answer's sentences it supports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Citation {
+    /// Title.
+    pub title: String,
+    /// URL, or `kb://` path for the knowledge base.
+    pub url: String,
+    /// True when the model did not cite this passage where the answer now does: the service
+    /// attributed (or re-pointed) the citation.
+    #[serde(default)]
+    pub attributed: bool,
+    /// The answer's sentences this passage supports (citation markers taken out).
+    #[serde(default)]
+    pub sentences: Vec<String>,
+}
+
+/// What attribution found in an answer (`metadata.attribution`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// Sentences judged (those that make a claim; code and short labels are not judged).
+    pub sentences: u32,
+    /// Judged sentences a passage supports (each now cites one).
+    pub supported: u32,
+    /// Judged sentences no passage supports, as written (markers taken out).
+    pub unsupported: Vec<String>,
+    /// Supported sentences whose own citation (as the model wrote it) supports them.
+    pub written: u32,
+    /// Supported sentences the model cited nothing for: a citation was added.
+    pub attributed: u32,
+    /// Supported sentences whose citations all missed: re-pointed to a supporting passage.
+    pub repointed: u32,
+    /// Citations the model wrote on judged sentences (one per sentence and number).
+    pub model_citations: u32,
+    /// Of those, the ones whose passage supports their sentence (ALCE's citation precision
+    /// is this over `model_citations`; its recall is `written` over `sentences`).
+    pub model_citations_supporting: u32,
+}
+
+impl Report {
+    /// True when most judged sentences have no supporting passage.
+    pub(crate) fn mostly_unsupported(&self) -> bool {
+        self.sentences > 0 && self.supported * 2 < self.sentences
+    }
+}
+
+/// An answer with its citations settled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Attributed {
+    /// The answer with its markers kept, re-pointed, added or taken out, and renumbered.
+    pub(crate) text: String,
+    /// The passages it stands on, in the order it first cites them (`[n]` is the n-th).
+    pub(crate) citations: Vec<Citation>,
+    /// What was found.
+    pub(crate) report: Report,
+}
+
+/// One sentence (or code block) of an answer.
+struct Unit {
+    /// Its bytes in the answer, its trailing citation markers included.
+    span: Range<usize>,
+    code: bool,
+}
+
+/// A unit as the output has it.
+struct Piece {
+    span: Range<usize>,
+    /// The unit's text without markers, when its markers are set anew (else it is kept as
+    /// written, renumbered).
+    rebuilt: Option<String>,
+    /// The passages it cites.
+    cites: Vec<Cite>,
+    /// The sentence as its citations' `sentences` list it, when judged and supported.
+    claim: Option<String>,
+}
+
+/// A marker of the output: the passage (index into the documents) and who wrote it.
+#[derive(Clone, Copy)]
+struct Cite {
+    doc: usize,
+    attributed: bool,
+}
+
+/// The passages' stems, titles and sources included (what the prompt showed of each).
+fn passage_stems(documents: &[Document]) -> Vec<HashSet<String>> {
+    documents
+        .iter()
+        .map(|doc| {
+            let mut all = stems(&doc.content);
+            all.extend(stems(&doc.title));
+            all.extend(stems(&doc.url));
+            all
+        })
+        .collect()
+}
+
+/// Judges only: the report of `answer` against `documents`, without rewriting it.
+pub(crate) fn judge(answer: &str, question: &str, documents: &[Document]) -> Report {
+    attribute(answer, question, documents).report
+}
+
+/// Attributes `answer` (written to `question` from `documents`, numbered from 1).
+pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) -> Attributed {
+    let asked = stems(question);
+    let passages = passage_stems(documents);
+    let mut report = Report::default();
+    let mut pieces: Vec<Piece> = Vec::new();
+    for unit in units(answer) {
+        let text = &answer[unit.span.clone()];
+        let markers = citation_markers(text);
+        let written: Vec<usize> = dedup(
+            markers
+                .iter()
+                .flat_map(|m| m.numbers.iter())
+                .filter(|n| **n >= 1 && (**n as usize) <= documents.len())
+                .map(|n| *n as usize - 1),
+        );
+        let clean = crate::llm::strip_markers(text);
+        let claim = with_markers(&clean, &[]);
+        let claim = claim.split_whitespace().collect::<Vec<_>>().join(" ");
+        let own = stems(&clean);
+        let new: HashSet<&String> = own.iter().filter(|s| !asked.contains(*s)).collect();
+        let judged = !unit.code && own.len() >= MIN_SENTENCE_STEMS && !new.is_empty();
+        let keep = |docs: &[usize]| -> Vec<Cite> {
+            docs.iter()
+                .map(|&doc| Cite {
+                    doc,
+                    attributed: false,
+                })
+                .collect()
+        };
+        if !judged {
+            pieces.push(Piece {
+                span: unit.span,
+                rebuilt: None,
+                cites: keep(&written),
+                claim: None,
+            });
+            continue;
+        }
+        report.sentences += 1;
+        let support = |doc: usize| {
+            let held = new.iter().filter(|s| passages[doc].contains(**s)).count();
+            held as f64 / new.len() as f64
+        };
+        let mut supporting: Vec<(usize, f64)> = (0..documents.len())
+            .map(|doc| (doc, support(doc)))
+            .filter(|(_, share)| *share >= MIN_SUPPORT)
+            .collect();
+        // Best supported first; among equals, the one the model cited, then the first given.
+        supporting.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then(written.contains(&b.0).cmp(&written.contains(&a.0)))
+                .then(a.0.cmp(&b.0))
+        });
+        report.model_citations += written.len() as u32;
+        let kept: Vec<usize> = written
+            .iter()
+            .copied()
+            .filter(|doc| supporting.iter().any(|(d, _)| d == doc))
+            .collect();
+        report.model_citations_supporting += kept.len() as u32;
+        let cites = match supporting.first() {
+            None => {
+                report.unsupported.push(claim.clone());
+                Vec::new()
+            }
+            Some(_) if !kept.is_empty() => {
+                report.written += 1;
+                keep(&kept)
+            }
+            Some(&(best, _)) => {
+                if written.is_empty() {
+                    report.attributed += 1;
+                } else {
+                    report.repointed += 1;
+                }
+                vec![Cite {
+                    doc: best,
+                    attributed: true,
+                }]
+            }
+        };
+        if !cites.is_empty() {
+            report.supported += 1;
+        }
+        // Cited as written: the model's own layout, renumbered. Else the markers are set anew.
+        let as_written = kept.len() == written.len() && cites.iter().all(|c| !c.attributed);
+        pieces.push(Piece {
+            span: unit.span,
+            rebuilt: (!as_written).then_some(clean),
+            claim: (!cites.is_empty()).then_some(claim),
+            cites,
+        });
+    }
+    // Numbers in order of first citation, one per source (passages sharing a URL share one).
+    let mut number: HashMap<&str, usize> = HashMap::new();
+    let mut citations: Vec<Citation> = Vec::new();
+    for piece in &pieces {
+        for cite in &piece.cites {
+            let doc = &documents[cite.doc];
+            let n = *number.entry(doc.url.as_str()).or_insert_with(|| {
+                citations.push(Citation {
+                    title: doc.title.clone(),
+                    url: doc.url.clone(),
+                    attributed: true,
+                    sentences: Vec::new(),
+                });
+                citations.len()
+            });
+            let citation = &mut citations[n - 1];
+            citation.attributed &= cite.attributed;
+            if let Some(claim) = &piece.claim {
+                if !citation.sentences.contains(claim) {
+                    citation.sentences.push(claim.clone());
+                }
+            }
+        }
+    }
+    let mut text = String::with_capacity(answer.len() + 16);
+    let mut from = 0;
+    for piece in &pieces {
+        text.push_str(&answer[from..piece.span.start]);
+        from = piece.span.end;
+        match &piece.rebuilt {
+            None => text.push_str(&renumber(&answer[piece.span.clone()], documents, &number)),
+            Some(body) => {
+                let numbers: Vec<usize> =
+                    dedup(piece.cites.iter().map(|c| number[documents[c.doc].url.as_str()]));
+                text.push_str(&with_markers(body, &numbers));
+            }
+        }
+    }
+    text.push_str(&answer[from..]);
+    Attributed {
+        text,
+        citations,
+        report,
+    }
+}
+
+/// `items` without repeats, in order.
+fn dedup<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// `text` with each valid marker's numbers mapped to their citation numbers (invalid ones
+/// taken out).
+fn renumber(text: &str, documents: &[Document], number: &HashMap<&str, usize>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    for marker in citation_markers(text) {
+        out.push_str(&text[from..marker.span.start]);
+        from = marker.span.end;
+        let mapped: Vec<String> = dedup(
+            marker
+                .numbers
+                .iter()
+                .filter_map(|n| documents.get((*n as usize).checked_sub(1)?))
+                .filter_map(|doc| number.get(doc.url.as_str()).copied()),
+        )
+        .into_iter()
+        .map(|n| n.to_string())
+        .collect();
+        if mapped.is_empty() {
+            trim_end_in_place(&mut out);
+        } else {
+            out.push_str(&format!("[{}]", mapped.join(", ")));
+        }
+    }
+    out.push_str(&text[from..]);
+    out
+}
+
+fn trim_end_in_place(text: &mut String) {
+    let kept = text.trim_end().len();
+    text.truncate(kept);
+}
+
+/// `body` (markers taken out) with `numbers` cited at its end, before its closing punctuation:
+/// `Flate2 compresses gzip [1].`
+fn with_markers(body: &str, numbers: &[usize]) -> String {
+    let trimmed = body.trim_end();
+    let tail = &body[trimmed.len()..];
+    // Tidy the spaces a taken-out marker left before punctuation ("gzip ." -> "gzip.").
+    let mut sentence = String::with_capacity(trimmed.len());
+    for (i, c) in trimmed.char_indices() {
+        if matches!(c, '.' | ',' | ';' | ':' | '!' | '?')
+            && sentence.ends_with(' ')
+            && trimmed[..i].trim_end().ends_with(|p: char| p.is_alphanumeric() || p == '`')
+        {
+            trim_end_in_place(&mut sentence);
+        }
+        sentence.push(c);
+    }
+    if numbers.is_empty() {
+        return format!("{sentence}{tail}");
+    }
+    let marks: Vec<String> = numbers.iter().map(|n| n.to_string()).collect();
+    let closing = sentence
+        .trim_end_matches(['.', '!', '?', ':', ';', '"', '\'', ')', '”', '’'])
+        .len();
+    let (words, punctuation) = sentence.split_at(closing);
+    format!("{} [{}]{punctuation}{tail}", words.trim_end(), marks.join(", "))
+}
+
+/// The sentences and code blocks of `text`, in order, with their trailing citation markers.
+fn units(text: &str) -> Vec<Unit> {
+    let mut out = Vec::new();
+    let mut start = None::<usize>;
+    let mut in_code = false;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let line_start = offset;
+        offset += line.len();
+        let content = line.trim_end_matches(['\n', '\r']);
+        let trimmed = content.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            if in_code {
+                let begun = start.take().unwrap_or(line_start);
+                out.push(Unit {
+                    span: begun..line_start + content.len(),
+                    code: true,
+                });
+                in_code = false;
+            } else {
+                close(&mut out, text, &mut start, line_start);
+                start = Some(line_start + (content.len() - trimmed.len()));
+                in_code = true;
+            }
+            continue;
+        }
+        if in_code {
+            continue;
+        }
+        let breaks = trimmed.is_empty() || trimmed.starts_with('#') || is_list_item(trimmed);
+        if breaks {
+            close(&mut out, text, &mut start, line_start);
+        }
+        if trimmed.is_empty() {
+            continue;
+        }
+        let begin = line_start + (content.len() - trimmed.len());
+        if start.is_none() {
+            start = Some(begin);
+        }
+        split_sentences(&mut out, text, &mut start, line_start + content.len());
+        if trimmed.starts_with('#') {
+            close(&mut out, text, &mut start, line_start + content.len());
+        }
+    }
+    if in_code {
+        if let Some(begun) = start.take() {
+            out.push(Unit {
+                span: begun..text.trim_end().len().max(begun),
+                code: true,
+            });
+        }
+    }
+    close(&mut out, text, &mut start, text.len());
+    out
+}
+
+/// Ends the open unit at `end` (trailing spaces left out).
+fn close(out: &mut Vec<Unit>, text: &str, start: &mut Option<usize>, end: usize) {
+    if let Some(begun) = start.take() {
+        let end = begun + text[begun..end].trim_end().len();
+        if end > begun {
+            out.push(Unit {
+                span: begun..end,
+                code: false,
+            });
+        }
+    }
+}
+
+/// Cuts the open unit into sentences up to `end`: a sentence ends at `.`, `!` or `?` (closing
+/// quotes and brackets and any citation markers after it included) before a space and a word
+/// that does not start in lowercase, or at a citation marker before such a word.
+fn split_sentences(out: &mut Vec<Unit>, text: &str, start: &mut Option<usize>, end: usize) {
+    let Some(mut begun) = *start else { return };
+    let markers: Vec<Range<usize>> = citation_markers(&text[begun..end])
+        .into_iter()
+        .map(|m| m.span.start + begun..m.span.end + begun)
+        .collect();
+    let bytes = text.as_bytes();
+    let mut i = begun;
+    while i < end {
+        let c = bytes[i];
+        let marker = markers.iter().find(|m| m.start == i);
+        let mut stop = match (c, marker) {
+            (_, Some(m)) => Some(m.end),
+            (b'.' | b'!' | b'?', _) if !(c == b'.' && abbreviation(&text[begun..i])) => {
+                let mut k = i + 1;
+                while k < end && matches!(bytes[k], b'"' | b'\'' | b')' | b']') {
+                    k += 1;
+                }
+                Some(k)
+            }
+            _ => None,
+        };
+        if let Some(mut k) = stop.take() {
+            // Markers after the end belong to the sentence they follow.
+            loop {
+                let spaces = text[k..end].len() - text[k..end].trim_start_matches(' ').len();
+                match markers.iter().find(|m| m.start == k + spaces) {
+                    Some(m) => k = m.end,
+                    None => break,
+                }
+            }
+            // A closing period after the markers too ("... [1].").
+            while k < end && matches!(bytes[k], b'.' | b'!' | b'?') {
+                k += 1;
+            }
+            let rest = &text[k..end];
+            let next = rest.trim_start().chars().next();
+            let boundary = rest.starts_with(char::is_whitespace)
+                && next.is_some_and(|n| !n.is_lowercase())
+                || rest.is_empty();
+            if boundary && k > begun {
+                out.push(Unit {
+                    span: begun..k,
+                    code: false,
+                });
+                begun = k + (rest.len() - rest.trim_start().len());
+                *start = (begun < end).then_some(begun);
+                i = begun;
+                continue;
+            }
+            i = k.max(i + 1);
+            continue;
+        }
+        i += 1;
+    }
+}
+
+/// True for a Markdown list item (`- x`, `* x`, `1. x`).
+fn is_list_item(line: &str) -> bool {
+    if ["- ", "* ", "+ "].iter().any(|m| line.starts_with(m)) {
+        return true;
+    }
+    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && line[digits..].starts_with(". ")
+}
+
+/// True when the word before a period is an initial or a common abbreviation (`e.g.`).
+fn abbreviation(before: &str) -> bool {
+    let word = before
+        .rsplit(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .unwrap_or("")
+        .to_lowercase();
+    word.chars().count() == 1
+        || matches!(
+            word.as_str(),
+            "e.g" | "i.e" | "etc" | "vs" | "cf" | "dr" | "mr" | "mrs" | "no" | "fig" | "approx"
+        )
+}
+
+#[cfg(test)]
+#[path = "attribution_tests.rs"]
+mod tests;
