@@ -164,6 +164,7 @@ mod tests {
                 query_transformation_retry_count: 1,
                 hallucination_retry_count: 3,
                 route: Some(DataSource::KgRetrieval),
+                route_overruled: false,
                 web_fallback: true,
                 web_search_unavailable: false,
                 infrastructure_retries: 2,

@@ -151,6 +151,14 @@ pub fn extractive_answer(question: &str, documents: &[Document]) -> String {
         .join(" ")
 }
 
+/// True when a question plainly needs no documents: every content word is small talk or
+/// arithmetic ([`DOMAIN_FREE_WORDS`], numbers). The offline router sends it to the model
+/// alone, and the workflow lets any router do so over a clear match.
+pub(crate) fn needs_no_documents(question: &str) -> bool {
+    content_words(question)
+        .all(|w| w.chars().all(|c| c.is_numeric()) || DOMAIN_FREE_WORDS.contains(&w.as_str()))
+}
+
 /// Where to answer from; see the module docs.
 fn route(question: &str) -> DataSource {
     let raw: Vec<String> = words(question).collect();
@@ -162,9 +170,7 @@ fn route(question: &str) -> DataSource {
     if time_bound {
         return DataSource::WebSearch;
     }
-    let domain_free = content_words(question)
-        .all(|w| w.chars().all(|c| c.is_numeric()) || DOMAIN_FREE_WORDS.contains(&w.as_str()));
-    if domain_free {
+    if needs_no_documents(question) {
         DataSource::LlmInternal
     } else {
         DataSource::KgRetrieval

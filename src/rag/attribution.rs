@@ -170,47 +170,60 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
             continue;
         }
         report.sentences += 1;
-        let support = |doc: usize| {
-            let held = new.iter().filter(|s| passages[doc].contains(**s)).count();
+        // The share of the sentence's own stems that some passage of `docs` holds.
+        let share = |docs: &[usize]| {
+            let held = new
+                .iter()
+                .filter(|s| docs.iter().any(|d| passages[*d].contains(**s)))
+                .count();
             held as f64 / new.len() as f64
         };
-        let mut supporting: Vec<(usize, f64)> = (0..documents.len())
-            .map(|doc| (doc, support(doc)))
-            .filter(|(_, share)| *share >= MIN_SUPPORT)
+        let helps = |doc: usize| new.iter().any(|s| passages[doc].contains(*s));
+        report.model_citations += written.len() as u32;
+        // The model's citations stand when together they support the sentence (a sentence
+        // may join two passages' claims); one that adds nothing is taken out.
+        let kept: Vec<usize> = written.iter().copied().filter(|d| helps(*d)).collect();
+        let kept = if !kept.is_empty() && share(&kept) >= MIN_SUPPORT {
+            kept
+        } else {
+            Vec::new()
+        };
+        report.model_citations_supporting += kept.len() as u32;
+        let mut ranked: Vec<(usize, f64)> = (0..documents.len())
+            .map(|doc| (doc, share(&[doc])))
+            .filter(|(_, s)| *s > 0.0)
             .collect();
         // Best supported first; among equals, the one the model cited, then the first given.
-        supporting.sort_by(|a, b| {
+        ranked.sort_by(|a, b| {
             b.1.total_cmp(&a.1)
                 .then(written.contains(&b.0).cmp(&written.contains(&a.0)))
                 .then(a.0.cmp(&b.0))
         });
-        report.model_citations += written.len() as u32;
-        let kept: Vec<usize> = written
-            .iter()
-            .copied()
-            .filter(|doc| supporting.iter().any(|(d, _)| d == doc))
-            .collect();
-        report.model_citations_supporting += kept.len() as u32;
-        let cites = match supporting.first() {
-            None => {
-                report.unsupported.push(claim.clone());
-                Vec::new()
+        // Else the passage that supports it best, or the two best together.
+        let found: Vec<usize> = match ranked.as_slice() {
+            [(best, s), ..] if *s >= MIN_SUPPORT => vec![*best],
+            [(a, _), (b, _), ..] if share(&[*a, *b]) >= MIN_SUPPORT => vec![*a, *b],
+            _ => Vec::new(),
+        };
+        let cites = if !kept.is_empty() {
+            report.written += 1;
+            keep(&kept)
+        } else if found.is_empty() {
+            report.unsupported.push(claim.clone());
+            Vec::new()
+        } else {
+            if written.is_empty() {
+                report.attributed += 1;
+            } else {
+                report.repointed += 1;
             }
-            Some(_) if !kept.is_empty() => {
-                report.written += 1;
-                keep(&kept)
-            }
-            Some(&(best, _)) => {
-                if written.is_empty() {
-                    report.attributed += 1;
-                } else {
-                    report.repointed += 1;
-                }
-                vec![Cite {
-                    doc: best,
+            found
+                .into_iter()
+                .map(|doc| Cite {
+                    doc,
                     attributed: true,
-                }]
-            }
+                })
+                .collect()
         };
         if !cites.is_empty() {
             report.supported += 1;
@@ -256,8 +269,12 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
         match &piece.rebuilt {
             None => text.push_str(&renumber(&answer[piece.span.clone()], documents, &number)),
             Some(body) => {
-                let numbers: Vec<usize> =
-                    dedup(piece.cites.iter().map(|c| number[documents[c.doc].url.as_str()]));
+                let numbers: Vec<usize> = dedup(
+                    piece
+                        .cites
+                        .iter()
+                        .map(|c| number[documents[c.doc].url.as_str()]),
+                );
                 text.push_str(&with_markers(body, &numbers));
             }
         }
@@ -324,7 +341,9 @@ fn with_markers(body: &str, numbers: &[usize]) -> String {
     for (i, c) in trimmed.char_indices() {
         if matches!(c, '.' | ',' | ';' | ':' | '!' | '?')
             && sentence.ends_with(' ')
-            && trimmed[..i].trim_end().ends_with(|p: char| p.is_alphanumeric() || p == '`')
+            && trimmed[..i]
+                .trim_end()
+                .ends_with(|p: char| p.is_alphanumeric() || p == '`')
         {
             trim_end_in_place(&mut sentence);
         }
@@ -338,7 +357,11 @@ fn with_markers(body: &str, numbers: &[usize]) -> String {
         .trim_end_matches(['.', '!', '?', ':', ';', '"', '\'', ')', '”', '’'])
         .len();
     let (words, punctuation) = sentence.split_at(closing);
-    format!("{} [{}]{punctuation}{tail}", words.trim_end(), marks.join(", "))
+    format!(
+        "{} [{}]{punctuation}{tail}",
+        words.trim_end(),
+        marks.join(", ")
+    )
 }
 
 /// The sentences and code blocks of `text`, in order, with their trailing citation markers.

@@ -135,12 +135,16 @@ fn an_extractive_answer_is_left_as_it_is() {
                      [1] Serde is a framework for serializing and deserializing Rust data \
                      structures. [2]";
     let two = [docs[1].clone(), docs[2].clone()];
-    assert_eq!(attribute(unchanged, "What are tokio and serde?", &two).text, unchanged);
+    assert_eq!(
+        attribute(unchanged, "What are tokio and serde?", &two).text,
+        unchanged
+    );
 }
 
 #[test]
 fn code_and_short_labels_are_kept_as_written_and_not_judged() {
-    let answer = "Example:\n\n```rust\nlet x = v[1];\nfoo(). bar [2]\n```\n\nFlate2 handles gzip streams.";
+    let answer =
+        "Example:\n\n```rust\nlet x = v[1];\nfoo(). bar [2]\n```\n\nFlate2 handles gzip streams.";
     let a = attribute(answer, Q, &docs());
     assert_eq!(
         a.text,

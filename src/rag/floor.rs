@@ -17,6 +17,10 @@
 //!   documents it cites (all documents when it cites none), unless it says plainly that they
 //!   do not answer.
 //!
+//! - **sentences supported**: most of the sentences that make a claim are supported by some
+//!   document ([`super::attribution`]): an answer from the model's memory, while documents
+//!   were given, is not an answer from the documents.
+//!
 //! An answer under the floor is asked for once more; a second one under it ends the run
 //! `best_effort` with `model_unusable` and the extractive answer ([`super::answer`]).
 
@@ -47,6 +51,14 @@ pub(crate) enum Unusable {
     MissingCitation(u32),
     /// It shares no content with the documents it cites.
     Unsupported,
+    /// Most of its sentences are supported by none of its documents
+    /// ([`super::attribution`]): `supported` of `judged`.
+    MostlyUnsupported {
+        /// Sentences a passage supports.
+        supported: u32,
+        /// Sentences judged.
+        judged: u32,
+    },
 }
 
 impl Unusable {
@@ -60,6 +72,9 @@ impl Unusable {
                 format!("the answer cites [{n}], which it was not given")
             }
             Unusable::Unsupported => "the answer shares nothing with its documents".into(),
+            Unusable::MostlyUnsupported { supported, judged } => format!(
+                "{supported} of the answer's {judged} sentences are supported by its documents"
+            ),
         }
     }
 
@@ -73,6 +88,11 @@ impl Unusable {
             Unusable::MissingCitation(_) | Unusable::Unsupported => {
                 "Use only what the documents say, and cite only their numbers. If they do not \
                  answer the question, say so."
+            }
+            Unusable::MostlyUnsupported { .. } => {
+                "Answer only with what the documents say, not from memory, and end each \
+                 sentence with the number of the document it comes from, like [1]. If they do \
+                 not answer the question, say so."
             }
         }
     }
@@ -112,6 +132,14 @@ pub(crate) fn check(answer: &str, question: &str, documents: &[Document]) -> Res
     let judgeable = judged.len() >= MIN_JUDGED_STEMS || (cited.is_empty() && !judged.is_empty());
     if judgeable && support(&judged, &sources) == 0 {
         return Err(Unusable::Unsupported);
+    }
+    // Sentence by sentence: an answer mostly from memory while documents were given.
+    let report = super::attribution::judge(answer, question, documents);
+    if report.mostly_unsupported() {
+        return Err(Unusable::MostlyUnsupported {
+            supported: report.supported,
+            judged: report.sentences,
+        });
     }
     Ok(())
 }

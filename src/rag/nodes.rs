@@ -15,6 +15,9 @@ use tracing::Instrument;
 
 type Step = Result<StepOutput<RagNode>, RagError>;
 
+/// How many passages judged irrelevant the rewrite is shown (their headings only).
+const REJECTED_SHOWN: usize = 5;
+
 pub(super) async fn route_question(
     graph: &RagGraph,
     state: &mut RagState,
@@ -119,6 +122,17 @@ pub(super) async fn kg_retrieval(
         };
     state.retrieval = Some(mode);
     state.kb_version = graph.kb_version();
+    let ids = super::state::passage_ids(&documents);
+    let rewritten = state.route.is_some() && state.query_transformation_retry_count > 0;
+    if rewritten && ids == state.retrieved {
+        // The rewrite found what the search before it found: grading those passages again,
+        // or rewriting once more in the same words, would waste calls. The loop ends here.
+        return Ok(same_passages(
+            state,
+            json!({ "query": state.query, "documents": ids.len() }),
+        ));
+    }
+    state.retrieved = ids;
     let found = documents.len();
     let sources: Vec<&str> = documents.iter().map(|d| d.url.as_str()).collect();
     let from_graph = documents.iter().filter(|d| d.from_graph).count();
@@ -169,7 +183,8 @@ pub(super) async fn grade_documents(
         .iter()
         .fold(Fit::default(), |all, (_, fit)| all.add(*fit));
     let said: Vec<bool> = grades.iter().map(|(g, _)| g.yes()).collect();
-    let (kept, overruled) = super::overrule::relevance(&state.documents, &said);
+    let (kept, overruled) =
+        super::overrule::relevance(&state.documents, &said, state.model_doubted);
     state.set_aside(&kept);
     let relevant = state.documents.len();
     let (next, decision) = decide_to_generate(graph, state, relevant);
@@ -179,6 +194,25 @@ pub(super) async fn grade_documents(
     }
     fit.record(&mut details);
     Ok(StepOutput::next(next, details))
+}
+
+/// The rewrite loop ended early: the rewritten query retrieved the same passages. Without a
+/// relevant passage the run falls back to web search as when the rewrites run out; with the
+/// passages of a not-useful answer, it ends with that answer (`max_retries`).
+fn same_passages(state: &mut RagState, mut details: serde_json::Value) -> StepOutput<RagNode> {
+    details["same_passages"] = json!(true);
+    tracing::info!("the rewrite retrieved the same passages: ending the rewrite loop");
+    if !state.documents.is_empty() && state.generation.is_some() {
+        details["decision"] = json!("max_retries");
+        return end(
+            state,
+            Outcome::BestEffort(BestEffortReason::MaxQueryRewrites),
+            details,
+        );
+    }
+    state.web_fallback = true;
+    details["decision"] = json!("web_search_fallback");
+    StepOutput::next(RagNode::WebSearch, details)
 }
 
 /// `decide_to_generate`: relevant documents -> generate; none -> rewrite while rewrites remain;
@@ -205,7 +239,17 @@ pub(super) async fn transform_query(
     state: &mut RagState,
     ctx: &StepCtx<'_>,
 ) -> Step {
-    let refined: Refined = call(graph, ctx, Task::RefineQuery, &state.query, &[], None).await?;
+    // The rewrite sees the question, the last search and what it found that did not answer
+    // (their headings), so it can search in other words: those of a document that answers.
+    let question = state.request.question.as_str();
+    let rejected: Vec<_> = state
+        .graded_out
+        .iter()
+        .take(REJECTED_SHOWN)
+        .cloned()
+        .collect();
+    let last = Some(state.query.as_str());
+    let refined: Refined = call(graph, ctx, Task::RefineQuery, question, &rejected, last).await?;
     state.query_transformation_retry_count += 1;
     let n = state.query_transformation_retry_count;
     let max = graph.limits.max_query_rewrites;
@@ -260,6 +304,7 @@ pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepC
                 state.graded_out.clear();
             }
             state.generation = Some(fallback.text);
+            state.model_doubted |= fallback.why == super::quoted::Quoted::Unusable;
             state.quoted(fallback.why);
             state.generations = state.generations.max(fallback.attempt);
             let details = json!({
@@ -285,6 +330,7 @@ pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepC
         details["answer_length"] = json!(true);
     }
     if let Some(unusable) = answered.under_floor {
+        state.model_doubted = true;
         details["under_floor"] = json!(unusable.describe());
     }
     fit.record(&mut details);

@@ -1,23 +1,32 @@
-//! Grades overruled by a clear lexical signal. A model that cannot follow its instructions
-//! cannot grade either, so a grade that contradicts what the words plainly show is recorded in
-//! the step's details (`overruled`) and replaced, by two rules:
+//! Grades overruled by a clear lexical signal, and when. A grade that contradicts what the
+//! words plainly show is recorded in the step's details (`overruled`) and replaced, by two
+//! rules:
 //!
-//! - **clear match**: a document the retrieval marked a clear match (`clear_match`: it holds
-//!   the question's rare words) is relevant, whatever its grade says;
-//! - **no support**: an answer judged on enough of its own words ([`MIN_JUDGED_STEMS`] content
-//!   words beyond the question's), fewer than a third of which occur in its documents, is not
-//!   grounded, whatever its grade says; an answer that says the documents do not answer is
-//!   left to its grade.
+//! - **clear match**, only against a model that has shown itself unreliable in this run (an
+//!   answer of its under the floor: [`RagState::model_doubted`](super::RagState)): a document
+//!   the retrieval marked a clear match (`clear_match`: it holds the question's rare words) is
+//!   relevant, whatever its grade says. A model that has not shown that keeps its verdicts, so
+//!   a capable grader's `no` drives the rewrite loop and the web fallback as designed;
+//! - **sentences unsupported**, whatever the model: an answer graded grounded most of whose
+//!   sentences no document supports ([`super::attribution`]) is not grounded; an answer that
+//!   says the documents do not answer is left to its grade.
 //!
 //! Each rule only ever turns a grade the other way from the model's; a grade that agrees with
 //! the words is kept as it is.
 
-use super::floor::{new_stems, support, MIN_JUDGED_STEMS};
 use crate::search::Document;
 use serde_json::{json, Value};
 
-/// The relevance grades of `documents` after the clear-match rule, and what was overruled.
-pub(super) fn relevance(documents: &[Document], grades: &[bool]) -> (Vec<bool>, Option<Value>) {
+/// The relevance grades of `documents` after the clear-match rule (applied when the model is
+/// `doubted`), and what was overruled.
+pub(super) fn relevance(
+    documents: &[Document],
+    grades: &[bool],
+    doubted: bool,
+) -> (Vec<bool>, Option<Value>) {
+    if !doubted {
+        return (grades.to_vec(), None);
+    }
     let mut overruled = Vec::new();
     let kept = documents
         .iter()
@@ -42,7 +51,9 @@ pub(super) fn relevance(documents: &[Document], grades: &[bool]) -> (Vec<bool>, 
     )
 }
 
-/// The groundedness grade of `answer` after the no-support rule, and what was overruled.
+/// The groundedness grade of `answer` after the sentence rule: an answer graded grounded most
+/// of whose sentences no document supports ([`super::attribution`]) is not grounded. Judged
+/// sentence by sentence, whatever the model: the words are the evidence.
 pub(super) fn grounded(
     answer: &str,
     question: &str,
@@ -52,17 +63,15 @@ pub(super) fn grounded(
     if !yes || documents.is_empty() || super::floor::says_they_do_not_answer(answer) {
         return (yes, None);
     }
-    let judged = new_stems(answer, question);
-    let all: Vec<&Document> = documents.iter().collect();
-    let found = support(&judged, &all);
-    if judged.len() < MIN_JUDGED_STEMS || found * 3 >= judged.len() {
+    let report = super::attribution::judge(answer, question, documents);
+    if !report.mostly_unsupported() {
         return (yes, None);
     }
     let record = json!({
         "grade": "yes",
         "now": "no",
-        "rule": "no_support",
-        "support": format!("{found}/{}", judged.len()),
+        "rule": "sentences_unsupported",
+        "support": format!("{}/{}", report.supported, report.sentences),
     });
     (false, Some(record))
 }
@@ -89,7 +98,12 @@ mod tests {
     #[test]
     fn a_clear_match_graded_irrelevant_is_relevant_and_recorded() {
         let docs = [doc("a", true), doc("b", false), doc("c", true)];
-        let (kept, record) = relevance(&docs, &[false, false, true]);
+        // A model that has not shown itself unreliable keeps its verdicts.
+        assert_eq!(
+            relevance(&docs, &[false, false, true], false),
+            (vec![false, false, true], None)
+        );
+        let (kept, record) = relevance(&docs, &[false, false, true], true);
         assert_eq!(kept, [true, false, true]);
         let record = record.unwrap();
         assert_eq!(record.as_array().unwrap().len(), 1);
@@ -98,10 +112,10 @@ mod tests {
         // The vector ranking's first is no clear lexical signal: a model's "no" stands.
         let mut nearest = doc("d", false);
         nearest.vector_rank = Some(1);
-        assert_eq!(relevance(&[nearest], &[false]), (vec![false], None));
+        assert_eq!(relevance(&[nearest], &[false], true), (vec![false], None));
         // Grades that agree with the words are kept, and nothing is recorded.
         assert_eq!(
-            relevance(&docs, &[true, false, true]),
+            relevance(&docs, &[true, false, true], true),
             (vec![true, false, true], None)
         );
     }
@@ -117,8 +131,8 @@ mod tests {
         let (yes, record) = grounded(invented, q, &docs, true);
         assert!(!yes);
         let record = record.unwrap();
-        assert_eq!(record["rule"], "no_support");
-        assert_eq!(record["support"], "0/8");
+        assert_eq!(record["rule"], "sentences_unsupported");
+        assert_eq!(record["support"], "0/1");
         // Supported, short, a refusal, or already graded no: left as graded.
         let supported = "Phytophthora palmivora causes it; drain the soil and prune [1].";
         assert_eq!(grounded(supported, q, &docs, true), (true, None));

@@ -15,7 +15,7 @@ use crate::llm::{Message, Role, Task};
 use crate::search::Document;
 
 /// The labels that open the prompt's own lines; material never starts a line with one.
-pub(crate) const LABELS: [&str; 8] = [
+pub(crate) const LABELS: [&str; 10] = [
     "Question:",
     "Documents:",
     "Document:",
@@ -24,6 +24,8 @@ pub(crate) const LABELS: [&str; 8] = [
     "Knowledge base:",
     "User:",
     "Assistant:",
+    "Last search:",
+    "Found, but not an answer:",
 ];
 
 /// The system-message sentence that says what material is.
@@ -136,7 +138,7 @@ fn instruction(task: Task, routing: Option<&Routing>, documents: bool) -> String
         Task::GradeDocuments => "You grade whether a document is relevant to a question: `yes` if it contains words or meaning related to the question, `no` otherwise. Reply as JSON.".to_owned(),
         Task::GradeHallucinations => "You check whether an answer is supported by the documents: `yes` if it is, `no` otherwise. Reply as JSON.".to_owned(),
         Task::GradeAnswer => "You check whether an answer addresses and resolves the question: `yes` or `no`. Reply as JSON.".to_owned(),
-        Task::RefineQuery => "You rewrite a question into a better version for search retrieval, keeping its meaning. Reply with the rewritten question as JSON.".to_owned(),
+        Task::RefineQuery => "You write a new search query for a question. The last search found only the documents listed, which do not answer it, so search differently: use the words a document that answers the question would contain (the name of the tool, library, command or term it is about, or a phrase from such a document), not a rewording of the question. Reply with the query as JSON.".to_owned(),
         Task::ContextualizeQuestion => "You rewrite the latest question of a conversation into a standalone question that can be understood and searched without the conversation: replace words such as `it` or `this` with what they refer to, and keep everything else as asked. If it already stands alone, return it unchanged. Reply as JSON.".to_owned(),
         Task::GenerateAnswer if documents => "Answer the question using the documents. Cite the documents you use by their number, like [1]. If they do not answer the question, say so. Write at most five sentences of plain text.".to_owned(),
         Task::GenerateAnswer => "Answer the question briefly, in at most five sentences of plain text.".to_owned(),
@@ -177,7 +179,21 @@ pub(crate) fn messages(
                 push_block(&mut user, "Knowledge base:", about);
             }
         }
-        Task::RefineQuery => {}
+        Task::RefineQuery => {
+            // `answer` is the last search; `documents` what it found that did not answer
+            // (their headings: what they are about, not their text).
+            if let Some(last) = answer {
+                push_block(&mut user, "Last search:", last);
+            }
+            if !documents.is_empty() {
+                user.push_str("Found, but not an answer:\n");
+                for (i, doc) in documents.iter().enumerate() {
+                    user.push_str(&heading(i + 1, doc));
+                    user.push('\n');
+                }
+                user.push('\n');
+            }
+        }
         Task::ContextualizeQuestion => {
             // The earlier turns come as documents: the question searched, then the answer.
             user.push_str("Conversation so far:\n");
@@ -216,7 +232,7 @@ pub(crate) fn messages(
             }
         }
     }
-    let material = !user.is_empty() && task != Task::RefineQuery;
+    let material = !user.is_empty();
     if material {
         system.push_str(MATERIAL_RULE);
     }

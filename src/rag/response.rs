@@ -90,6 +90,10 @@ pub struct Metadata {
     pub hallucination_retry_count: u32,
     /// Route chosen.
     pub route: Option<DataSource>,
+    /// The router chose the model alone over a clear match the retrieval had found, and the
+    /// run answered from the knowledge base instead.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub route_overruled: bool,
     /// Whether the web-search fallback ran.
     pub web_fallback: bool,
     /// Whether web search was wanted but not configured.
@@ -255,6 +259,7 @@ impl RunResponse {
                 query_transformation_retry_count: state.query_transformation_retry_count,
                 hallucination_retry_count: state.hallucination_retry_count,
                 route: state.route,
+                route_overruled: state.route_overruled,
                 web_fallback: state.web_fallback,
                 web_search_unavailable: state.web_search_unavailable,
                 infrastructure_retries: cp.infra_retries,

@@ -18,7 +18,8 @@ pub(crate) struct SpeculationStats {
     pub wasted_tokens: u64,
 }
 
-/// The verdicts of the speculative grading, one per passage, in order.
+/// The verdicts of the speculative grading, one per passage, in order, as the model gave them
+/// (the join overrules them when the model is doubted).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grades {
     pub(super) keep: Vec<bool>,
@@ -40,6 +41,9 @@ pub struct SpeculativeAnswer {
         deserialize_with = "quoted_compat"
     )]
     pub(super) quoted: Option<Quoted>,
+    /// An attempt of it was under the floor (the model shows itself unreliable).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) under_floor: bool,
     pub(super) attempt: u32,
     pub(super) tokens: u64,
 }

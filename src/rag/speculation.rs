@@ -59,14 +59,10 @@ pub(super) async fn branch(
                 call::<BinaryScore>(graph, ctx, Task::GradeDocuments, question, doc, None)
             }))
             .await?;
-            let said: Vec<bool> = grades.into_iter().map(BinaryScore::yes).collect();
-            let (keep, overruled) = super::overrule::relevance(&state.documents, &said);
+            let keep: Vec<bool> = grades.into_iter().map(BinaryScore::yes).collect();
             let relevant = keep.iter().filter(|k| **k).count();
-            let mut details =
+            let details =
                 json!({ "graded": keep.len(), "relevant": relevant, "speculative": true });
-            if let Some(overruled) = overruled {
-                details["overruled"] = overruled;
-            }
             Ok(BranchOutput {
                 details,
                 merge: RagMerge::Grades(Grades {
@@ -96,7 +92,7 @@ pub(super) async fn branch(
                 "speculative": true,
             });
             fit.record(&mut details);
-            if let Some(unusable) = under_floor {
+            if let Some(unusable) = &under_floor {
                 details["under_floor"] = json!(unusable.describe());
             }
             if let Some((_, error)) = &fallback {
@@ -106,6 +102,8 @@ pub(super) async fn branch(
             Ok(BranchOutput {
                 details,
                 merge: RagMerge::Answer(SpeculativeAnswer {
+                    under_floor: under_floor.is_some()
+                        || matches!(fallback, Some((super::quoted::Quoted::Unusable, _))),
                     quoted: fallback.as_ref().map(|(why, _)| *why),
                     cut: written.finish == crate::llm::Finish::Length,
                     answer: written.text,
@@ -155,7 +153,20 @@ pub(super) fn merge(state: &mut RagState, merge: RagMerge) {
 pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode> {
     let grades = state.speculation.grades.take();
     let answer = state.speculation.answer.take();
-    let route = state.route.unwrap_or(DataSource::KgRetrieval);
+    if answer.as_ref().is_some_and(|a| a.under_floor) {
+        state.model_doubted = true;
+    }
+    let mut route = state.route.unwrap_or(DataSource::KgRetrieval);
+    if route == DataSource::LlmInternal
+        && state.documents.iter().any(|d| d.clear_match)
+        && !crate::llm::needs_no_documents(state.question())
+    {
+        // The search already found a clear match: the documents answer, not memory.
+        tracing::info!("route llm_internal overruled: the retrieval found a clear match");
+        route = DataSource::KgRetrieval;
+        state.route = Some(route);
+        state.route_overruled = true;
+    }
     if route != DataSource::KgRetrieval {
         // The passages were not wanted: their grading and the answer from them are wasted.
         let graded = grades.as_ref().map_or(0, |g| g.tokens);
@@ -171,9 +182,17 @@ pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode
         };
         return Transition::Next(next);
     }
-    let kept_all = grades.as_ref().is_none_or(|g| g.keep.iter().all(|k| *k));
-    if let Some(grades) = grades {
-        state.set_aside(&grades.keep);
+    let keep = grades.map(|g| {
+        let (keep, overruled) =
+            super::overrule::relevance(&state.documents, &g.keep, state.model_doubted);
+        if let Some(overruled) = overruled {
+            tracing::info!(%overruled, "speculative grades overruled");
+        }
+        keep
+    });
+    let kept_all = keep.as_ref().is_none_or(|k| k.iter().all(|k| *k));
+    if let Some(keep) = keep {
+        state.set_aside(&keep);
     }
     match answer {
         Some(answer) if kept_all => {

@@ -17,6 +17,8 @@ use std::time::Duration;
 use tokio::sync::{Barrier, Semaphore};
 
 const QUESTION: &str = "What causes patch canker in durian?";
+/// A question every passage matches about as well: no clear match.
+const VAGUE: &str = "Tell me about durian trees.";
 pub(super) const ANSWER: &str = "Patch canker is caused by Phytophthora palmivora [1].";
 
 /// Wraps the scripted model: the first `together` calls each wait until all of them are in
@@ -293,14 +295,20 @@ async fn discarded_when_grading_drops_a_passage_then_answered_from_the_kept_ones
 
 #[tokio::test]
 async fn discarded_when_the_route_is_the_model_alone() {
-    let r = run(
-        script("llm_internal", &["yes"]),
-        5,
-        Speculation::On,
-        request(),
-    )
-    .await;
+    // A question no passage clearly matches: the router's choice of the model alone stands.
+    let mut vague = request();
+    vague.question = VAGUE.into();
+    let model = ScriptedModel::new()
+        .reply(Task::RouteQuery, json!({ "data_source": "llm_internal" }))
+        .raw(
+            Task::GenerateAnswer,
+            "Patch canker and Phytophthora root rot affect durian [2][3].",
+        )
+        .reply(Task::GradeDocuments, json!({ "binary_score": "yes" }))
+        .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }));
+    let r = run(model, 5, Speculation::On, vague).await;
     let m = &r.response.metadata;
+    assert!(!m.route_overruled);
     assert_eq!(
         r.steps(),
         [
@@ -318,6 +326,38 @@ async fn discarded_when_the_route_is_the_model_alone() {
     assert_eq!(r.response.workflow_steps[4].details["documents"], 0);
     assert_eq!((m.speculation.used, m.speculation.discarded), (0, 1));
     assert!(r.position("discarded:1") < r.position("token:2"));
+}
+
+#[tokio::test]
+async fn the_model_alone_is_not_taken_over_a_clear_match_the_search_found() {
+    // The durian question's search finds its clear match: routed to the model alone, the run
+    // answers from the knowledge base, and the speculative answer is the answer.
+    let r = run(
+        script("llm_internal", &["yes"]),
+        5,
+        Speculation::On,
+        request(),
+    )
+    .await;
+    let m = &r.response.metadata;
+    assert!(m.route_overruled);
+    assert_eq!(m.route, Some(crate::llm::DataSource::KgRetrieval));
+    assert_eq!(
+        r.steps(),
+        [
+            "kg_retrieval",
+            "route_question",
+            "grade_documents",
+            "generate",
+            "grade_hallucinations",
+            "grade_answer"
+        ]
+    );
+    assert_eq!(m.model_calls, 7);
+    assert_eq!((m.speculation.used, m.speculation.discarded), (1, 0));
+    assert!(!r.response.citations.is_empty());
+    // Small talk needs no documents, whatever the search found.
+    assert!(crate::llm::needs_no_documents("Hello, thanks!"));
 }
 
 #[tokio::test]
@@ -363,18 +403,75 @@ async fn both(model: impl Fn() -> ScriptedModel) -> (Run, Run) {
     (on, off)
 }
 
+/// Rewrites of [`VAGUE`] that each retrieve other passages of the sample knowledge base.
+const REWRITES: [&str; 3] = [
+    "durian fruit borer larvae",
+    "psyllid nymphs on durian leaves",
+    "mealybugs wax on durian fruit",
+];
+
 #[tokio::test]
-async fn rewrites_and_the_web_fallback_cost_one_discarded_answer() {
-    // A question every passage matches about as well (no clear match: a clear match graded
-    // irrelevant would be kept), graded irrelevant every time.
-    let vague = || RunRequest::new("Tell me about durian trees.");
+async fn a_rewrite_that_finds_the_same_passages_ends_the_loop_early() {
+    // Every rewrite repeats the question: the first finds what the question found, so no
+    // second or third rewrite is asked for and those passages are not graded again.
     let model = || {
         ScriptedModel::new()
             .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
             .reply(Task::GradeDocuments, json!({ "binary_score": "no" }))
+            .reply(Task::RefineQuery, json!({ "refined_question": VAGUE }))
+            .raw(Task::GenerateAnswer, "Durian trees are grown in orchards.")
+            .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
+            .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }))
+    };
+    for on in [Speculation::Off, Speculation::On] {
+        let r = run(model(), 0, on, RunRequest::new(VAGUE)).await;
+        let m = &r.response.metadata;
+        assert_eq!(r.calls(Task::RefineQuery), 1, "{on:?}");
+        assert_eq!(m.query_transformation_retry_count, 1);
+        assert_eq!(
+            r.calls(Task::GradeDocuments),
+            3,
+            "one grading of the passages"
+        );
+        assert!(m.web_fallback);
+        let retrieval = r
+            .response
+            .workflow_steps
+            .iter()
+            .filter(|s| s.name == crate::rag::RagNode::KgRetrieval)
+            .nth(1)
+            .unwrap();
+        assert_eq!(retrieval.details["same_passages"], true);
+        assert_eq!(retrieval.details["decision"], "web_search_fallback");
+        // route, 3 grades, 1 rewrite, the answer without sources (and, speculating, the
+        // discarded first answer).
+        let speculative = u32::from(on == Speculation::On);
+        assert_eq!(m.model_calls, 6 + speculative, "{on:?}");
+        assert_eq!(m.limits_hit, [crate::rag::LimitHit::NoSources]);
+    }
+}
+
+#[tokio::test]
+async fn rewrites_and_the_web_fallback_cost_one_discarded_answer() {
+    // A question every passage matches about as well (no clear match: a clear match graded
+    // irrelevant would be kept), graded irrelevant every time.
+    let vague = || RunRequest::new(VAGUE);
+    let model = || {
+        ScriptedModel::new()
+            .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
+            .reply(Task::GradeDocuments, json!({ "binary_score": "no" }))
+            // Each rewrite finds other passages: the loop runs to its limit.
             .reply(
                 Task::RefineQuery,
-                json!({ "refined_question": "durian trees" }),
+                json!({ "refined_question": REWRITES[0] }),
+            )
+            .reply(
+                Task::RefineQuery,
+                json!({ "refined_question": REWRITES[1] }),
+            )
+            .reply(
+                Task::RefineQuery,
+                json!({ "refined_question": REWRITES[2] }),
             )
             .raw(Task::GenerateAnswer, "Durian trees are grown in orchards.")
             .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))

@@ -132,6 +132,19 @@ pub struct RagState {
     /// from the documents, and the run ends `best_effort` with `model_unusable`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) model_unusable: bool,
+    /// The model has shown itself unreliable in this run (an answer of its under the floor):
+    /// from then on its relevance grades are overruled by a clear match
+    /// ([`super::overrule`]). A model that has not keeps its verdicts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) model_doubted: bool,
+    /// The router chose the model alone although the retrieval had found a clear match, and
+    /// the run went to the knowledge base instead (metadata `route_overruled`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) route_overruled: bool,
+    /// The passages (ids) the latest knowledge-base retrieval returned, before grading: a
+    /// rewrite that retrieves the same ends the rewrite loop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) retrieved: Vec<String>,
     /// The passages the latest grading judged irrelevant. A model whose answers stay under
     /// the floor is not trusted with relevance either: its quote draws on these too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -182,6 +195,17 @@ pub struct RagState {
     pub(crate) attribution: Option<Attributed>,
 }
 
+/// The ids of `documents`, sorted: the same passages in another order are the same.
+pub(crate) fn passage_ids(documents: &[Document]) -> Vec<String> {
+    let mut ids: Vec<String> = documents
+        .iter()
+        .map(|d| format!("{}\u{1f}{}", d.url, d.id))
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
 impl RagState {
     /// The initial state of a run.
     pub(crate) fn new(request: RunRequest) -> Self {
@@ -196,6 +220,9 @@ impl RagState {
             answer_cut: false,
             model_unavailable: false,
             model_unusable: false,
+            model_doubted: false,
+            route_overruled: false,
+            retrieved: Vec::new(),
             graded_out: Vec::new(),
             generations: 0,
             answer_check: None,
