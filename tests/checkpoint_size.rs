@@ -30,10 +30,18 @@ fn long_documents(dir: &std::path::Path) {
     }
 }
 
-/// A long answer the floor lets through: distinct words, every one from the documents.
+/// A long answer the floor lets through: distinct words, every one from the documents, most
+/// of its sentences supported by the passages retrieved.
 fn long_answer() -> String {
-    let words: Vec<String> = (0..200).map(|w| format!("canker{w}")).collect();
-    format!("Patch canker marks the bark [1]: {}.", words.join(" "))
+    // Twenty words of each of ten notes' first passages, a sentence each: most are among
+    // the passages retrieved.
+    let sentences: Vec<String> = (0..10)
+        .map(|s| {
+            let words: Vec<String> = (0..20).map(|w| format!("canker{}", s * 1000 + w)).collect();
+            format!("Canker{} {}.", s * 20 + 100_000, words.join(" "))
+        })
+        .collect();
+    format!("Patch canker marks the bark: {}", sentences.join(" "))
 }
 
 #[tokio::test]
@@ -54,7 +62,14 @@ async fn the_largest_run_keeps_its_checkpoint_well_inside_the_item_limit() {
         .on("grade_answer", [Reply::no()])
         .on(
             "refine_query",
-            [Reply::refined("patch canker bark orchard")],
+            // A word of a later passage of three notes: each rewrite retrieves other passages,
+            // and the notes' first passages still.
+            [
+                "canker3200 patch canker bark",
+                "canker7200 patch canker bark",
+                "canker11200 patch canker bark",
+            ]
+            .map(Reply::refined),
         )
         .on("generate_answer", [Reply::answer(&long_answer())]);
     let llm = ScriptedLlm::start(script).await;
@@ -73,7 +88,11 @@ async fn the_largest_run_keeps_its_checkpoint_well_inside_the_item_limit() {
         "{:?}",
         run.metadata.limits_hit
     );
-    assert_eq!(run.metadata.limits_hit, ["max_retries"]);
+    let generated: Vec<&serde_json::Value> = (run.workflow_steps.iter())
+        .filter(|s| s.name == "generate")
+        .map(|s| &s.details)
+        .collect();
+    assert_eq!(run.metadata.limits_hit, ["max_retries"], "{generated:?}");
     assert_eq!(run.metadata.hallucination_retry_count, 2);
     assert_eq!(run.metadata.query_transformation_retry_count, 3);
     let retrievals = run

@@ -12,11 +12,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use support::app::Timed;
+use support::happy_path::CANKER_REWRITES;
 use support::llm_server::{Reply, Script, ScriptedLlm};
 use support::tap::Tap;
 
 const QUESTION: &str = "What causes patch canker in durian?";
-const REWRITE: &str = "durian patch canker cause Phytophthora";
 const SCHEMAS: [&str; 6] = [
     "route_query",
     "grade_documents",
@@ -52,7 +52,7 @@ async fn graph(llm: &ScriptedLlm) -> RagGraph {
 fn never_useful() -> Script {
     Script::defaults()
         .on("grade_answer", [Reply::no()])
-        .on("refine_query", [Reply::refined(REWRITE)])
+        .on("refine_query", CANKER_REWRITES.map(Reply::refined))
 }
 
 fn counts(llm: &ScriptedLlm) -> BTreeMap<&'static str, usize> {

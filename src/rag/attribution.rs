@@ -3,7 +3,8 @@
 //! content words or more, one of them beyond the question's) is matched to the passages that
 //! support it, lexically: a passage supports a sentence when it holds at least [`MIN_SUPPORT`]
 //! of the sentence's own content stems (those the question does not already hold), its title
-//! and source included. Then, sentence by sentence:
+//! and source included; a sentence that joins several passages' claims is supported by up to
+//! three of them together. Then, sentence by sentence:
 //!
 //! - a citation the model wrote that supports its sentence is kept (`written`), and one beside
 //!   it that does not is taken out;
@@ -18,6 +19,7 @@
 //! citation, and the citations are only the passages the answer stands on, each with the
 //! sentences it supports. Deterministic, and needs no model.
 
+use super::sentences::units;
 use crate::llm::{citation_markers, stems};
 use crate::search::Document;
 use serde::{Deserialize, Serialize};
@@ -26,6 +28,8 @@ use std::ops::Range;
 
 /// The share of a sentence's own content stems a passage must hold to support it.
 pub(super) const MIN_SUPPORT: f64 = 0.5;
+/// The most passages one sentence is attributed to together.
+const MAX_JOINED: usize = 3;
 /// Content stems a sentence needs before it is judged (fewer: a label, a greeting).
 const MIN_SENTENCE_STEMS: usize = 3;
 
@@ -84,13 +88,6 @@ pub(crate) struct Attributed {
     pub(crate) citations: Vec<Citation>,
     /// What was found.
     pub(crate) report: Report,
-}
-
-/// One sentence (or code block) of an answer.
-struct Unit {
-    /// Its bytes in the answer, its trailing citation markers included.
-    span: Range<usize>,
-    code: bool,
 }
 
 /// A unit as the output has it.
@@ -199,12 +196,22 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
                 .then(written.contains(&b.0).cmp(&written.contains(&a.0)))
                 .then(a.0.cmp(&b.0))
         });
-        // Else the passage that supports it best, or the two best together.
-        let found: Vec<usize> = match ranked.as_slice() {
-            [(best, s), ..] if *s >= MIN_SUPPORT => vec![*best],
-            [(a, _), (b, _), ..] if share(&[*a, *b]) >= MIN_SUPPORT => vec![*a, *b],
-            _ => Vec::new(),
-        };
+        // Else the passage that supports it best, or the best few together (each adding
+        // some of the sentence's words), at most [`MAX_JOINED`].
+        let mut found: Vec<usize> = Vec::new();
+        for (doc, _) in &ranked {
+            if found.len() == MAX_JOINED || share(&found) >= MIN_SUPPORT {
+                break;
+            }
+            let before = share(&found);
+            found.push(*doc);
+            if share(&found) <= before {
+                found.pop();
+            }
+        }
+        if share(&found) < MIN_SUPPORT {
+            found.clear();
+        }
         let cites = if !kept.is_empty() {
             report.written += 1;
             keep(&kept)
@@ -362,159 +369,6 @@ fn with_markers(body: &str, numbers: &[usize]) -> String {
         words.trim_end(),
         marks.join(", ")
     )
-}
-
-/// The sentences and code blocks of `text`, in order, with their trailing citation markers.
-fn units(text: &str) -> Vec<Unit> {
-    let mut out = Vec::new();
-    let mut start = None::<usize>;
-    let mut in_code = false;
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        let line_start = offset;
-        offset += line.len();
-        let content = line.trim_end_matches(['\n', '\r']);
-        let trimmed = content.trim_start();
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            if in_code {
-                let begun = start.take().unwrap_or(line_start);
-                out.push(Unit {
-                    span: begun..line_start + content.len(),
-                    code: true,
-                });
-                in_code = false;
-            } else {
-                close(&mut out, text, &mut start, line_start);
-                start = Some(line_start + (content.len() - trimmed.len()));
-                in_code = true;
-            }
-            continue;
-        }
-        if in_code {
-            continue;
-        }
-        let breaks = trimmed.is_empty() || trimmed.starts_with('#') || is_list_item(trimmed);
-        if breaks {
-            close(&mut out, text, &mut start, line_start);
-        }
-        if trimmed.is_empty() {
-            continue;
-        }
-        let begin = line_start + (content.len() - trimmed.len());
-        if start.is_none() {
-            start = Some(begin);
-        }
-        split_sentences(&mut out, text, &mut start, line_start + content.len());
-        if trimmed.starts_with('#') {
-            close(&mut out, text, &mut start, line_start + content.len());
-        }
-    }
-    if in_code {
-        if let Some(begun) = start.take() {
-            out.push(Unit {
-                span: begun..text.trim_end().len().max(begun),
-                code: true,
-            });
-        }
-    }
-    close(&mut out, text, &mut start, text.len());
-    out
-}
-
-/// Ends the open unit at `end` (trailing spaces left out).
-fn close(out: &mut Vec<Unit>, text: &str, start: &mut Option<usize>, end: usize) {
-    if let Some(begun) = start.take() {
-        let end = begun + text[begun..end].trim_end().len();
-        if end > begun {
-            out.push(Unit {
-                span: begun..end,
-                code: false,
-            });
-        }
-    }
-}
-
-/// Cuts the open unit into sentences up to `end`: a sentence ends at `.`, `!` or `?` (closing
-/// quotes and brackets and any citation markers after it included) before a space and a word
-/// that does not start in lowercase, or at a citation marker before such a word.
-fn split_sentences(out: &mut Vec<Unit>, text: &str, start: &mut Option<usize>, end: usize) {
-    let Some(mut begun) = *start else { return };
-    let markers: Vec<Range<usize>> = citation_markers(&text[begun..end])
-        .into_iter()
-        .map(|m| m.span.start + begun..m.span.end + begun)
-        .collect();
-    let bytes = text.as_bytes();
-    let mut i = begun;
-    while i < end {
-        let c = bytes[i];
-        let marker = markers.iter().find(|m| m.start == i);
-        let mut stop = match (c, marker) {
-            (_, Some(m)) => Some(m.end),
-            (b'.' | b'!' | b'?', _) if !(c == b'.' && abbreviation(&text[begun..i])) => {
-                let mut k = i + 1;
-                while k < end && matches!(bytes[k], b'"' | b'\'' | b')' | b']') {
-                    k += 1;
-                }
-                Some(k)
-            }
-            _ => None,
-        };
-        if let Some(mut k) = stop.take() {
-            // Markers after the end belong to the sentence they follow.
-            loop {
-                let spaces = text[k..end].len() - text[k..end].trim_start_matches(' ').len();
-                match markers.iter().find(|m| m.start == k + spaces) {
-                    Some(m) => k = m.end,
-                    None => break,
-                }
-            }
-            // A closing period after the markers too ("... [1].").
-            while k < end && matches!(bytes[k], b'.' | b'!' | b'?') {
-                k += 1;
-            }
-            let rest = &text[k..end];
-            let next = rest.trim_start().chars().next();
-            let boundary = rest.starts_with(char::is_whitespace)
-                && next.is_some_and(|n| !n.is_lowercase())
-                || rest.is_empty();
-            if boundary && k > begun {
-                out.push(Unit {
-                    span: begun..k,
-                    code: false,
-                });
-                begun = k + (rest.len() - rest.trim_start().len());
-                *start = (begun < end).then_some(begun);
-                i = begun;
-                continue;
-            }
-            i = k.max(i + 1);
-            continue;
-        }
-        i += 1;
-    }
-}
-
-/// True for a Markdown list item (`- x`, `* x`, `1. x`).
-fn is_list_item(line: &str) -> bool {
-    if ["- ", "* ", "+ "].iter().any(|m| line.starts_with(m)) {
-        return true;
-    }
-    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
-    digits > 0 && line[digits..].starts_with(". ")
-}
-
-/// True when the word before a period is an initial or a common abbreviation (`e.g.`).
-fn abbreviation(before: &str) -> bool {
-    let word = before
-        .rsplit(|c: char| c.is_whitespace() || c == '(')
-        .next()
-        .unwrap_or("")
-        .to_lowercase();
-    word.chars().count() == 1
-        || matches!(
-            word.as_str(),
-            "e.g" | "i.e" | "etc" | "vs" | "cf" | "dr" | "mr" | "mrs" | "no" | "fig" | "approx"
-        )
 }
 
 #[cfg(test)]

@@ -43,6 +43,7 @@ mod rag_graph;
 mod request;
 mod rerank;
 mod response;
+mod sentences;
 mod speculating;
 mod speculation;
 mod state;

@@ -124,9 +124,10 @@ pub(super) async fn kg_retrieval(
     state.kb_version = graph.kb_version();
     let ids = super::state::passage_ids(&documents);
     let rewritten = state.route.is_some() && state.query_transformation_retry_count > 0;
-    if rewritten && ids == state.retrieved {
+    if rewritten && !ids.is_empty() && ids == state.retrieved {
         // The rewrite found what the search before it found: grading those passages again,
         // or rewriting once more in the same words, would waste calls. The loop ends here.
+        // (A search that found nothing is not compared: another rewrite may find something.)
         return Ok(same_passages(
             state,
             json!({ "query": state.query, "documents": ids.len() }),

@@ -78,7 +78,7 @@ impl RagGraph {
 
     /// Speculates on knowledge-base questions when `on` (`SPECULATION`; a graph built with
     /// [`RagGraph::new`] does not until told), unless a request turns it off.
-    pub(crate) fn with_speculation(mut self, speculation: Speculation) -> Self {
+    pub fn with_speculation(mut self, speculation: Speculation) -> Self {
         self.speculation = speculation;
         self
     }

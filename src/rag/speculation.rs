@@ -239,3 +239,7 @@ mod unavailable_tests;
 #[cfg(test)]
 #[path = "speculation_web_tests.rs"]
 mod web_tests;
+
+#[cfg(test)]
+#[path = "speculation_rewrite_tests.rs"]
+mod rewrite_tests;

@@ -18,7 +18,7 @@ use tokio::sync::{Barrier, Semaphore};
 
 const QUESTION: &str = "What causes patch canker in durian?";
 /// A question every passage matches about as well: no clear match.
-const VAGUE: &str = "Tell me about durian trees.";
+pub(super) const VAGUE: &str = "Tell me about durian trees.";
 pub(super) const ANSWER: &str = "Patch canker is caused by Phytophthora palmivora [1].";
 
 /// Wraps the scripted model: the first `together` calls each wait until all of them are in
@@ -329,38 +329,6 @@ async fn discarded_when_the_route_is_the_model_alone() {
 }
 
 #[tokio::test]
-async fn the_model_alone_is_not_taken_over_a_clear_match_the_search_found() {
-    // The durian question's search finds its clear match: routed to the model alone, the run
-    // answers from the knowledge base, and the speculative answer is the answer.
-    let r = run(
-        script("llm_internal", &["yes"]),
-        5,
-        Speculation::On,
-        request(),
-    )
-    .await;
-    let m = &r.response.metadata;
-    assert!(m.route_overruled);
-    assert_eq!(m.route, Some(crate::llm::DataSource::KgRetrieval));
-    assert_eq!(
-        r.steps(),
-        [
-            "kg_retrieval",
-            "route_question",
-            "grade_documents",
-            "generate",
-            "grade_hallucinations",
-            "grade_answer"
-        ]
-    );
-    assert_eq!(m.model_calls, 7);
-    assert_eq!((m.speculation.used, m.speculation.discarded), (1, 0));
-    assert!(!r.response.citations.is_empty());
-    // Small talk needs no documents, whatever the search found.
-    assert!(crate::llm::needs_no_documents("Hello, thanks!"));
-}
-
-#[tokio::test]
 async fn off_by_request_or_setting_keeps_the_sequential_path_and_its_counts() {
     let mut off = request();
     off.speculation = Some(Speculation::Off);
@@ -409,47 +377,6 @@ const REWRITES: [&str; 3] = [
     "psyllid nymphs on durian leaves",
     "mealybugs wax on durian fruit",
 ];
-
-#[tokio::test]
-async fn a_rewrite_that_finds_the_same_passages_ends_the_loop_early() {
-    // Every rewrite repeats the question: the first finds what the question found, so no
-    // second or third rewrite is asked for and those passages are not graded again.
-    let model = || {
-        ScriptedModel::new()
-            .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
-            .reply(Task::GradeDocuments, json!({ "binary_score": "no" }))
-            .reply(Task::RefineQuery, json!({ "refined_question": VAGUE }))
-            .raw(Task::GenerateAnswer, "Durian trees are grown in orchards.")
-            .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
-            .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }))
-    };
-    for on in [Speculation::Off, Speculation::On] {
-        let r = run(model(), 0, on, RunRequest::new(VAGUE)).await;
-        let m = &r.response.metadata;
-        assert_eq!(r.calls(Task::RefineQuery), 1, "{on:?}");
-        assert_eq!(m.query_transformation_retry_count, 1);
-        assert_eq!(
-            r.calls(Task::GradeDocuments),
-            3,
-            "one grading of the passages"
-        );
-        assert!(m.web_fallback);
-        let retrieval = r
-            .response
-            .workflow_steps
-            .iter()
-            .filter(|s| s.name == crate::rag::RagNode::KgRetrieval)
-            .nth(1)
-            .unwrap();
-        assert_eq!(retrieval.details["same_passages"], true);
-        assert_eq!(retrieval.details["decision"], "web_search_fallback");
-        // route, 3 grades, 1 rewrite, the answer without sources (and, speculating, the
-        // discarded first answer).
-        let speculative = u32::from(on == Speculation::On);
-        assert_eq!(m.model_calls, 6 + speculative, "{on:?}");
-        assert_eq!(m.limits_hit, [crate::rag::LimitHit::NoSources]);
-    }
-}
 
 #[tokio::test]
 async fn rewrites_and_the_web_fallback_cost_one_discarded_answer() {

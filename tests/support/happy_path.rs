@@ -6,6 +6,25 @@ use serde_json::Value;
 /// A question the bundled knowledge base answers: it routes to `kg_retrieval`.
 pub const QUESTION: &str = "What causes patch canker in durian?";
 
+/// A question every passage of the sample matches about as well: no clear match.
+pub const VAGUE: &str = "Tell me about durian trees.";
+
+/// Rewrites of [`VAGUE`] that each retrieve other passages of the sample: a grader that
+/// rejects every passage meets the rewrite loop's limit, not its early end (a rewrite that
+/// retrieves the same passages as the search before it).
+pub const REWRITES: [&str; 3] = [
+    "durian fruit borer larvae",
+    "psyllid nymphs on durian leaves",
+    "mealybugs wax on durian fruit",
+];
+
+/// Rewrites of the sample question that each still find its documents, and other ones.
+pub const CANKER_REWRITES: [&str; 3] = [
+    "durian patch canker cause Phytophthora",
+    "patch canker bark lesions gum",
+    "patch canker trunk injection phosphonate",
+];
+
 /// The six steps of the happy path, in order.
 pub const STEPS: [&str; 6] = [
     "route_question",

@@ -1,7 +1,10 @@
 //! `bounded-rag eval QUESTIONS.jsonl`: runs every question through the workflow and reports
 //! recall@k of the expected sources (what the first knowledge-base retrieval returned), the
-//! share of answers citing an expected source, the share containing the expected text, routes,
-//! limits hit and model calls per question. `--json` prints the whole report. `--compare` runs
+//! share of answers citing an expected source, the share containing the expected text, the
+//! answers' scores (the share of their sentences a passage supports, whether a citation of an
+//! expected source supports one, and ALCE's citation recall and precision of the citations the
+//! model wrote itself; lexical, as [`crate::rag`]'s attribution judges), routes, limits hit and
+//! model calls per question. `--json` prints the whole report. `--compare` runs
 //! the set once per retrieval the configuration allows (BM25 always; hybrid when an embedding
 //! model matches the knowledge base's vectors) and prints one row each.
 //!
@@ -12,6 +15,7 @@
 //! expected sources counts in no recall or cited share.
 
 use super::args::ModeArg;
+use super::eval_answers::AnswerScores;
 use super::output::fail;
 use crate::entry::App;
 use crate::rag::{Mode, RagNode, RunRequest, RunResponse, RunStatus};
@@ -95,6 +99,12 @@ pub struct CaseResult {
     pub(crate) cites_expected: Option<bool>,
     /// Whether the answer contains the expected text.
     pub(crate) contains_expected: Option<bool>,
+    /// Whether a citation of an expected source (of any source, when the set names none)
+    /// supports a sentence of the answer.
+    pub(crate) cites_supporting: Option<bool>,
+    /// The answer's scores, as attribution judged its sentences against its passages.
+    #[serde(flatten)]
+    pub(crate) answer_scores: AnswerScores,
 }
 
 /// The whole evaluation.
@@ -116,6 +126,10 @@ pub struct EvalReport {
     pub cited_share: Option<f64>,
     /// Share of answers containing the expected text (questions with one).
     pub(crate) answer_share: Option<f64>,
+    /// Share of answers with a citation of an expected source that supports a sentence.
+    pub(crate) supported_citation_share: Option<f64>,
+    /// Means of the answers' scores (over the answers that have each).
+    pub(crate) answer_scores: AnswerScores,
     /// Questions per route.
     pub routes: BTreeMap<String, usize>,
     /// Questions per limit hit.
@@ -213,6 +227,19 @@ fn score(case: &EvalCase, response: &RunResponse, k: u32) -> CaseResult {
     });
     let cites_expected =
         (!expected.is_empty()).then(|| expected.iter().any(|e| found_in(&cited, e)));
+    let supporting: Vec<String> = (response.citations.iter())
+        .filter(|c| !c.sentences.is_empty())
+        .map(|c| c.url.clone())
+        .collect();
+    let cites_supporting = if expected.is_empty() {
+        response
+            .metadata
+            .attribution
+            .as_ref()
+            .map(|_| !supporting.is_empty())
+    } else {
+        Some(expected.iter().any(|e| found_in(&supporting, e)))
+    };
     let contains_expected = case.expected_answer.as_ref().map(|text| {
         response
             .answer
@@ -239,6 +266,8 @@ fn score(case: &EvalCase, response: &RunResponse, k: u32) -> CaseResult {
         recall,
         cites_expected,
         contains_expected,
+        cites_supporting,
+        answer_scores: AnswerScores::of(response.metadata.attribution.as_ref()),
     }
 }
 
@@ -279,6 +308,16 @@ fn report(
         recall_at_k: mean(cases.iter().filter_map(|c| c.recall)),
         cited_share: share(|c| c.cites_expected),
         answer_share: share(|c| c.contains_expected),
+        supported_citation_share: share(|c| c.cites_supporting),
+        answer_scores: AnswerScores {
+            supported_share: mean(cases.iter().filter_map(|c| c.answer_scores.supported_share)),
+            citation_recall: mean(cases.iter().filter_map(|c| c.answer_scores.citation_recall)),
+            citation_precision: mean(
+                cases
+                    .iter()
+                    .filter_map(|c| c.answer_scores.citation_precision),
+            ),
+        },
         routes,
         limits_hit: limits,
         model_calls_per_question: mean(cases.iter().map(|c| f64::from(c.model_calls)))
@@ -295,9 +334,10 @@ pub(crate) fn render(r: &EvalReport) -> String {
         Some(false) => "NO",
         None => "-",
     };
+    let share = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}"));
     let mut out = format!(
-        "{:>3}  {:>6}  {:>5}  {:>6}  {:<12}  {:>5}  {:<16}  question\n",
-        "#", "recall", "cited", "answer", "route", "calls", "limits"
+        "{:>3}  {:>6}  {:>5}  {:>6}  {:>7}  {:>7}  {:<12}  {:>5}  {:<16}  question\n",
+        "#", "recall", "cited", "answer", "support", "sources", "route", "calls", "limits"
     );
     for (i, c) in r.cases.iter().enumerate() {
         let limits = if c.limits_hit.is_empty() {
@@ -306,11 +346,13 @@ pub(crate) fn render(r: &EvalReport) -> String {
             c.limits_hit.join(",")
         };
         out.push_str(&format!(
-            "{:>3}  {:>6}  {:>5}  {:>6}  {:<12}  {:>5}  {:<16}  {}\n",
+            "{:>3}  {:>6}  {:>5}  {:>6}  {:>7}  {:>7}  {:<12}  {:>5}  {:<16}  {}\n",
             i + 1,
             c.recall.map_or("-".into(), |v| format!("{v:.2}")),
             yes(c.cites_expected),
             yes(c.contains_expected),
+            share(c.answer_scores.supported_share),
+            yes(c.cites_supporting),
             c.route,
             c.model_calls,
             limits,
@@ -327,8 +369,9 @@ pub(crate) fn render(r: &EvalReport) -> String {
                 .join(", ")
         }
     };
+    let a = &r.answer_scores;
     out.push_str(&format!(
-        "\n{} questions · recall@{} {} · cited {} · expected text {} · grading {} · retrieval {} · {:.1} model calls/question\nroutes: {} · limits hit: {} · kb {}",
+        "\n{} questions · recall@{} {} · cited {} · expected text {} · grading {} · retrieval {} · {:.1} model calls/question\nanswers: sentences supported {} · a supporting citation of an expected source {} · the model's own citations: recall {} precision {}\nroutes: {} · limits hit: {} · kb {}",
         r.questions,
         r.k,
         pct(r.recall_at_k),
@@ -337,6 +380,10 @@ pub(crate) fn render(r: &EvalReport) -> String {
         if r.grading { "on" } else { "off" },
         r.retrieval.as_deref().unwrap_or("-"),
         r.model_calls_per_question,
+        pct(a.supported_share),
+        pct(r.supported_citation_share),
+        pct(a.citation_recall),
+        pct(a.citation_precision),
         counts(&r.routes),
         counts(&r.limits_hit),
         r.kb_version.as_deref().unwrap_or("-"),

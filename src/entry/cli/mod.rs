@@ -13,6 +13,7 @@
 //! | `kb.rs`, `sync.rs` | `ingest` and `kb publish / list / use / sync`; `kb sync-status` |
 //! | `search.rs` | `kb search`: the knowledge store searched directly |
 //! | `eval.rs` | `eval`: a labelled question set through the workflow |
+//! | `eval_answers.rs` | `eval`'s answer scores: sentences supported, citation recall and precision |
 //! | `fork.rs` | `fork`: a new run from a step of a stored run |
 //! | `runs.rs` | `runs export`: stored runs as an eval set |
 //! | `serve.rs` | `serve` (the local server and playground) and `graph` (the workflow diagram) |
@@ -20,6 +21,7 @@
 mod args;
 mod ask_stream;
 pub mod eval;
+mod eval_answers;
 mod fork;
 mod kb;
 mod output;

@@ -44,7 +44,15 @@ pub(crate) fn render(r: &RunResponse) -> String {
     if !r.citations.is_empty() {
         out.push_str("\nSources:\n");
         for (i, c) in r.citations.iter().enumerate() {
-            out.push_str(&format!("  [{}] {} <{}>\n", i + 1, c.title, c.url));
+            let by = if c.attributed { " (attributed)" } else { "" };
+            out.push_str(&format!("  [{}] {} <{}>{by}\n", i + 1, c.title, c.url));
+        }
+    }
+    let unsupported = r.metadata.attribution.as_ref().map(|a| &a.unsupported);
+    if let Some(unsupported) = unsupported.filter(|u| !u.is_empty()) {
+        out.push_str("\nNot supported by any source:\n");
+        for sentence in unsupported {
+            out.push_str(&format!("  - {sentence}\n"));
         }
     }
     let m = &r.metadata;
