@@ -15,9 +15,10 @@ use support::llm_server::{Reply, Script, ScriptedLlm};
 use support::providers::{steps, Harness, Provider};
 
 const QUESTION: &str = "What causes patch canker in durian?";
-/// What Gemma 3 270M answered with the earlier prompt: the instructions, echoed.
-const ECHO: &str = "Answer the question using the documents. Cite the documents you use by \
-                    their number, like [1]. If they do not answer the question, say so.";
+/// What Gemma 3 270M answered with an earlier prompt: the instructions, echoed (here, the
+/// current ones).
+const ECHO: &str = "Answer the question using the documents. End each sentence with the \
+                    number of the document it comes from, in brackets.";
 /// A row of citations: no content.
 const MARKERS: &str = "[1] [2] [3] [1] [2] [3]";
 const GOOD: &str =

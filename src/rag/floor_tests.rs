@@ -72,7 +72,7 @@ fn an_answer_that_repeats_the_instructions_is_an_echo() {
     assert_eq!(check(&echoed, Q, &docs()), Err(Unusable::Echo));
     let with_docs = prompts::instructions()
         .into_iter()
-        .find(|i| i.contains("Cite the documents"))
+        .find(|i| i.contains("End each sentence with the number"))
         .unwrap();
     assert_eq!(check(&with_docs, Q, &docs()), Err(Unusable::Echo));
 }
