@@ -262,6 +262,6 @@ async fn a_streamed_unusable_answer_is_marked_discarded_and_replaced_by_the_quot
     assert!(!last["answer"]
         .as_str()
         .unwrap()
-        .contains("Cite the documents"));
+        .contains("End each sentence with the number"));
     assert_eq!(llm.calls("generate_answer"), 2);
 }

@@ -1,0 +1,178 @@
+//! Attribution over the wire: an answer whose sentences cite nothing, cite the wrong passage,
+//! or say what no passage says, written by a scripted model behind both providers and behind a
+//! streamed CLI run; and a rewrite that retrieves the same passages, ending the loop early.
+//! Exact model calls in each.
+
+use crate::for_each_provider;
+use crate::support;
+
+use bounded_rag::rag::{RunRequest, RunStatus};
+use serde_json::Value;
+use support::happy_path::{QUESTION, VAGUE};
+use support::llm_server::{Reply, Script, ScriptedLlm};
+use support::providers::{Harness, Provider};
+
+/// Two claims, each from its own passage of the sample, with no citation.
+const UNCITED: &str = "Patch canker is caused by Phytophthora palmivora, a soil-borne water \
+                       mould. It is a bark disease of the durian trunk with wet, dark patches \
+                       and reddish-brown gum.";
+/// The same two claims as the service cites them: in the order first cited.
+const ATTRIBUTED: &str = "Patch canker is caused by Phytophthora palmivora, a soil-borne water \
+                          mould [1]. It is a bark disease of the durian trunk with wet, dark \
+                          patches and reddish-brown gum [2].";
+const MANUAL: &str = "kb://patch-canker.md#1";
+const NODE: &str = "kb://nodes.jsonl#patch_canker";
+
+for_each_provider!(
+    sentences_without_citations_are_attributed,
+    a_citation_of_the_wrong_passage_is_re_pointed,
+    a_sentence_no_passage_supports_is_reported_and_cites_nothing,
+    a_rewrite_that_retrieves_the_same_passages_ends_the_rewrite_loop,
+);
+
+async fn sentences_without_citations_are_attributed(provider: Provider) {
+    let script = Script::defaults().on("generate_answer", [Reply::answer(UNCITED)]);
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(r.status, RunStatus::Completed, "{r:?}");
+    // The happy path's seven calls: attribution asks no model.
+    assert_eq!(h.llm.total_calls(), 7);
+    assert_eq!(r.answer, ATTRIBUTED);
+    let urls: Vec<&str> = r.citations.iter().map(|c| c.url.as_str()).collect();
+    assert_eq!(urls, [MANUAL, NODE]);
+    assert!(r.citations.iter().all(|c| c.attributed));
+    assert_eq!(r.citations[1].sentences.len(), 1);
+    assert!(r.citations[1].sentences[0].starts_with("It is a bark disease"));
+    let a = r.metadata.attribution.as_ref().unwrap();
+    assert_eq!((a.sentences, a.supported, a.attributed), (2, 2, 2));
+    assert_eq!((a.written, a.repointed, a.model_citations), (0, 0, 0));
+}
+
+async fn a_citation_of_the_wrong_passage_is_re_pointed(provider: Provider) {
+    // [2] is the relation "Phytophthora palmivora causes patch canker": not the bark disease.
+    let wrong = UNCITED
+        .replace("mould.", "mould [1].")
+        .replace("gum.", "gum [2].");
+    let script = Script::defaults().on("generate_answer", [Reply::answer(&wrong)]);
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(h.llm.total_calls(), 7);
+    assert_eq!(r.answer, ATTRIBUTED);
+    assert_eq!(r.citations[0].url, MANUAL);
+    assert!(!r.citations[0].attributed, "the model's own [1] stands");
+    assert_eq!(r.citations[1].url, NODE);
+    assert!(r.citations[1].attributed, "re-pointed from [2]");
+    let a = r.metadata.attribution.as_ref().unwrap();
+    assert_eq!((a.written, a.repointed, a.attributed), (1, 1, 0));
+    assert_eq!((a.model_citations, a.model_citations_supporting), (2, 1));
+}
+
+async fn a_sentence_no_passage_supports_is_reported_and_cites_nothing(provider: Provider) {
+    let with_memory = format!("{UNCITED} Farmers spray vinegar on Tuesday mornings [3].");
+    let script = Script::defaults().on("generate_answer", [Reply::answer(&with_memory)]);
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    // Two of three sentences supported: not mostly unsupported, so no second ask.
+    assert_eq!(r.status, RunStatus::Completed, "{r:?}");
+    assert_eq!(h.calls("generate_answer"), 1);
+    assert_eq!(h.llm.total_calls(), 7);
+    assert_eq!(
+        r.answer,
+        format!("{ATTRIBUTED} Farmers spray vinegar on Tuesday mornings.")
+    );
+    assert_eq!(r.citations.len(), 2);
+    let a = r.metadata.attribution.as_ref().unwrap();
+    assert_eq!(
+        a.unsupported,
+        ["Farmers spray vinegar on Tuesday mornings."]
+    );
+    assert_eq!((a.sentences, a.supported), (3, 2));
+}
+
+async fn a_rewrite_that_retrieves_the_same_passages_ends_the_rewrite_loop(provider: Provider) {
+    // Every rewrite repeats the question: the first finds the passages the question found.
+    let script = Script::defaults()
+        .on("grade_documents", [Reply::no()])
+        .on("refine_query", [Reply::refined(VAGUE)]);
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(VAGUE), 50).await;
+    assert_eq!(h.calls("refine_query"), 1);
+    assert_eq!(
+        h.calls("grade_documents"),
+        3,
+        "the same passages are not graded again"
+    );
+    assert_eq!(r.metadata.query_transformation_retry_count, 1);
+    assert!(r.metadata.web_fallback);
+    assert_eq!(r.metadata.limits_hit, ["no_sources"]);
+    // Route, 3 grades, 1 rewrite, the answer without sources.
+    assert_eq!(h.llm.total_calls(), 6);
+}
+
+/// Runs `ask --stream --json ARGS` against `llm`; the events, parsed.
+async fn streamed(llm: &ScriptedLlm, question: &str) -> Vec<Value> {
+    let state = tempfile::tempdir().unwrap();
+    let base = llm.base_url();
+    let dir = state.path().to_owned();
+    let question = question.to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        let env = [("LLM_BASE_URL", base.as_str()), ("SPECULATION", "off")];
+        let args = ["ask", "--stream", "--json", question.as_str()];
+        support::bin::run(&dir, &[], &env, &args)
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_streamed_answer_streams_as_written_and_ends_attributed() {
+    let llm = ScriptedLlm::start(
+        Script::defaults().on("generate_answer", [Reply::answer(UNCITED).chunked(8)]),
+    )
+    .await;
+    let events = streamed(&llm, QUESTION).await;
+    let tokens: String = (events.iter())
+        .filter(|e| e["event"] == "token")
+        .map(|e| e["data"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(tokens, UNCITED, "the tokens are the model's");
+    let last = &events.last().unwrap();
+    assert_eq!(last["event"], "final");
+    let last = &last["data"];
+    assert_eq!(last["answer"], ATTRIBUTED);
+    assert_eq!(last["citations"][0]["url"], MANUAL);
+    assert_eq!(last["citations"][1]["attributed"], true);
+    assert_eq!(last["metadata"]["attribution"]["attributed"], 2);
+    assert_eq!(last["metadata"]["model_calls"], 7);
+    assert_eq!(llm.sequence().len(), 7);
+}
+
+#[tokio::test]
+async fn a_streamed_run_whose_rewrite_finds_the_same_passages_ends_the_loop() {
+    let llm = ScriptedLlm::start(
+        Script::defaults()
+            .on("grade_documents", [Reply::no()])
+            .on("refine_query", [Reply::refined(VAGUE)]),
+    )
+    .await;
+    let events = streamed(&llm, VAGUE).await;
+    let steps: Vec<&Value> = events.iter().filter(|e| e["event"] == "step").collect();
+    let retrievals: Vec<&&Value> = (steps.iter())
+        .filter(|e| e["data"]["name"] == "kg_retrieval")
+        .collect();
+    assert_eq!(retrievals.len(), 2);
+    assert_eq!(retrievals[1]["data"]["details"]["same_passages"], true);
+    let last = &events.last().unwrap()["data"];
+    assert_eq!(last["metadata"]["query_transformation_retry_count"], 1);
+    assert_eq!(last["metadata"]["model_calls"], 6);
+    assert_eq!(llm.sequence().len(), 6);
+}
