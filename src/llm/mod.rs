@@ -16,6 +16,7 @@ mod reasoning;
 mod reply_cache;
 #[cfg(test)]
 mod scripted;
+mod small_talk;
 mod structured;
 mod task;
 
@@ -23,12 +24,12 @@ pub use answer_call::{write_answer, Written};
 pub use bedrock::{BedrockConfig, BedrockModel};
 pub use error::LlmError;
 pub(crate) use lexical::{citation_markers, content_words, stems, strip_markers, words};
-pub(crate) use offline::needs_no_documents;
 pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER};
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub(crate) use reply_cache::CachingModel;
 #[cfg(test)]
 pub(crate) use scripted::ScriptedModel;
+pub(crate) use small_talk::needs_no_documents;
 pub use structured::ask;
 pub(crate) use structured::ask_metered;
 pub(crate) use task::Contextualized;

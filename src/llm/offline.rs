@@ -49,18 +49,6 @@ const TIME_BOUND_WORDS: &[&str] = &[
     "latest", "today", "tonight", "yesterday", "tomorrow", "news", "headlines", "breaking",
     "currently", "price", "prices", "pricing",
 ];
-/// Small talk and arithmetic words: a question made only of these (and numbers) has no
-/// domain terms and goes to `llm_internal`.
-#[rustfmt::skip]
-const DOMAIN_FREE_WORDS: &[&str] = &[
-    "hi", "hello", "hey", "thanks", "thank", "thx", "bye", "goodbye", "morning", "afternoon",
-    "evening", "good", "great", "ok", "okay", "cheers", "name", "joke", "yourself", "plus",
-    "minus", "times", "multiplied", "divided", "sum", "product", "difference", "squared",
-    "cubed", "calculate", "compute", "equal", "equals", "percent", "half", "double", "twice",
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "hundred", "thousand", "million",
-];
-
 /// Answers from the retrieved passages without any model.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OfflineModel;
@@ -151,14 +139,6 @@ pub fn extractive_answer(question: &str, documents: &[Document]) -> String {
         .join(" ")
 }
 
-/// True when a question plainly needs no documents: every content word is small talk or
-/// arithmetic ([`DOMAIN_FREE_WORDS`], numbers). The offline router sends it to the model
-/// alone, and the workflow lets any router do so over a clear match.
-pub(crate) fn needs_no_documents(question: &str) -> bool {
-    content_words(question)
-        .all(|w| w.chars().all(|c| c.is_numeric()) || DOMAIN_FREE_WORDS.contains(&w.as_str()))
-}
-
 /// Where to answer from; see the module docs.
 fn route(question: &str) -> DataSource {
     let raw: Vec<String> = words(question).collect();
@@ -170,7 +150,7 @@ fn route(question: &str) -> DataSource {
     if time_bound {
         return DataSource::WebSearch;
     }
-    if needs_no_documents(question) {
+    if super::small_talk::needs_no_documents(question) {
         DataSource::LlmInternal
     } else {
         DataSource::KgRetrieval
