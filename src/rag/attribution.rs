@@ -45,8 +45,9 @@ pub struct Citation {
     /// attributed (or re-pointed) the citation.
     #[serde(default)]
     pub attributed: bool,
-    /// The answer's sentences this passage supports (citation markers taken out).
-    #[serde(default)]
+    /// The answer's sentences that cite this passage, citation markers taken out (read off
+    /// the answer, not stored: [`with_sentences`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sentences: Vec<String>,
 }
 
@@ -82,7 +83,9 @@ impl Report {
 /// An answer with its citations settled.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Attributed {
-    /// The answer with its markers kept, re-pointed, added or taken out, and renumbered.
+    /// The answer with its markers kept, re-pointed, added or taken out, and renumbered (the
+    /// run's answer: not stored twice).
+    #[serde(skip)]
     pub(crate) text: String,
     /// The passages it stands on, in the order it first cites them (`[n]` is the n-th).
     pub(crate) citations: Vec<Citation>,
@@ -98,8 +101,6 @@ struct Piece {
     rebuilt: Option<String>,
     /// The passages it cites.
     cites: Vec<Cite>,
-    /// The sentence as its citations' `sentences` list it, when judged and supported.
-    claim: Option<String>,
 }
 
 /// A marker of the output: the passage (index into the documents) and who wrote it.
@@ -144,8 +145,7 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
                 .map(|n| *n as usize - 1),
         );
         let clean = crate::llm::strip_markers(text);
-        let claim = with_markers(&clean, &[]);
-        let claim = claim.split_whitespace().collect::<Vec<_>>().join(" ");
+        let claim = sentence_of(&clean);
         let own = stems(&clean);
         let new: HashSet<&String> = own.iter().filter(|s| !asked.contains(*s)).collect();
         let judged = !unit.code && own.len() >= MIN_SENTENCE_STEMS && !new.is_empty();
@@ -162,7 +162,6 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
                 span: unit.span,
                 rebuilt: None,
                 cites: keep(&written),
-                claim: None,
             });
             continue;
         }
@@ -216,7 +215,7 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
             report.written += 1;
             keep(&kept)
         } else if found.is_empty() {
-            report.unsupported.push(claim.clone());
+            report.unsupported.push(claim);
             Vec::new()
         } else {
             if written.is_empty() {
@@ -240,7 +239,6 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
         pieces.push(Piece {
             span: unit.span,
             rebuilt: (!as_written).then_some(clean),
-            claim: (!cites.is_empty()).then_some(claim),
             cites,
         });
     }
@@ -259,13 +257,7 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
                 });
                 citations.len()
             });
-            let citation = &mut citations[n - 1];
-            citation.attributed &= cite.attributed;
-            if let Some(claim) = &piece.claim {
-                if !citation.sentences.contains(claim) {
-                    citation.sentences.push(claim.clone());
-                }
-            }
+            citations[n - 1].attributed &= cite.attributed;
         }
     }
     let mut text = String::with_capacity(answer.len() + 16);
@@ -287,11 +279,41 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
         }
     }
     text.push_str(&answer[from..]);
+    with_sentences(&text, &mut citations);
     Attributed {
         text,
         citations,
         report,
     }
+}
+
+/// Fills each citation's `sentences` with the sentences of `answer` that cite it (`[n]` for
+/// the n-th), markers taken out; code blocks are not sentences.
+pub(crate) fn with_sentences(answer: &str, citations: &mut [Citation]) {
+    for citation in citations.iter_mut() {
+        citation.sentences.clear();
+    }
+    for unit in units(answer).into_iter().filter(|u| !u.code) {
+        let text = &answer[unit.span];
+        let claim = sentence_of(&crate::llm::strip_markers(text));
+        for n in citation_markers(text).iter().flat_map(|m| m.numbers.iter()) {
+            if let Some(citation) = (*n as usize)
+                .checked_sub(1)
+                .and_then(|i| citations.get_mut(i))
+            {
+                if !citation.sentences.contains(&claim) {
+                    citation.sentences.push(claim.clone());
+                }
+            }
+        }
+    }
+}
+
+/// A sentence as the response lists it: markers already taken out, the spaces they left
+/// tidied, on one line.
+fn sentence_of(clean: &str) -> String {
+    let tidy = with_markers(clean, &[]);
+    tidy.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `items` without repeats, in order.

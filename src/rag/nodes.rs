@@ -122,18 +122,16 @@ pub(super) async fn kg_retrieval(
         };
     state.retrieval = Some(mode);
     state.kb_version = graph.kb_version();
-    let ids = super::state::passage_ids(&documents);
+    let found_now = super::state::passages_fingerprint(&documents);
     let rewritten = state.route.is_some() && state.query_transformation_retry_count > 0;
-    if rewritten && !ids.is_empty() && ids == state.retrieved {
+    if rewritten && found_now.is_some() && found_now == state.retrieved {
         // The rewrite found what the search before it found: grading those passages again,
         // or rewriting once more in the same words, would waste calls. The loop ends here.
         // (A search that found nothing is not compared: another rewrite may find something.)
-        return Ok(same_passages(
-            state,
-            json!({ "query": state.query, "documents": ids.len() }),
-        ));
+        let details = json!({ "query": state.query, "documents": documents.len() });
+        return Ok(same_passages(state, details));
     }
-    state.retrieved = ids;
+    state.retrieved = found_now;
     let found = documents.len();
     let sources: Vec<&str> = documents.iter().map(|d| d.url.as_str()).collect();
     let from_graph = documents.iter().filter(|d| d.from_graph).count();

@@ -141,10 +141,11 @@ pub struct RagState {
     /// the run went to the knowledge base instead (metadata `route_overruled`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) route_overruled: bool,
-    /// The passages (ids) the latest knowledge-base retrieval returned, before grading: a
-    /// rewrite that retrieves the same ends the rewrite loop.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) retrieved: Vec<String>,
+    /// A fingerprint of the passages the latest knowledge-base retrieval returned, before
+    /// grading ([`passages_fingerprint`]): a rewrite that retrieves the same ends the rewrite
+    /// loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) retrieved: Option<u64>,
     /// The passages the latest grading judged irrelevant. A model whose answers stay under
     /// the floor is not trusted with relevance either: its quote draws on these too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -195,15 +196,23 @@ pub struct RagState {
     pub(crate) attribution: Option<Attributed>,
 }
 
-/// The ids of `documents`, sorted: the same passages in another order are the same.
-pub(crate) fn passage_ids(documents: &[Document]) -> Vec<String> {
-    let mut ids: Vec<String> = documents
+/// A fingerprint of the passages `documents` (their sources and ids, in any order), `None`
+/// for none: FNV-1a over the sorted ids, the same in every build (a checkpoint outlives one).
+pub(crate) fn passages_fingerprint(documents: &[Document]) -> Option<u64> {
+    let mut ids: Vec<(&str, &str)> = documents
         .iter()
-        .map(|d| format!("{}\u{1f}{}", d.url, d.id))
+        .map(|d| (d.url.as_str(), d.id.as_str()))
         .collect();
-    ids.sort();
+    ids.sort_unstable();
     ids.dedup();
-    ids
+    let bytes = ids
+        .iter()
+        .flat_map(|(url, id)| [url.as_bytes(), b"\x1f", id.as_bytes(), b"\x1e"])
+        .flatten();
+    let hash = bytes.fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    (!ids.is_empty()).then_some(hash)
 }
 
 impl RagState {
@@ -222,7 +231,7 @@ impl RagState {
             model_unusable: false,
             model_doubted: false,
             route_overruled: false,
-            retrieved: Vec::new(),
+            retrieved: None,
             graded_out: Vec::new(),
             generations: 0,
             answer_check: None,
@@ -270,7 +279,10 @@ impl RagState {
     /// of the current context, deduplicated by URL, in order.
     pub(crate) fn citations(&self) -> Vec<Citation> {
         if let Some(attributed) = &self.attribution {
-            return attributed.citations.clone();
+            let mut citations = attributed.citations.clone();
+            let answer = self.answer.as_deref().unwrap_or_default();
+            super::attribution::with_sentences(answer, &mut citations);
+            return citations;
         }
         let mut seen = std::collections::HashSet::new();
         self.documents
@@ -313,7 +325,12 @@ impl RagState {
         } else {
             let attributed =
                 super::attribution::attribute(&answer, &self.request.question, &self.documents);
-            let text = attributed.text.clone();
+            let mut attributed = attributed;
+            let text = std::mem::take(&mut attributed.text);
+            // Read off the answer when the response is built: not stored twice.
+            for citation in &mut attributed.citations {
+                citation.sentences.clear();
+            }
             self.attribution = Some(attributed);
             text
         };

@@ -42,8 +42,12 @@ function renderAnswer() {
     el('details', {}, el('summary', {}, `[${i + 1}] ${c.title}`),
       el('p', {}, el('span', { class: 'source' }, c.url)),
       passageText(c.url),
-      passageOf(c.url)))));
+      passageOf(c.url),
+      citedBy(c)))));
   if (final && !(final.citations || []).length) $('citations').append(el('li', { class: 'summary' }, 'None: the answer cites no source.'));
+  const unsupported = (final && final.metadata && final.metadata.attribution && final.metadata.attribution.unsupported) || [];
+  if (unsupported.length) $('citations').append(el('li', { class: 'unsupported' },
+    'Not supported by any source: ', ...unsupported.map((s) => el('q', {}, s))));
   const m = final && final.metadata;
   $('summary').textContent = m ? `${m.total_steps} steps, ${m.model_calls} model calls, ${m.tokens.total} tokens, ` +
     `route ${m.route || 'none'}, ${m.query_transformation_retry_count} rewrites, ${m.hallucination_retry_count} regenerations, ` +
@@ -51,6 +55,13 @@ function renderAnswer() {
 }
 
 // The cited passage's text, once read.
+// Who cited a source where the answer does, and the sentences it supports.
+function citedBy(c) {
+  const who = c.attributed ? 'Cited by the service (the model did not cite it here)' : 'Cited by the model';
+  const said = (c.sentences || []).length ? `; supports: ${c.sentences.map((s) => `“${s}”`).join(' ')}` : '';
+  return el('p', { class: 'cited-by' }, who + said);
+}
+
 function passageText(url) {
   const text = run.passages && run.passages[url];
   return text ? el('blockquote', { class: 'passage' }, text) : el('p', { class: 'summary' }, 'Passage text not loaded.');
