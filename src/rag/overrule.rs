@@ -1,5 +1,5 @@
 //! Grades overruled by a clear lexical signal, and when. A grade that contradicts what the
-//! words plainly show is recorded in the step's details (`overruled`) and replaced, by two
+//! words plainly show is recorded in the step's details (`overruled`) and replaced, by three
 //! rules:
 //!
 //! - **clear match**, only against a model that has shown itself unreliable in this run (an
@@ -7,6 +7,11 @@
 //!   the retrieval marked a clear match (`clear_match`: it holds the question's rare words) is
 //!   relevant, whatever its grade says. A model that has not shown that keeps its verdicts, so
 //!   a capable grader's `no` drives the rewrite loop and the web fallback as designed;
+//! - **answer's passages**, when the grades and an answer were written from the same passages
+//!   at once (speculation): a passage graded irrelevant that the answer, written from it and
+//!   passing the floor, stands on is relevant, and the model is doubted from then on (it
+//!   contradicts itself: one of its two verdicts is wrong, and the words side with the
+//!   answer);
 //! - **sentences unsupported**, whatever the model: an answer graded grounded most of whose
 //!   sentences no document supports ([`super::attribution`]) is not grounded; an answer that
 //!   says the documents do not answer is left to its grade.
@@ -49,6 +54,44 @@ pub(super) fn relevance(
         kept,
         (!overruled.is_empty()).then_some(Value::Array(overruled)),
     )
+}
+
+/// The **answer's passages** rule, where the grades and an answer were written from the same
+/// passages at once (speculation): a passage graded irrelevant that the answer stands on (most
+/// of its sentences supported, this one supporting some: [`super::attribution`]) is relevant.
+/// The model contradicts itself, so its grades are doubted from then on. `grades` are turned
+/// in place; the record of what was overruled is returned.
+pub(super) fn answers_passages(
+    documents: &[Document],
+    grades: &mut [bool],
+    answer: &str,
+    question: &str,
+) -> Option<Value> {
+    if grades.iter().all(|yes| *yes) || super::floor::says_they_do_not_answer(answer) {
+        return None;
+    }
+    let attributed = super::attribution::attribute(answer, question, documents);
+    let report = &attributed.report;
+    if report.supported == 0 || report.mostly_unsupported() {
+        return None;
+    }
+    let stands_on: Vec<&str> = (attributed.citations.iter())
+        .filter(|c| !c.sentences.is_empty())
+        .map(|c| c.url.as_str())
+        .collect();
+    let mut overruled = Vec::new();
+    for (i, (doc, yes)) in documents.iter().zip(grades.iter_mut()).enumerate() {
+        if !*yes && stands_on.contains(&doc.url.as_str()) {
+            *yes = true;
+            overruled.push(json!({
+                "document": i + 1,
+                "grade": "no",
+                "now": "yes",
+                "rule": "answers_passages",
+            }));
+        }
+    }
+    (!overruled.is_empty()).then_some(Value::Array(overruled))
 }
 
 /// The groundedness grade of `answer` after the sentence rule: an answer graded grounded most

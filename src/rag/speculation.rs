@@ -183,8 +183,25 @@ pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode
         return Transition::Next(next);
     }
     let keep = grades.map(|g| {
+        let mut said = g.keep;
+        // An answer the model wrote from these passages, passing the floor, that stands on a
+        // passage it graded irrelevant: the words side with the answer.
+        let written = answer.as_ref().filter(|a| a.quoted.is_none() && !a.under_floor);
+        if let Some(written) = written {
+            let question = state.question();
+            let found = super::overrule::answers_passages(
+                &state.documents,
+                &mut said,
+                &written.answer,
+                question,
+            );
+            if let Some(overruled) = found {
+                tracing::info!(%overruled, "speculative grades overruled by the answer's passages");
+                state.model_doubted = true;
+            }
+        }
         let (keep, overruled) =
-            super::overrule::relevance(&state.documents, &g.keep, state.model_doubted);
+            super::overrule::relevance(&state.documents, &said, state.model_doubted);
         if let Some(overruled) = overruled {
             tracing::info!(%overruled, "speculative grades overruled");
         }

@@ -1,6 +1,6 @@
 //! The loops that speculation meets after its join, with exact counts: a rewrite that finds
-//! the same passages ends the rewrite loop, and the model alone is not taken over a clear
-//! match the search found.
+//! the same passages ends the rewrite loop, the model alone is not taken over a clear match
+//! the search found, and a passage the speculative answer stands on is not graded away.
 
 use super::tests::{request, run, script, VAGUE};
 use crate::config::Speculation;
@@ -49,7 +49,7 @@ async fn a_rewrite_that_finds_the_same_passages_ends_the_loop_early() {
             .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
             .reply(Task::GradeDocuments, json!({ "binary_score": "no" }))
             .reply(Task::RefineQuery, json!({ "refined_question": VAGUE }))
-            .raw(Task::GenerateAnswer, "Durian trees are grown in orchards.")
+            .raw(Task::GenerateAnswer, "Scripted answer [1].")
             .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
             .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }))
     };
@@ -79,4 +79,32 @@ async fn a_rewrite_that_finds_the_same_passages_ends_the_loop_early() {
         assert_eq!(m.model_calls, 6 + speculative, "{on:?}");
         assert_eq!(m.limits_hit, [crate::rag::LimitHit::NoSources]);
     }
+}
+
+#[tokio::test]
+async fn a_passage_graded_irrelevant_that_the_speculative_answer_stands_on_is_kept() {
+    // The model rejects every passage, yet its answer, written from them at the same time,
+    // stands on the first: the words side with the answer, the grade is overruled, and the
+    // model is doubted. No rewrite; the answer is written again from the kept passage.
+    let r = run(script("kg_retrieval", &["no"]), 0, Speculation::On, request()).await;
+    let m = &r.response.metadata;
+    assert_eq!(r.calls(Task::RefineQuery), 0);
+    assert_eq!(m.query_transformation_retry_count, 0);
+    assert_eq!(
+        r.steps(),
+        [
+            "kg_retrieval",
+            "route_question",
+            "grade_documents",
+            "generate",
+            "generate",
+            "grade_hallucinations",
+            "grade_answer"
+        ]
+    );
+    // Route, 3 grades, the speculative answer, the answer, both checks.
+    assert_eq!(m.model_calls, 8);
+    assert_eq!(r.response.workflow_steps[4].details["documents"], 1);
+    assert_eq!(r.response.citations.len(), 1);
+    assert!(m.limits_hit.is_empty(), "{:?}", m.limits_hit);
 }

@@ -400,7 +400,7 @@ async fn rewrites_and_the_web_fallback_cost_one_discarded_answer() {
                 Task::RefineQuery,
                 json!({ "refined_question": REWRITES[2] }),
             )
-            .raw(Task::GenerateAnswer, "Durian trees are grown in orchards.")
+            .raw(Task::GenerateAnswer, "Scripted answer [1].")
             .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
             .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }))
     };
