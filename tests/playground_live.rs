@@ -18,7 +18,7 @@ use support::llm_server::{Reply, Script, ScriptedLlm};
 
 /// Streamed 4 characters at a time, 60 ms apart: about 3 s of answer.
 const ANSWER: &str = "Patch canker is caused by Phytophthora palmivora, a soil-borne water mould, \
-                      on the durian trunk [1]. It spreads in wet weather [1].";
+                      on the durian trunk [1]. It attacks the bark of the trunk and main limbs [1].";
 
 async fn slow_llm() -> ScriptedLlm {
     let answer = Reply::answer(ANSWER)

@@ -8,10 +8,10 @@
 //!   relevant, whatever its grade says. A model that has not shown that keeps its verdicts, so
 //!   a capable grader's `no` drives the rewrite loop and the web fallback as designed;
 //! - **answer's passages**, when the grades and an answer were written from the same passages
-//!   at once (speculation): a passage graded irrelevant that the answer, written from it and
-//!   passing the floor, stands on is relevant, and the model is doubted from then on (it
-//!   contradicts itself: one of its two verdicts is wrong, and the words side with the
-//!   answer);
+//!   at once (speculation) and every passage was graded irrelevant: a passage that the
+//!   answer, written from it and passing the floor, stands on is relevant, and the model is
+//!   doubted from then on (it contradicts itself: one of its two verdicts is wrong, and the
+//!   words side with the answer);
 //! - **sentences unsupported**, whatever the model: an answer graded grounded most of whose
 //!   sentences no document supports ([`super::attribution`]) is not grounded; an answer that
 //!   says the documents do not answer is left to its grade.
@@ -57,8 +57,9 @@ pub(super) fn relevance(
 }
 
 /// The **answer's passages** rule, where the grades and an answer were written from the same
-/// passages at once (speculation): a passage graded irrelevant that the answer stands on (most
-/// of its sentences supported, this one supporting some: [`super::attribution`]) is relevant.
+/// passages at once (speculation) and every passage was graded irrelevant: a passage the
+/// answer stands on (most of its sentences supported, this one supporting some:
+/// [`super::attribution`]) is relevant.
 /// The model contradicts itself, so its grades are doubted from then on. `grades` are turned
 /// in place; the record of what was overruled is returned.
 pub(super) fn answers_passages(
@@ -67,7 +68,10 @@ pub(super) fn answers_passages(
     answer: &str,
     question: &str,
 ) -> Option<Value> {
-    if grades.iter().all(|yes| *yes) || super::floor::says_they_do_not_answer(answer) {
+    // Only when every passage was graded away: the run would leave the passages its own
+    // answer stands on to rewrite the question. (A grading that kept some has chosen among
+    // them; an extractive answer quotes whatever it was given.)
+    if grades.iter().any(|yes| *yes) || super::floor::says_they_do_not_answer(answer) {
         return None;
     }
     let attributed = super::attribution::attribute(answer, question, documents);

@@ -186,7 +186,9 @@ pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode
         let mut said = g.keep;
         // An answer the model wrote from these passages, passing the floor, that stands on a
         // passage it graded irrelevant: the words side with the answer.
-        let written = answer.as_ref().filter(|a| a.quoted.is_none() && !a.under_floor);
+        let written = answer
+            .as_ref()
+            .filter(|a| a.quoted.is_none() && !a.under_floor);
         if let Some(written) = written {
             let question = state.question();
             let found = super::overrule::answers_passages(

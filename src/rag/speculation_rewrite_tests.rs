@@ -86,7 +86,13 @@ async fn a_passage_graded_irrelevant_that_the_speculative_answer_stands_on_is_ke
     // The model rejects every passage, yet its answer, written from them at the same time,
     // stands on the first: the words side with the answer, the grade is overruled, and the
     // model is doubted. No rewrite; the answer is written again from the kept passage.
-    let r = run(script("kg_retrieval", &["no"]), 0, Speculation::On, request()).await;
+    let r = run(
+        script("kg_retrieval", &["no"]),
+        0,
+        Speculation::On,
+        request(),
+    )
+    .await;
     let m = &r.response.metadata;
     assert_eq!(r.calls(Task::RefineQuery), 0);
     assert_eq!(m.query_transformation_retry_count, 0);
