@@ -99,12 +99,7 @@ async fn a_conversation_through_the_queue_the_api_and_the_delete_route() {
     // The follow-up's search finds the Management section first; the answer cites what it
     // quotes.
     assert_eq!(
-        second["workflow_steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == "kg_retrieval")
-            .unwrap()["details"]["sources"][0],
+        support::happy_path::first_retrieved(&second),
         "kb://patch-canker.md#4",
         "{second:#}"
     );
@@ -201,12 +196,7 @@ async fn a_streamed_follow_up_starts_with_its_contextualize_step() {
         1
     );
     assert_eq!(
-        answer["workflow_steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == "kg_retrieval")
-            .unwrap()["details"]["sources"][0],
+        support::happy_path::first_retrieved(&answer),
         "kb://patch-canker.md#4",
         "{answer:#}"
     );

@@ -158,12 +158,7 @@ async fn a_follow_up_stands_alone_and_cites_the_treatment_passages() {
     // The follow-up's search finds the Management section (phosphonate injection, treating
     // lesions) of patch canker first; the answer cites the passages it quotes.
     assert_eq!(
-        second["workflow_steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == "kg_retrieval")
-            .unwrap()["details"]["sources"][0],
+        crate::support::happy_path::first_retrieved(&second),
         "kb://patch-canker.md#4",
         "{cited:?}"
     );

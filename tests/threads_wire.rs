@@ -189,12 +189,7 @@ async fn on_dynamodb_a_conversation_is_listed_isolated_busy_and_deleted_without_
     );
     // The follow-up's search finds the Management section first.
     assert_eq!(
-        second["workflow_steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == "kg_retrieval")
-            .unwrap()["details"]["sources"][0],
+        support::happy_path::first_retrieved(&second),
         "kb://patch-canker.md#4"
     );
     assert!(!second["citations"].as_array().unwrap().is_empty());

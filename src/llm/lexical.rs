@@ -162,7 +162,7 @@ fn split_block(block: &str, out: &mut Vec<String>) {
 }
 
 /// True when the word just before a period is an initial or a known abbreviation.
-fn is_abbreviation(before: &str) -> bool {
+pub(crate) fn is_abbreviation(before: &str) -> bool {
     let word = before
         .rsplit(|c: char| c.is_whitespace() || c == '(')
         .next()

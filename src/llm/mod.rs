@@ -23,7 +23,9 @@ mod task;
 pub use answer_call::{write_answer, Written};
 pub use bedrock::{BedrockConfig, BedrockModel};
 pub use error::LlmError;
-pub(crate) use lexical::{citation_markers, content_words, stems, strip_markers, words};
+pub(crate) use lexical::{
+    citation_markers, content_words, is_abbreviation, stems, strip_markers, words,
+};
 pub use offline::{extractive_answer, OfflineModel, NO_KNOWLEDGE_ANSWER};
 pub use openai::{OpenAiConfig, OpenAiModel};
 pub(crate) use reply_cache::CachingModel;

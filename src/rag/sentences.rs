@@ -4,7 +4,7 @@
 //! initial or `e.g.` does not end one), and the citation markers after its end are its own;
 //! a blank line, a heading or a list item starts a new one; a fenced code block is one unit.
 
-use crate::llm::citation_markers;
+use crate::llm::{citation_markers, is_abbreviation};
 use std::ops::Range;
 
 /// One sentence (or code block) of an answer.
@@ -101,7 +101,7 @@ fn split_sentences(out: &mut Vec<Unit>, text: &str, start: &mut Option<usize>, e
         let marker = markers.iter().find(|m| m.start == i);
         let mut stop = match (c, marker) {
             (_, Some(m)) => Some(m.end),
-            (b'.' | b'!' | b'?', _) if !(c == b'.' && abbreviation(&text[begun..i])) => {
+            (b'.' | b'!' | b'?', _) if !(c == b'.' && is_abbreviation(&text[begun..i])) => {
                 let mut k = i + 1;
                 while k < end && matches!(bytes[k], b'"' | b'\'' | b')' | b']') {
                     k += 1;
@@ -152,18 +152,4 @@ fn is_list_item(line: &str) -> bool {
     }
     let digits = line.bytes().take_while(u8::is_ascii_digit).count();
     digits > 0 && line[digits..].starts_with(". ")
-}
-
-/// True when the word before a period is an initial or a common abbreviation (`e.g.`).
-fn abbreviation(before: &str) -> bool {
-    let word = before
-        .rsplit(|c: char| c.is_whitespace() || c == '(')
-        .next()
-        .unwrap_or("")
-        .to_lowercase();
-    word.chars().count() == 1
-        || matches!(
-            word.as_str(),
-            "e.g" | "i.e" | "etc" | "vs" | "cf" | "dr" | "mr" | "mrs" | "no" | "fig" | "approx"
-        )
 }

@@ -25,6 +25,13 @@ pub const CANKER_REWRITES: [&str; 3] = [
     "patch canker trunk injection phosphonate",
 ];
 
+/// The first source a run's first knowledge-base retrieval found (its `kg_retrieval` step).
+pub fn first_retrieved(run: &Value) -> &Value {
+    let steps = run["workflow_steps"].as_array().expect("workflow_steps");
+    let retrieval = steps.iter().find(|s| s["name"] == "kg_retrieval");
+    &retrieval.expect("a kg_retrieval step")["details"]["sources"][0]
+}
+
 /// The six steps of the happy path, in order.
 pub const STEPS: [&str; 6] = [
     "route_question",
