@@ -23,4 +23,4 @@ pub use bundle::{check_compatible, KnowledgeBase, LiveKnowledge, LoadOptions, Re
 pub use bundle::{format, s3};
 pub(crate) use open::{open_store, OpenError};
 pub use postgres::PgKnowledge;
-pub use retriever::Retriever;
+pub use retriever::{Explained, Retriever};

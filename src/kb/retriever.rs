@@ -4,8 +4,18 @@
 use crate::kb::bundle::format::EmbeddingInfo;
 use crate::search::document::Document;
 use crate::search::options::RetrievalOptions;
+use crate::search::ranking::Ranking;
 use crate::search::RetrievalError;
 use async_trait::async_trait;
+
+/// A document a search returned, with how it ranked (`None` where the store cannot tell).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Explained {
+    /// What was found.
+    pub document: Document,
+    /// How it ranked; `None` where the store cannot tell.
+    pub ranking: Option<Ranking>,
+}
 
 /// Searches a knowledge store. Built once at init; cheap to call per request.
 #[async_trait]
@@ -28,6 +38,28 @@ pub trait Retriever: Send + Sync {
     ) -> Result<Vec<Document>, RetrievalError> {
         let _ = vector;
         self.retrieve(query, options).await
+    }
+
+    /// The search [`Retriever::retrieve_hybrid`] makes (with `vector`) or
+    /// [`Retriever::retrieve`] (without), each document with how it ranked, where the store
+    /// can tell (`kb search --explain`); stores that rank elsewhere (Bedrock) give `None`.
+    async fn explain(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        options: &RetrievalOptions,
+    ) -> Result<Vec<Explained>, RetrievalError> {
+        let documents = match vector {
+            Some(vector) => self.retrieve_hybrid(query, vector, options).await?,
+            None => self.retrieve(query, options).await?,
+        };
+        Ok(documents
+            .into_iter()
+            .map(|document| Explained {
+                document,
+                ranking: None,
+            })
+            .collect())
     }
 
     /// Whether a search is a call to another service (whose transient failures are worth

@@ -10,6 +10,7 @@
 //! | `knowledge_graph` | the entity graph: one-hop relations and communities of matched entities |
 //! | `filter`, `meta_table`, `allowed` | metadata filters, the metadata of a corpus, and the allowed set they make |
 //! | `cap` | at most N passages per source document in a ranking |
+//! | `ranking` | why a passage ranked where it did ([`Ranking`]: each ranking's place, the weights, the keep rule) |
 //! | [`rerank`] | the [`Reranker`] trait, its Cohere/Jina/TEI-compatible client and Bedrock's `Rerank` |
 //! | `web` | the [`WebSearch`] trait and the Tavily-compatible client |
 //! | `source_format`, `skipped_file` | a source document's format and a skipped file's reason, as errors and manifests name them |
@@ -27,6 +28,7 @@ pub(crate) mod hybrid;
 pub(crate) mod knowledge_graph;
 pub(crate) mod meta_table;
 pub(crate) mod options;
+pub(crate) mod ranking;
 pub(crate) mod rerank;
 pub(crate) mod skipped_file;
 pub(crate) mod source_format;
@@ -36,6 +38,7 @@ pub use document::{DocKind, Document};
 pub use error::RetrievalError;
 pub use filter::{Filter, FilterError};
 pub use options::{RetrievalMode, RetrievalOptions};
+pub use ranking::{KeptBy, Place, Ranking, Weights};
 pub use rerank::{BedrockReranker, Ranked, RerankClient, RerankConfig, RerankError, Reranker};
 pub use skipped_file::{SkipReason, SkippedFile};
 pub use source_format::{DocumentInfo, Format};

@@ -18,15 +18,11 @@
 use super::format::{EmbeddingInfo, KbStats, VECTORS_FILE};
 use super::open::{self, Opened};
 use crate::config::DEFAULT_MAX_PASSAGES_PER_DOCUMENT;
-use crate::kb::retriever::Retriever;
-use crate::search::allowed::Allowed;
-use crate::search::bm25::{Hit, SearchIndex};
-use crate::search::cap;
+use crate::kb::retriever::{Explained, Retriever};
+use crate::search::bm25::SearchIndex;
 use crate::search::document::Document;
-use crate::search::hybrid::{
-    bm25_clear_lead, fuse, keep_leads, near_sources, rank_of, Fused, Vectors,
-};
-use crate::search::knowledge_graph::{self as graph, KnowledgeGraph, Merged};
+use crate::search::hybrid::Vectors;
+use crate::search::knowledge_graph::KnowledgeGraph;
 use crate::search::meta_table::MetaTable;
 use crate::search::options::RetrievalOptions;
 use crate::search::RetrievalError;
@@ -35,23 +31,20 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use tantivy::DocId;
 
-/// Candidates taken from each ranking before fusion.
-const FUSION_CANDIDATES: usize = 50;
-
 /// The knowledge base, indexed once at load; cheap to search from many requests at once.
 pub struct KnowledgeBase {
-    index: SearchIndex,
-    graph: KnowledgeGraph,
-    vectors: Option<Vectors>,
+    pub(super) index: SearchIndex,
+    pub(super) graph: KnowledgeGraph,
+    pub(super) vectors: Option<Vectors>,
     embedding: Option<EmbeddingInfo>,
-    meta: MetaTable,
-    stats: KbStats,
+    pub(super) meta: MetaTable,
+    pub(super) stats: KbStats,
     version: String,
     /// What it covers, for the router (see [`Retriever::description`]).
     description: Option<String>,
     origin: Option<PathBuf>,
-    /// Most passages of one document in a result list (0: no cap); see [`cap`].
-    max_per_document: usize,
+    /// Most passages of one document in a result list (0: no cap); see `search::cap`.
+    pub(super) max_per_document: usize,
 }
 
 impl fmt::Debug for KnowledgeBase {
@@ -202,153 +195,6 @@ impl KnowledgeBase {
     pub fn metadata_keys(&self) -> Vec<String> {
         self.meta.keys()
     }
-
-    /// The positions `options.filter` lets through; `None` without a filter.
-    fn allowed(&self, options: &RetrievalOptions) -> Option<Allowed> {
-        let filter = options.filter.as_ref()?;
-        Some(Allowed::of(&self.meta, filter, self.len()))
-    }
-
-    /// Synchronous search: at most `options.limit` documents of the enabled kinds, best first,
-    /// scored by BM25, with the one-hop neighbourhood of the matched entities merged in (see
-    /// [`crate::search::knowledge_graph`]). The first is a clear match when it leads the second
-    /// clearly. Never fails on user punctuation.
-    pub fn search(
-        &self,
-        query: &str,
-        options: &RetrievalOptions,
-    ) -> Result<Vec<Document>, RetrievalError> {
-        // Enough candidates to fill the list under the per-document cap, and one more hit
-        // than asked, to see whether the first one leads.
-        let wanted = options.limit.saturating_add(1);
-        let allowed = self.allowed(options);
-        let hits = self.capped(
-            self.index
-                .hits(query, options, self.candidates(wanted), allowed.as_ref())?,
-            wanted,
-        );
-        let clear: Vec<DocId> = self.clear_lead(&hits).into_iter().collect();
-        let direct = &hits[..hits.len().min(options.limit)];
-        let strong = graph::strong_by_score(direct);
-        let merged = self
-            .graph
-            .expand(direct, direct, strong, options, allowed.as_ref());
-        self.documents(merged, &clear, &[])
-    }
-
-    /// The first hit when it leads clearly ([`bm25_clear_lead`]) over the best hit of any
-    /// other document: a second passage of the same document, or of a document with the same
-    /// text, does not make the first one less of a match.
-    fn clear_lead(&self, hits: &[Hit]) -> Option<DocId> {
-        let first = hits.first()?;
-        let source = self.index.source(first.0);
-        let other = hits.iter().find(|h| self.index.source(h.0) != source);
-        bm25_clear_lead(
-            &[*first]
-                .into_iter()
-                .chain(other.copied())
-                .collect::<Vec<_>>(),
-        )
-        .then_some(first.0)
-    }
-
-    /// How many hits to rank so that `wanted` remain after the per-document cap.
-    fn candidates(&self, wanted: usize) -> usize {
-        if self.max_per_document == 0 {
-            wanted
-        } else {
-            FUSION_CANDIDATES.max(wanted)
-        }
-    }
-
-    /// The first `limit` hits, at most `max_per_document` per source document.
-    fn capped(&self, hits: Vec<Hit>, limit: usize) -> Vec<Hit> {
-        cap::per_source(
-            hits,
-            |h| self.index.source(h.0),
-            self.max_per_document,
-            limit,
-        )
-    }
-
-    /// Hybrid search: reciprocal rank fusion of BM25 over the enabled kinds and the similarity
-    /// of the passages' vectors to `vector` (when passages are enabled). Scores are fused
-    /// scores; graph neighbours are merged in as in [`KnowledgeBase::search`]. Without vectors,
-    /// the same as [`KnowledgeBase::search`].
-    pub fn search_hybrid(
-        &self,
-        query: &str,
-        vector: &[f32],
-        options: &RetrievalOptions,
-    ) -> Result<Vec<Document>, RetrievalError> {
-        let Some(vectors) = self.vectors.as_ref() else {
-            return self.search(query, options);
-        };
-        if options.limit == 0 {
-            return Ok(Vec::new());
-        }
-        let candidates = FUSION_CANDIDATES.max(options.limit);
-        let allowed = self.allowed(options);
-        let allowed = allowed.as_ref();
-        let bm25 = self.index.hits(query, options, candidates, allowed)?;
-        let nearest = if options.episodes {
-            vectors.top(vector, candidates, allowed)
-        } else {
-            Vec::new()
-        };
-        let all = fuse(&bm25, &nearest, candidates, |id| self.index.source(id));
-        let lead = self.clear_lead(&bm25);
-        let kept = cap::per_source(
-            all.iter().copied(),
-            |f| self.index.source(f.id),
-            self.max_per_document,
-            options.limit,
-        );
-        let lead_fused = all
-            .iter()
-            .find(|f| Some(f.id) == lead)
-            .map(|f| Fused { clear: true, ..*f });
-        // The vector ranking's first passage, as fused (it is among the fused candidates
-        // unless all of them outscore it).
-        let nearest_fused = nearest
-            .first()
-            .and_then(|h| all.iter().find(|f| f.id == h.0))
-            .copied();
-        let source = |f: &Fused| self.index.source(f.id);
-        let leads = lead_fused.into_iter().chain(nearest_fused);
-        let fused = keep_leads(kept, leads, source, options.limit);
-        let clear: Vec<DocId> = fused
-            .iter()
-            .filter(|f| f.clear || Some(f.id) == lead)
-            .map(|f| f.id)
-            .collect();
-        let hits: Vec<Hit> = fused.iter().map(|f| (f.id, f.score)).collect();
-        let strong = graph::strong_by_rank(options.limit);
-        let merged = self.graph.expand(&hits, &bm25, strong, options, allowed);
-        let near = near_sources(nearest.iter().map(|h| self.index.source(h.0)));
-        self.documents(merged, &clear, &near)
-    }
-
-    /// The merged results as documents, the direct hits in `clear` marked as clear matches and
-    /// those of a source in `near` (the vector ranking's first documents, in order) with their
-    /// document's vector rank.
-    fn documents(
-        &self,
-        merged: Vec<Merged>,
-        clear: &[DocId],
-        near: &[u64],
-    ) -> Result<Vec<Document>, RetrievalError> {
-        merged
-            .into_iter()
-            .map(|(id, score, from_graph)| {
-                let mut doc = self.index.document(id, score)?;
-                doc.from_graph = from_graph;
-                doc.clear_match = !from_graph && clear.contains(&id);
-                doc.vector_rank = rank_of(near, self.index.source(id)).filter(|_| !from_graph);
-                Ok(doc)
-            })
-            .collect()
-    }
 }
 
 #[async_trait]
@@ -369,6 +215,15 @@ impl Retriever for KnowledgeBase {
         options: &RetrievalOptions,
     ) -> Result<Vec<Document>, RetrievalError> {
         self.search_hybrid(query, vector, options)
+    }
+
+    async fn explain(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        options: &RetrievalOptions,
+    ) -> Result<Vec<Explained>, RetrievalError> {
+        self.search_explained(query, vector, options)
     }
 
     fn embedding(&self) -> Option<EmbeddingInfo> {

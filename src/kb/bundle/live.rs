@@ -15,7 +15,7 @@ use crate::config::{
     DEFAULT_KB_CACHE_DIR, DEFAULT_KB_MEMORY_LIMIT, DEFAULT_KB_REFRESH,
     DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
 };
-use crate::kb::retriever::Retriever;
+use crate::kb::retriever::{Explained, Retriever};
 use crate::search::document::Document;
 use crate::search::options::RetrievalOptions;
 use crate::search::RetrievalError;
@@ -307,6 +307,15 @@ impl Retriever for LiveKnowledge {
         options: &RetrievalOptions,
     ) -> Result<Vec<Document>, RetrievalError> {
         self.current().search_hybrid(query, vector, options)
+    }
+
+    async fn explain(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        options: &RetrievalOptions,
+    ) -> Result<Vec<Explained>, RetrievalError> {
+        self.current().search_explained(query, vector, options)
     }
 
     fn embedding(&self) -> Option<EmbeddingInfo> {

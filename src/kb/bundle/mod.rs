@@ -4,7 +4,8 @@
 //! | module | owns |
 //! |---|---|
 //! | [`format`](mod@format) | what a bundle folder holds: manifest, layout, stats, the S3 pointer |
-//! | `knowledge_base` | [`KnowledgeBase`]: BM25, hybrid and graph search over one opened bundle |
+//! | `knowledge_base` | [`KnowledgeBase`]: one opened bundle, checked against its manifest |
+//! | `search` | BM25, hybrid and graph search over it, each passage with how it ranked |
 //! | `open` | opening a bundle from a folder or from files in memory |
 //! | `in_memory` | a knowledge base indexed in memory from documents (ingest's folder, the sample, tests) |
 //! | `build_index`, `hash` | writing: the BM25 index built, the content hash (a bundle's version) |
@@ -19,7 +20,10 @@ mod in_memory;
 mod knowledge_base;
 mod live;
 pub(crate) mod open;
+#[cfg(test)]
+mod properties;
 mod publish;
+mod search;
 pub mod s3;
 
 pub(crate) use in_memory::InMemory;

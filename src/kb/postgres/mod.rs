@@ -4,9 +4,9 @@
 //!
 //! Both transports ([`direct`], [`data_api`]) run the same statements ([`query`]) behind one
 //! seam ([`sql::Sql`]). A search is one statement: full text, or full text fused with the
-//! nearest vectors by reciprocal rank fusion, filtered in SQL ([`filter`]), then capped per
-//! source document and marked for clear matches here, as a bundle does (a clear full-text lead
-//! is never ranked out by the fusion, nor is the vector ranking's first: [`keep_leads`]). When
+//! nearest vectors' candidates side by side, filtered in SQL ([`filter`]), then fused, capped per
+//! source document and marked for clear matches by the bundle's own fusion and keep rules
+//! ([`rank`]: a clear full-text lead is never ranked out, nor is the vector ranking's first). When
 //! the hits hold an entity of a graph file, one more statement reads its relations and
 //! communities ([`neighbours`]), merged in as a bundle merges them.
 //!
@@ -21,19 +21,19 @@ pub(crate) mod direct;
 mod filter;
 mod neighbours;
 mod query;
+mod rank;
 pub(crate) mod schema;
 pub(crate) mod sql;
 mod tls;
 pub(crate) mod write;
 
 use crate::kb::bundle::format::EmbeddingInfo;
-use crate::kb::retriever::Retriever;
-use crate::search::cap::{per_source, source_key};
+use crate::kb::retriever::{Explained, Retriever};
+use crate::search::cap::source_key;
 use crate::search::document::{DocKind, Document};
-use crate::search::hybrid::{
-    keep_leads, near_sources, rank_of, CommonDirection, BM25_LEAD, CLEAR_TOP,
-};
+use crate::search::hybrid::CommonDirection;
 use crate::search::knowledge_graph::{strong_by_rank, strong_count};
+use crate::search::ranking::Ranking;
 use crate::search::options::RetrievalOptions;
 use crate::search::RetrievalError;
 use async_trait::async_trait;
@@ -57,14 +57,6 @@ pub struct PgKnowledge {
     max_per_document: usize,
     /// The stored vectors' common direction (hubness correction), when there are vectors.
     common: Option<CommonDirection>,
-}
-
-/// A ranked row: the document, its source key, and whether it is a clear match.
-#[derive(Clone)]
-struct Ranked {
-    doc: Document,
-    source: u64,
-    clear: bool,
 }
 
 impl PgKnowledge {
@@ -122,25 +114,6 @@ impl PgKnowledge {
     async fn rows(&self, statement: &sql::Statement) -> Result<Vec<Row>, RetrievalError> {
         self.sql.query(statement).await.map_err(|e| self.error(e))
     }
-
-    /// The first `limit` of `ranked`, capped per source document, with the `leads` (the clear
-    /// full-text lead, the vector ranking's first) kept among them ([`keep_leads`]).
-    fn finish(
-        &self,
-        ranked: Vec<Ranked>,
-        leads: impl IntoIterator<Item = Ranked>,
-        limit: usize,
-    ) -> Vec<Document> {
-        let kept = per_source(ranked, |r| r.source, self.max_per_document, limit);
-        keep_leads(kept, leads, |r| r.source, limit)
-            .into_iter()
-            .map(|r| {
-                let mut doc = r.doc;
-                doc.clear_match = r.clear;
-                doc
-            })
-            .collect()
-    }
 }
 
 fn store_error(store: &str, e: SqlError) -> RetrievalError {
@@ -162,23 +135,8 @@ pub(crate) fn schema_error(store: &str, e: schema::SchemaError) -> RetrievalErro
     }
 }
 
-/// The source documents of the hybrid rows the vector ranking holds (passages only), in its
-/// order.
-fn by_vector_rank(rows: &[Row]) -> Vec<u64> {
-    let mut ranked: Vec<(i64, u64)> = rows
-        .iter()
-        .filter_map(|row| {
-            let rank = row.get(col::VEC_RANK).and_then(SqlValue::int)?;
-            let document = row.get(col::DOCUMENT).and_then(SqlValue::text)?;
-            Some((rank, source_key(document)))
-        })
-        .collect();
-    ranked.sort_by_key(|(rank, _)| *rank);
-    ranked.into_iter().map(|(_, source)| source).collect()
-}
-
 /// A result row as a document and its source key.
-fn document(row: &Row) -> Result<(Document, u64), RetrievalError> {
+pub(super) fn document(row: &Row) -> Result<(Document, u64), RetrievalError> {
     let text = |i: usize| {
         row.get(i)
             .and_then(SqlValue::text)
@@ -218,6 +176,78 @@ fn document(row: &Row) -> Result<(Document, u64), RetrievalError> {
     Ok((doc, source))
 }
 
+impl PgKnowledge {
+    /// A full-text search (`vector` `None`, or a store without vectors) or a hybrid one, each
+    /// document with how it ranked; graph neighbours merged in.
+    async fn search(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        options: &RetrievalOptions,
+    ) -> Result<Vec<Explained>, RetrievalError> {
+        if options.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let dims = self.info.embedding.as_ref().map(|e| e.dimensions);
+        let (direct, seeds, strong) = match vector.filter(|_| dims.is_some()) {
+            None => {
+                let rows = self
+                    .rows(&query::fulltext(
+                        query,
+                        options,
+                        CANDIDATES.max(options.limit + 1),
+                        self.info.tenant_key.as_deref(),
+                    ))
+                    .await?;
+                let direct = rank::fulltext(&rows, options.limit, self.max_per_document)?;
+                let docs = direct.iter().map(|e| &e.document);
+                let seeds = neighbours::seeds(docs, options);
+                let strong = strong_count(direct.iter().map(|e| e.document.score));
+                (direct, seeds, strong)
+            }
+            Some(vector) => {
+                if dims != Some(vector.len()) {
+                    return Err(self.error(SqlError::permanent(format!(
+                        "the query vector has {} dimensions; the stored vectors have {}",
+                        vector.len(),
+                        dims.unwrap_or_default()
+                    ))));
+                }
+                let adjusted = self.common.as_ref().map(|c| c.adjust(vector));
+                let rows = self
+                    .rows(&query::hybrid(
+                        query,
+                        adjusted.as_deref().unwrap_or(vector),
+                        options,
+                        CANDIDATES.max(options.limit),
+                        self.info.tenant_key.as_deref(),
+                    ))
+                    .await?;
+                let (direct, entities) =
+                    rank::hybrid(&rows, options.limit, self.max_per_document)?;
+                let seeds = neighbours::seeds(entities.iter(), options);
+                (direct, seeds, strong_by_rank(options.limit))
+            }
+        };
+        let rankings: Vec<(String, Option<Ranking>)> = direct
+            .iter()
+            .map(|e| (e.document.id.clone(), e.ranking.clone()))
+            .collect();
+        let docs = direct.into_iter().map(|e| e.document).collect();
+        let merged = self.expanded(docs, &seeds, strong, options).await?;
+        Ok(merged
+            .into_iter()
+            .map(|document| {
+                let ranking = match rankings.iter().find(|(id, _)| *id == document.id) {
+                    Some((_, ranking)) if !document.from_graph => ranking.clone(),
+                    _ => Some(Ranking::graph_neighbour(document.score)),
+                };
+                Explained { document, ranking }
+            })
+            .collect())
+    }
+}
+
 #[async_trait]
 impl Retriever for PgKnowledge {
     async fn retrieve(
@@ -225,36 +255,8 @@ impl Retriever for PgKnowledge {
         query: &str,
         options: &RetrievalOptions,
     ) -> Result<Vec<Document>, RetrievalError> {
-        if options.limit == 0 {
-            return Ok(Vec::new());
-        }
-        let rows = self
-            .rows(&query::fulltext(
-                query,
-                options,
-                CANDIDATES.max(options.limit + 1),
-                self.info.tenant_key.as_deref(),
-            ))
-            .await?;
-        let mut ranked = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let (doc, source) = document(row)?;
-            ranked.push(Ranked {
-                doc,
-                source,
-                clear: false,
-            });
-        }
-        // The first hit is a clear match when it leads the best hit of another document.
-        if let Some(first) = ranked.first() {
-            let other = ranked.iter().find(|r| r.source != first.source);
-            let lead = other.is_none_or(|o| first.doc.score >= BM25_LEAD * o.doc.score);
-            ranked[0].clear = lead;
-        }
-        let direct = self.finish(ranked, None, options.limit);
-        let seeds = neighbours::seeds(&direct, options);
-        let strong = strong_count(direct.iter().map(|d| d.score));
-        self.expanded(direct, &seeds, strong, options).await
+        let found = self.search(query, None, options).await?;
+        Ok(found.into_iter().map(|e| e.document).collect())
     }
 
     async fn retrieve_hybrid(
@@ -263,71 +265,17 @@ impl Retriever for PgKnowledge {
         vector: &[f32],
         options: &RetrievalOptions,
     ) -> Result<Vec<Document>, RetrievalError> {
-        let dims = self.info.embedding.as_ref().map(|e| e.dimensions);
-        if dims.is_none() || options.limit == 0 {
-            return self.retrieve(query, options).await;
-        }
-        if dims != Some(vector.len()) {
-            return Err(self.error(SqlError::permanent(format!(
-                "the query vector has {} dimensions; the stored vectors have {}",
-                vector.len(),
-                dims.unwrap_or_default()
-            ))));
-        }
-        let adjusted = self.common.as_ref().map(|c| c.adjust(vector));
-        let rows = self
-            .rows(&query::hybrid(
-                query,
-                adjusted.as_deref().unwrap_or(vector),
-                options,
-                CANDIDATES.max(options.limit),
-                self.info.tenant_key.as_deref(),
-            ))
-            .await?;
-        let near = near_sources(by_vector_rank(&rows));
-        let mut ranked = Vec::with_capacity(rows.len());
-        // The first full-text hit when it leads clearly, and the vector ranking's first: never
-        // ranked out by the fusion.
-        let mut lead_row = None;
-        let mut nearest_row = None;
-        // The entities among the full-text candidates, by their full-text rank: the seeds.
-        let mut entities = Vec::new();
-        for row in &rows {
-            let (mut doc, source) = document(row)?;
-            let rank = |i: usize| row.get(i).and_then(SqlValue::int);
-            doc.vector_rank = rank_of(&near, source).filter(|_| doc.kind == DocKind::Episode);
-            let top = |r: Option<i64>| r.is_some_and(|r| r <= CLEAR_TOP as i64);
-            let fts = rank(col::FTS_RANK);
-            if let (Some(r), DocKind::Node) = (fts, doc.kind) {
-                entities.push((r, doc.clone()));
-            }
-            let lead = fts == Some(1)
-                && match row.get(col::FTS_SECOND).and_then(SqlValue::float) {
-                    None => true,
-                    Some(second) => row
-                        .get(col::FTS_SCORE)
-                        .and_then(SqlValue::float)
-                        .is_some_and(|s| s >= f64::from(BM25_LEAD) * second),
-                };
-            let row = Ranked {
-                doc,
-                source,
-                clear: lead || (top(fts) && top(rank(col::VEC_RANK))),
-            };
-            if lead {
-                lead_row = Some(row.clone());
-            }
-            if rank(col::VEC_RANK) == Some(1) {
-                nearest_row = Some(row.clone());
-            }
-            ranked.push(row);
-        }
-        entities.sort_by_key(|(r, _)| *r);
-        let seeds = neighbours::seeds(entities.iter().map(|(_, d)| d), options);
-        let leads = lead_row.into_iter().chain(nearest_row);
-        let direct = self.finish(ranked, leads, options.limit);
-        self.expanded(direct, &seeds, strong_by_rank(options.limit), options)
-            .await
+        let found = self.search(query, Some(vector), options).await?;
+        Ok(found.into_iter().map(|e| e.document).collect())
+    }
+
+    async fn explain(
+        &self,
+        query: &str,
+        vector: Option<&[f32]>,
+        options: &RetrievalOptions,
+    ) -> Result<Vec<Explained>, RetrievalError> {
+        self.search(query, vector, options).await
     }
 
     fn is_remote(&self) -> bool {

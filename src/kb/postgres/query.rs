@@ -1,5 +1,5 @@
-//! The two searches as statements: full text alone, and full text fused with the nearest
-//! vectors by reciprocal rank fusion, both in one round trip. Filters come in as a
+//! The two searches as statements: full text alone, and the full-text and nearest-vector
+//! candidates side by side (fused in Rust, by the bundle's fusion), both in one round trip. Filters come in as a
 //! [`Condition`] on `p`; the query, the kinds, the vector and the limit are parameters.
 //!
 //! Full text ranks by BM25 computed in SQL ([`RANK`]): the inverse document frequencies come
@@ -8,29 +8,8 @@ use super::filter::{condition, Condition};
 use super::schema;
 use super::sql::{SqlValue, Statement};
 use crate::search::filter::Filter;
-use crate::search::hybrid::BM25_DEPTH;
 use crate::search::options::RetrievalOptions;
 use crate::search::DocKind;
-
-/// The RRF constant: the bundle's ([`crate::search::hybrid::K`]), a whole number.
-pub(crate) const RRF_K: u32 = crate::search::hybrid::K as u32;
-
-/// The full-text ranking's weight in the fusion, as the bundle's (`hybrid::fusion::bm25_weight`
-/// times `hybrid::fusion::agreement`): `2 × (1 − s10 / s1)` over the `fts` candidates (`s10`
-/// the score at the bundle's [`BM25_DEPTH`], 0 when there are fewer), 1 when there is no
-/// positive first score; times the share of the first [`BM25_DEPTH`] full-text hits whose
-/// document has a passage among the `vec` hits (1 when there are none).
-fn bm25_weight() -> String {
-    format!(
-        "COALESCE(2 * (1 - LEAST(GREATEST(\
-           COALESCE((SELECT s FROM fts WHERE r = {BM25_DEPTH}), 0) / \
-           NULLIF(GREATEST((SELECT s FROM fts WHERE r = 1), 0), 0), 0), 1)), 1) * \
-         (SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM vec) OR count(*) = 0 THEN 1 ELSE \
-           CAST(count(*) FILTER (WHERE pf.document IN (SELECT pv.document FROM vec \
-             JOIN bounded_rag_passages pv ON pv.hash = vec.hash)) AS float8) / count(*) END \
-          FROM fts JOIN bounded_rag_passages pf ON pf.hash = fts.hash WHERE fts.r <= {BM25_DEPTH})"
-    )
-}
 
 /// The selected columns, in order, of both statements.
 pub(crate) mod col {
@@ -41,12 +20,12 @@ pub(crate) mod col {
     pub const KIND: usize = 4;
     pub const DOCUMENT: usize = 5;
     pub const SCORE: usize = 6;
-    /// Hybrid only: rank in the full-text list, in the vector list, full-text score, and the
-    /// full-text score of the second full-text hit.
+    /// Hybrid only: rank in the full-text list and in the vector list (from 1; null when not
+    /// in it), the full-text score and the cosine similarity to the query vector.
     pub const FTS_RANK: usize = 7;
     pub const VEC_RANK: usize = 8;
     pub const FTS_SCORE: usize = 9;
-    pub const FTS_SECOND: usize = 10;
+    pub const VEC_SCORE: usize = 10;
 }
 
 /// The query's terms and the full-text query that finds candidates.
@@ -159,10 +138,12 @@ pub(crate) fn fulltext(
     Statement::new(sql, params)
 }
 
-/// The best `candidates` by reciprocal rank fusion of the full-text ranking and the passages
-/// nearest to `vector` (cosine distance): through the HNSW index, or, for a search pinned to
-/// one tenant, through that tenant's own index ([`schema::tenant_indexes`]) or, when it has
-/// none, exactly over its rows ([`nearest`]).
+/// The candidates of a hybrid search, unfused: the best `candidates` by full text and the
+/// `candidates` passages nearest to `vector` (cosine distance), each row with its rank and score
+/// in each ranking that holds it; the fusion and the keep rules are the bundle's, in Rust
+/// (`super::rank::hybrid`), so no candidate is cut before they see it. The nearest come through
+/// the HNSW index, or, for a search pinned to one tenant, through that tenant's own index
+/// ([`schema::tenant_indexes`]) or, when it has none, exactly over its rows ([`nearest`]).
 pub(crate) fn hybrid(
     query: &str,
     vector: &[f32],
@@ -172,7 +153,6 @@ pub(crate) fn hybrid(
 ) -> Statement {
     let filter = filtered(options.filter.as_ref(), 5, tenant_key);
     let vec = nearest(&filter);
-    let bm25_weight = bm25_weight();
     // The full-text half scores each candidate once, in a subquery kept apart (`OFFSET 0`):
     // written in both the select list and the window's order, BM25 was computed twice per
     // candidate row, the bulk of a slow query's time at a million rows.
@@ -185,12 +165,11 @@ pub(crate) fn hybrid(
                  ORDER BY r LIMIT CAST($3 AS int8)), \
          vec AS ({vec}) \
          SELECT p.id, p.title, p.url, p.content, p.kind, p.document, \
-           CAST(COALESCE({bm25_weight} / ({RRF_K} + fts.r), 0) + COALESCE(1.0 / ({RRF_K} + vec.r), 0) AS float8) AS score, \
-           CAST(fts.r AS int8), CAST(vec.r AS int8), fts.s, \
-           (SELECT s FROM fts WHERE r = 2) \
+           CAST(COALESCE(fts.s, 0) AS float8) AS score, \
+           CAST(fts.r AS int8), CAST(vec.r AS int8), fts.s, CAST(1 - vec.d AS float8) \
          FROM fts FULL OUTER JOIN vec ON fts.hash = vec.hash \
          JOIN bounded_rag_passages p ON p.hash = COALESCE(fts.hash, vec.hash) \
-         ORDER BY score DESC, fts.r NULLS LAST, p.hash LIMIT CAST($3 AS int8)",
+         ORDER BY fts.r NULLS LAST, vec.r, p.hash",
         filter = filter.sql
     );
     let mut params = vec![
@@ -204,7 +183,8 @@ pub(crate) fn hybrid(
     Statement::new(sql, params)
 }
 
-/// The query of the vector ranking: `(hash, r)` of the `$3` passages nearest to `$4`.
+/// The query of the vector ranking: `(hash, d, r)` of the `$3` passages nearest to `$4` (`d`
+/// the cosine distance, `r` the rank from 1).
 ///
 /// Unpinned, the HNSW index over every row. Pinned to a tenant (`filter.tenant`), one of two
 /// branches runs, chosen once per statement by whether the tenant has an index of its own: the
@@ -218,15 +198,15 @@ fn nearest(filter: &Condition) -> String {
     const TO: &str = "CAST(CAST($4 AS text) AS vector)";
     let Some(tenant) = &filter.tenant else {
         return format!(
-            "SELECT hash, row_number() OVER () AS r FROM (\
-               SELECT p.hash {ROWS}{filter} ORDER BY p.embedding <=> {TO} \
-               LIMIT CAST($3 AS int8)) nearest",
+            "SELECT hash, d, row_number() OVER (ORDER BY d, hash) AS r FROM (\
+               SELECT p.hash, p.embedding <=> {TO} AS d {ROWS}{filter} \
+               ORDER BY p.embedding <=> {TO} LIMIT CAST($3 AS int8)) nearest",
             filter = filter.sql
         );
     };
     let indexed = schema::tenant_index_exists(tenant);
     format!(
-        "SELECT hash, row_number() OVER (ORDER BY d, hash) AS r FROM (\
+        "SELECT hash, d, row_number() OVER (ORDER BY d, hash) AS r FROM (\
            (SELECT p.hash, p.embedding <=> {TO} AS d {ROWS}{filter} AND {indexed} \
             ORDER BY p.embedding <=> {TO} LIMIT CAST($3 AS int8)) \
            UNION ALL \

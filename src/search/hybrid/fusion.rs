@@ -7,12 +7,16 @@
 //! hits come from documents the vectors found too ([`agreement`]): BM25 hits on pages the
 //! vectors never reach are the question's common words matching by chance.
 //!
-//! A fused document is a *clear match* when it is in the top [`CLEAR_TOP`] of both rankings,
-//! or when it leads BM25 clearly ([`bm25_clear_lead`]); such a lead is never ranked out of the
-//! passages a request gets, and neither is the vector ranking's first ([`keep_leads`]).
-use crate::search::bm25::Hit;
+//! A fused passage is a *clear match* when it is in the top [`CLEAR_TOP`] of both rankings,
+//! or when it leads BM25 clearly ([`clear_lead`]); such a lead is never ranked out of the
+//! passages a request gets, and neither is the vector ranking's first ([`super::leads`]).
+//!
+//! [`fuse`] ranks every candidate either ranking offered (it never truncates: a lead ranked
+//! below every other candidate is still there for the keep rules), generic over the key a
+//! store names a passage by, so the bundle and PostgreSQL fuse with this one function.
 use std::collections::{HashMap, HashSet};
-use tantivy::DocId;
+use crate::search::ranking::Weights;
+use std::hash::Hash;
 
 /// The RRF constant: damps the weight of the very first ranks. Cormack et al.'s 60 made a
 /// passage both rankings list at middling ranks beat the one a strong ranking puts first and
@@ -51,7 +55,11 @@ pub(crate) fn bm25_weight(scores: impl IntoIterator<Item = f32>) -> f32 {
 /// the fusion: measured on three corpora and two embedding models, it raised the expected page
 /// into the five on the man-page set (e5-small) and never lowered a set (BENCHMARKS.md "BM25
 /// weighed by its agreement with the vectors").
-pub(crate) fn agreement(bm25: &[Hit], vector: &[Hit], source: impl Fn(DocId) -> u64) -> f32 {
+pub(crate) fn agreement<K: Copy>(
+    bm25: &[(K, f32)],
+    vector: &[(K, f32)],
+    source: impl Fn(K) -> u64,
+) -> f32 {
     let first = &bm25[..bm25.len().min(BM25_DEPTH)];
     if first.is_empty() || vector.is_empty() {
         return 1.0;
@@ -64,101 +72,119 @@ pub(crate) fn agreement(bm25: &[Hit], vector: &[Hit], source: impl Fn(DocId) -> 
     shared as f32 / first.len() as f32
 }
 
-/// A fused document: corpus position, fused score, clear match.
+/// The first BM25 hit when it leads clearly over the best hit of any
+/// other source document (alone, or scoring [`BM25_LEAD`] times it): a second passage of the same document (or of a copy of it) does not
+/// make the first one less of a match.
+pub(crate) fn clear_lead<K: Copy>(hits: &[(K, f32)], source: impl Fn(K) -> u64) -> Option<K> {
+    let first = hits.first()?;
+    let own = source(first.0);
+    let other = hits.iter().find(|h| source(h.0) != own);
+    let lead = match other {
+        None => true,
+        Some(other) => first.1 >= BM25_LEAD * other.1,
+    };
+    lead.then_some(first.0)
+}
+
+/// A fused candidate: the store's key for it, its source document, its fused score, its rank
+/// and score in each ranking that holds it (ranks from 1), and whether it is a clear match.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Fused {
-    pub id: DocId,
+pub(crate) struct Candidate<K> {
+    pub key: K,
+    pub source: u64,
     pub score: f32,
+    pub bm25: Option<(u32, f32)>,
+    pub vector: Option<(u32, f32)>,
     pub clear: bool,
 }
 
-/// Whether the first BM25 hit leads clearly: alone, or scoring [`BM25_LEAD`] times the second.
-pub(crate) fn bm25_clear_lead(hits: &[Hit]) -> bool {
-    match hits {
-        [] => false,
-        [_] => true,
-        [first, second, ..] => first.1 >= BM25_LEAD * second.1,
-    }
+/// Every candidate of both rankings, best first, with the two leads the keep rules hold
+/// ([`super::leads`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Fusion<K> {
+    pub candidates: Vec<Candidate<K>>,
+    pub weights: Weights,
+    /// The clear BM25 lead ([`clear_lead`]), if BM25 has one.
+    pub bm25_lead: Option<K>,
+    /// The vector ranking's first.
+    pub vector_lead: Option<K>,
 }
 
-/// The `limit` best documents of the fused rankings, best first; `source` names a passage's
-/// source document (for [`agreement`]).
-pub(crate) fn fuse(
-    bm25: &[Hit],
-    vector: &[Hit],
-    limit: usize,
-    source: impl Fn(DocId) -> u64,
-) -> Vec<Fused> {
-    let mut scores: HashMap<DocId, (f32, usize)> = HashMap::new();
-    let mut order = 0;
-    let bm25_w = bm25_weight(bm25.iter().map(|h| h.1)) * agreement(bm25, vector, source);
-    for (weight, list) in [(bm25_w, bm25), (1.0, vector)] {
-        for (rank, (id, _)) in list.iter().enumerate() {
-            let entry = scores.entry(*id).or_insert_with(|| {
-                order += 1;
-                (0.0, order)
+/// Fuses the two rankings (each best first, as `(key, score)`; a key at most once in each):
+/// every candidate, ranked by fused score, ties in the order first seen (BM25's, then the
+/// vectors'). `source` names a candidate's source document.
+pub(crate) fn fuse<K: Copy + Eq + Hash>(
+    bm25: &[(K, f32)],
+    vector: &[(K, f32)],
+    source: impl Fn(K) -> u64,
+) -> Fusion<K> {
+    let (lead, agreement) = (
+        bm25_weight(bm25.iter().map(|h| h.1)),
+        agreement(bm25, vector, &source),
+    );
+    let weights = Weights {
+        bm25: lead * agreement,
+        bm25_lead: lead,
+        agreement,
+        vector: 1.0,
+    };
+    let mut at: HashMap<K, usize> = HashMap::new();
+    let mut candidates: Vec<Candidate<K>> = Vec::new();
+    for (is_bm25, weight, list) in [(true, weights.bm25, bm25), (false, weights.vector, vector)] {
+        for (rank, (key, score)) in list.iter().enumerate() {
+            let i = *at.entry(*key).or_insert_with(|| {
+                candidates.push(Candidate {
+                    key: *key,
+                    source: source(*key),
+                    score: 0.0,
+                    bm25: None,
+                    vector: None,
+                    clear: false,
+                });
+                candidates.len() - 1
             });
-            entry.0 += weight / (K + (rank + 1) as f32);
+            let c = &mut candidates[i];
+            let rank = rank as u32 + 1;
+            let slot = if is_bm25 { &mut c.bm25 } else { &mut c.vector };
+            if slot.is_none() {
+                *slot = Some((rank, *score));
+                c.score += weight / (K + rank as f32);
+            }
         }
     }
-    let top = |list: &[Hit], id: DocId| list.iter().take(CLEAR_TOP).any(|h| h.0 == id);
-    let lead = bm25_clear_lead(bm25).then(|| bm25[0].0);
-    let mut fused: Vec<(DocId, f32, usize)> =
-        scores.into_iter().map(|(id, (s, o))| (id, s, o)).collect();
-    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
-    fused
-        .into_iter()
-        .take(limit)
-        .map(|(id, score, _)| Fused {
-            id,
-            score,
-            clear: lead == Some(id) || (top(bm25, id) && top(vector, id)),
-        })
-        .collect()
-}
-
-/// `kept`, the ranked passages a request gets (capped to `limit`), with each of the `leads`
-/// among them, in order: the clear BM25 lead (a rare word, a part number, an error code that
-/// only it contains) and the vector ranking's first passage (the nearest by meaning, found in
-/// other words). Neither is ranked out by passages both rankers found at middling ranks. A lead
-/// whose source (`source`) has no passage kept takes the last place no earlier lead holds (or is
-/// added, when fewer than `limit` are kept); every other place stays. The bundle's fusion and
-/// PostgreSQL's (in SQL) both end here.
-pub(crate) fn keep_leads<T>(
-    mut kept: Vec<T>,
-    leads: impl IntoIterator<Item = T>,
-    source: impl Fn(&T) -> u64,
-    limit: usize,
-) -> Vec<T> {
-    // The sources of the leads already placed: a later lead never takes their place.
-    let mut placed: Vec<u64> = Vec::new();
-    for lead in leads {
-        let lead_source = source(&lead);
-        if kept.iter().any(|k| source(k) == lead_source) {
-            placed.push(lead_source);
-        } else if kept.len() < limit {
-            kept.push(lead);
-            placed.push(lead_source);
-        } else if let Some(slot) = kept.iter().rposition(|k| !placed.contains(&source(k))) {
-            kept[slot] = lead;
-            placed.push(lead_source);
-        }
+    let bm25_lead = clear_lead(bm25, &source);
+    let top = |r: Option<(u32, f32)>| r.is_some_and(|(rank, _)| rank as usize <= CLEAR_TOP);
+    for c in &mut candidates {
+        c.clear = bm25_lead == Some(c.key) || (top(c.bm25) && top(c.vector));
     }
-    kept
+    // A stable sort: ties keep the order first seen.
+    candidates.sort_by(|a, b| b.score.total_cmp(&a.score));
+    Fusion {
+        candidates,
+        weights,
+        bm25_lead,
+        vector_lead: vector.first().map(|h| h.0),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::bm25::Hit;
+    use crate::search::ranking::KeptBy;
 
     /// Every passage its own source document.
-    fn own(id: DocId) -> u64 {
+    fn own(id: u32) -> u64 {
         u64::from(id)
     }
 
     /// Every passage of one source document: BM25 and the vectors always agree.
-    fn one_document(_: DocId) -> u64 {
+    fn one_document(_: u32) -> u64 {
         0
+    }
+
+    fn ids(fusion: &Fusion<u32>) -> Vec<u32> {
+        fusion.candidates.iter().map(|c| c.key).collect()
     }
 
     #[test]
@@ -172,15 +198,15 @@ mod tests {
         assert!((agreement(&bm25, &vector, own) - 0.2).abs() < 1e-6);
         // By document: even passages are one document's, odd ones another's; the vectors
         // found passage 40 only, and with it the even passages' document.
-        let doc = |id: DocId| u64::from(id % 2);
+        let doc = |id: u32| u64::from(id % 2);
         assert!((agreement(&bm25, &[(40, 0.9)], doc) - 0.5).abs() < 1e-6);
 
         // A peaked BM25 ranking on pages the vectors never reach: the vectors' first leads;
         // the same ranking on pages they do reach: BM25's first.
         let vector = [(20, 0.9), (21, 0.8), (22, 0.7)];
         let peaked: Vec<Hit> = (0..10).map(|id| (id, 10.0 - id as f32)).collect();
-        assert_eq!(fuse(&peaked, &vector, 3, own)[0].id, 20);
-        assert_eq!(fuse(&peaked, &vector, 3, one_document)[0].id, 0);
+        assert_eq!(ids(&fuse(&peaked, &vector, own))[0], 20);
+        assert_eq!(ids(&fuse(&peaked, &vector, one_document))[0], 0);
     }
 
     #[test]
@@ -189,13 +215,18 @@ mod tests {
         // Document 3 is in both.
         let bm25 = [(1, 9.0), (2, 8.5), (3, 8.0)];
         let vector = [(4, 0.9), (3, 0.8), (5, 0.7)];
-        let fused = fuse(&bm25, &vector, 10, one_document);
-        let ids: Vec<DocId> = fused.iter().map(|f| f.id).collect();
-        assert_eq!(ids, [3, 1, 2, 4, 5]);
-        assert!((fused[0].score - (2.0 / (K + 3.0) + 1.0 / (K + 2.0))).abs() < 1e-6);
-        assert!(fused[0].clear, "top five of both");
-        assert!(!fused[1].clear, "BM25 lead of 9.0 over 8.5 is not clear");
-        assert_eq!(fuse(&bm25, &vector, 2, one_document).len(), 2);
+        let fused = fuse(&bm25, &vector, one_document);
+        assert_eq!(ids(&fused), [3, 1, 2, 4, 5], "every candidate, none cut");
+        let first = fused.candidates[0];
+        assert!((first.score - (2.0 / (K + 3.0) + 1.0 / (K + 2.0))).abs() < 1e-6);
+        assert_eq!((first.bm25, first.vector), (Some((3, 8.0)), Some((2, 0.8))));
+        assert!(first.clear, "top five of both");
+        // BM25's first leads clearly: no other document's hit is near it (all are one's).
+        assert!(fused.candidates[1].clear);
+        assert_eq!((fused.bm25_lead, fused.vector_lead), (Some(1), Some(4)));
+        let own = fuse(&bm25, &vector, own);
+        assert_eq!(own.bm25_lead, None, "9.0 over another document's 8.5 is not clear");
+        assert_eq!(fused.weights.bm25, 2.0);
     }
 
     #[test]
@@ -219,7 +250,7 @@ mod tests {
         // Ten passages scoring alike by BM25: the vectors' first (20) ranks first, ahead of
         // BM25's first; with a peaked BM25 ranking, BM25's first does.
         let vector = [(20, 0.9), (21, 0.8), (22, 0.7)];
-        let ranked = |bm25: Vec<Hit>| fuse(&bm25, &vector, 3, one_document)[0].id;
+        let ranked = |bm25: Vec<Hit>| ids(&fuse(&bm25, &vector, one_document))[0];
         let hits = |tenth: f32| scores(tenth).zip(0..).map(|(s, id)| (id, s)).collect();
         assert_eq!(ranked(hits(9.0)), 20);
         assert_eq!(ranked(hits(1.0)), 0);
@@ -227,60 +258,46 @@ mod tests {
 
     #[test]
     fn a_clear_bm25_lead_is_a_clear_match() {
-        assert!(bm25_clear_lead(&[(7, 3.0)]));
-        assert!(bm25_clear_lead(&[(7, 3.0), (8, 2.0)]));
-        assert!(!bm25_clear_lead(&[(7, 3.0), (8, 2.9)]));
-        assert!(!bm25_clear_lead(&[]));
-        let fused = fuse(&[(7, 3.0), (8, 1.0)], &[], 5, own);
-        assert!(fused[0].clear && !fused[1].clear);
+        assert_eq!(clear_lead(&[(7, 3.0)], own), Some(7));
+        assert_eq!(clear_lead(&[(7, 3.0), (8, 2.0)], own), Some(7));
+        assert_eq!(clear_lead(&[(7, 3.0), (8, 2.9)], own), None);
+        assert_eq!(clear_lead::<u32>(&[], own), None);
+        // A second passage of the same document does not count against it.
+        let pairs = |id: u32| u64::from(id / 2);
+        assert_eq!(clear_lead(&[(6, 3.0), (7, 2.9), (8, 2.0)], pairs), Some(6));
+        let fused = fuse(&[(7, 3.0), (8, 1.0)], &[], own);
+        assert!(fused.candidates[0].clear && !fused.candidates[1].clear);
+        assert_eq!(fused.bm25_lead, Some(7));
     }
 
     #[test]
-    fn a_clear_lead_ranked_out_by_fusion_takes_the_last_place() {
+    fn a_clear_lead_ranked_out_by_fusion_is_kept_in_the_last_place() {
         // BM25 leads clearly with 9 (a rare word only it contains); the vectors know nothing of
         // it and agree with BM25's middling ranks on 2, 3 and 4.
         let bm25 = [(9, 12.0), (2, 5.0), (3, 4.9), (4, 4.8)];
         let vector = [(2, 0.9), (3, 0.8), (4, 0.7), (5, 0.6), (6, 0.5)];
-        let all = fuse(&bm25, &vector, 50, own);
-        let top3: Vec<Fused> = all.iter().copied().take(3).collect();
-        assert!(
-            top3.iter().all(|f| f.id != 9),
-            "fusion ranked it out: {top3:?}"
-        );
-        let lead = all
-            .iter()
-            .find(|f| f.id == 9)
-            .map(|f| Fused { clear: true, ..*f });
-        let one_source_each = |f: &Fused| u64::from(f.id);
-        let kept = keep_leads(top3.clone(), lead, one_source_each, 3);
-        let ids: Vec<DocId> = kept.iter().map(|f| f.id).collect();
-        assert_eq!(ids, [top3[0].id, top3[1].id, 9]);
-        assert!(kept[2].clear);
-        // Fewer than the limit: added. Its source already kept: nothing changes. No lead: none.
-        let short = keep_leads(top3[..1].to_vec(), lead, one_source_each, 3);
-        assert_eq!(
-            short.iter().map(|f| f.id).collect::<Vec<_>>(),
-            [top3[0].id, 9]
-        );
-        let same_source = |f: &Fused| u64::from(f.id == 9 || f.id == top3[0].id);
-        assert_eq!(keep_leads(top3.clone(), lead, same_source, 3), top3);
-        assert_eq!(keep_leads(top3.clone(), None, one_source_each, 3), top3);
+        let fused = fuse(&bm25, &vector, own);
+        let at = ids(&fused).iter().position(|id| *id == 9).unwrap();
+        assert!(at >= 3, "fusion ranks it out of three: {:?}", ids(&fused));
+        let kept = fused.select(3, 0);
+        let kept_ids: Vec<u32> = kept.iter().map(|s| s.candidate.key).collect();
+        assert_eq!(kept_ids, [ids(&fused)[0], ids(&fused)[1], 9]);
+        assert_eq!(kept[2].kept_by, KeptBy::Bm25Lead);
+        assert_eq!(kept[2].fused_rank as usize, at + 1);
+        assert!(kept[2].candidate.clear);
+        assert_eq!(kept[0].kept_by, KeptBy::Rank);
     }
 
     #[test]
-    fn the_vector_lead_takes_the_last_place_the_bm25_lead_left() {
-        let own_source = |id: &u32| u64::from(*id);
-        // Kept 1, 2, 3; the BM25 lead 9 and the vectors' first 8 both ranked out: 9 takes the
-        // last place, 8 the one before it (never 9's).
-        assert_eq!(keep_leads(vec![1, 2, 3], [9, 8], own_source, 3), [1, 8, 9]);
-        // No BM25 lead: the vectors' first takes the last place.
-        assert_eq!(keep_leads(vec![1, 2, 3], [8], own_source, 3), [1, 2, 8]);
-        // The BM25 lead is kept already (last): the vectors' first takes the place before it.
-        assert_eq!(keep_leads(vec![1, 2, 9], [9, 8], own_source, 3), [1, 8, 9]);
-        // One place: the BM25 lead holds it.
-        assert_eq!(keep_leads(vec![1], [9, 8], own_source, 1), [9]);
-        // A passage of each lead's source is kept (1 of 0's, 2 and 3 of 2's): nothing moves.
-        let pairs = |id: &u32| u64::from(*id / 2);
-        assert_eq!(keep_leads(vec![1, 2, 3], [0, 2], pairs, 3), [1, 2, 3]);
+    fn a_lead_scored_below_every_candidate_is_still_kept() {
+        // The vectors share no document with BM25: its weight is 0, and its clear lead scores
+        // 0 below fifty vector hits. It is a candidate still, and kept.
+        let bm25 = [(1000, 25.9), (1001, 14.1)];
+        let vector: Vec<Hit> = (0..50).map(|id| (id, 0.9 - id as f32 / 100.0)).collect();
+        let fused = fuse(&bm25, &vector, own);
+        assert_eq!(fused.weights.bm25, 0.0);
+        assert_eq!(fused.candidates.len(), 52);
+        let kept: Vec<u32> = fused.select(3, 2).iter().map(|s| s.candidate.key).collect();
+        assert_eq!(kept, [0, 1, 1000]);
     }
 }
