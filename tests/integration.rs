@@ -23,6 +23,7 @@ mod http_rate_limit;
 mod kb_agreement;
 mod kb_bedrock;
 mod kb_bundle;
+mod kb_clear_match_corpus;
 mod kb_config;
 mod kb_conformance;
 mod kb_eval;

@@ -1,6 +1,7 @@
 //! A scripted OpenAI-compatible embeddings server on loopback (`POST /v1/embeddings`).
 //!
-//! [`EmbedReply::vectors`] answers every input with [`concept_vector`]: a deterministic
+//! [`EmbedReply::vectors`] answers every input with [`concept_vector`] (or, for a model named
+//! `hashed…`, the weak [`hashed_vector`]): a deterministic
 //! embedding that counts, per concept, the words of the text that belong to it. Words that
 //! share no letters (`bark` and `canker`) thus land on the same axis, which is what a real
 //! model does and BM25 cannot. Replies are served in order, the last one repeating; every
@@ -58,6 +59,27 @@ pub fn concept_vector(text: &str) -> Vec<f32> {
     v
 }
 
+/// Dimensions of [`hashed_vector`].
+pub const HASHED_DIMS: usize = 64;
+
+/// Weak vectors, as a model that never saw a corpus's words gives: each word of `text` hashed
+/// (FNV-1a of its lower case) onto one of [`HASHED_DIMS`] axes and counted. Texts that share
+/// words point alike, but so do texts that share only common ones, and every word shares its
+/// axis with many unrelated words. A request whose `model` starts with `hashed` gets these.
+pub fn hashed_vector(text: &str) -> Vec<f32> {
+    let mut v = vec![0.0f32; HASHED_DIMS];
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let hash = word.to_lowercase().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        v[(hash % HASHED_DIMS as u64) as usize] += 1.0;
+    }
+    v
+}
+
 /// What a reply carries: answer with the concept vectors of the inputs.
 #[derive(Debug, Clone)]
 pub struct ConceptVectors;
@@ -76,11 +98,18 @@ impl Payload for ConceptVectors {
     fn respond(self, request: &Value, _: usize) -> Response {
         let inputs: Vec<String> =
             serde_json::from_value(request["input"].clone()).unwrap_or_default();
+        let hashed = request["model"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("hashed"));
+        let embed = |text: &str| match hashed {
+            true => hashed_vector(text),
+            false => concept_vector(text),
+        };
         let data: Vec<Value> = inputs
             .iter()
             .enumerate()
             .rev() // out of order on purpose: clients must sort by index
-            .map(|(i, text)| json!({"object": "embedding", "index": i, "embedding": concept_vector(text)}))
+            .map(|(i, text)| json!({"object": "embedding", "index": i, "embedding": embed(text)}))
             .collect();
         let tokens: usize = inputs.iter().map(|t| t.split_whitespace().count()).sum();
         axum::Json(json!({

@@ -4,7 +4,7 @@
 //! compared (tests/kb_store_conformance.rs).
 use crate::config::Settings;
 use crate::entry::app::{build_embedder, build_kb, load_secrets};
-use crate::search::{Filter, RetrievalMode, RetrievalOptions};
+use crate::search::{Filter, Place, Ranking, RetrievalMode, RetrievalOptions};
 use clap::Args;
 use serde_json::json;
 
@@ -31,6 +31,11 @@ pub(crate) struct SearchArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Show why each passage ranked where it did: its BM25 and vector rank and score, the
+    /// weights fusion gave the two rankings, its fused score and rank, and the rule that kept
+    /// it (in `--json`, each document's `ranking`).
+    #[arg(long)]
+    explain: bool,
 }
 
 /// Runs `kb search`; returns what to print.
@@ -75,29 +80,42 @@ pub(crate) async fn search_command(args: SearchArgs) -> Result<String, String> {
     let embedder = build_embedder(&settings, &secrets, aws.as_ref())
         .await
         .map_err(|e| e.to_string())?;
-    let (mode, documents) = match (embedder, kb.embedding()) {
+    let vector = match (embedder, kb.embedding()) {
         (Some(embedder), Some(info)) => {
             let input = [format!("{}{}", info.query_prefix, args.query)];
             let out = embedder
                 .embed(&input, std::time::Duration::from_secs(60))
                 .await
                 .map_err(|e| format!("embedding the query failed: {e}"))?;
-            let vector = out.vectors.into_iter().next().unwrap_or_default();
-            let docs = kb.retrieve_hybrid(&args.query, &vector, &options).await;
-            (RetrievalMode::Hybrid, docs)
+            Some(out.vectors.into_iter().next().unwrap_or_default())
         }
-        _ => (
-            RetrievalMode::Bm25,
-            kb.retrieve(&args.query, &options).await,
-        ),
+        _ => None,
     };
-    let documents = documents.map_err(|e| format!("search failed: {e}"))?;
+    let mode = match vector {
+        Some(_) => RetrievalMode::Hybrid,
+        None => RetrievalMode::Bm25,
+    };
+    let found = kb
+        .explain(&args.query, vector.as_deref(), &options)
+        .await
+        .map_err(|e| format!("search failed: {e}"))?;
     if args.json {
+        let documents = found
+            .iter()
+            .map(|e| {
+                let mut doc = serde_json::to_value(&e.document).map_err(|e| e.to_string())?;
+                if args.explain {
+                    doc["ranking"] = serde_json::to_value(&e.ranking).map_err(|e| e.to_string())?;
+                }
+                Ok(doc)
+            })
+            .collect::<Result<Vec<_>, String>>()?;
         let out = json!({ "mode": mode.as_str(), "documents": documents });
         return serde_json::to_string_pretty(&out).map_err(|e| e.to_string());
     }
-    let mut out = format!("{} results ({})", documents.len(), mode.as_str());
-    for (i, d) in documents.iter().enumerate() {
+    let mut out = format!("{} results ({})", found.len(), mode.as_str());
+    for (i, e) in found.iter().enumerate() {
+        let d = &e.document;
         out.push_str(&format!(
             "\n[{}] {:.4} {}{} <{}>",
             i + 1,
@@ -106,6 +124,33 @@ pub(crate) async fn search_command(args: SearchArgs) -> Result<String, String> {
             if d.clear_match { " (clear match)" } else { "" },
             d.url
         ));
+        if args.explain {
+            out.push_str("\n    ");
+            out.push_str(&explanation(e.ranking.as_ref()));
+        }
     }
     Ok(out)
+}
+
+/// One passage's ranking on a line: `bm25 #1 25.90 · vector #38 0.412 · weights …`.
+fn explanation(ranking: Option<&Ranking>) -> String {
+    let Some(r) = ranking else {
+        return "ranked by the store itself (no explanation)".into();
+    };
+    let place = |name: &str, p: Option<Place>, digits: usize| match p {
+        Some(p) => format!("{name} #{} {:.digits$}", p.rank, p.score),
+        None => format!("{name} -"),
+    };
+    let mut parts = vec![place("bm25", r.bm25, 2)];
+    if let Some(w) = r.weights {
+        parts.push(place("vector", r.vector, 3));
+        parts.push(format!(
+            "weights bm25 {:.2} (lead {:.2} x agreement {:.2}), vector {:.0}",
+            w.bm25, w.bm25_lead, w.agreement, w.vector
+        ));
+    }
+    let rank = r.rank.map_or("-".to_owned(), |n| format!("#{n}"));
+    parts.push(format!("score {:.4} ({rank})", r.score));
+    parts.push(format!("kept by {}", r.kept_by.as_str()));
+    parts.join(" · ")
 }
