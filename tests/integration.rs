@@ -32,6 +32,7 @@ mod kb_formats;
 mod kb_graph;
 mod kb_hubness;
 mod kb_hybrid;
+mod kb_live_ranking;
 mod kb_postgres;
 mod kb_rare_word;
 mod kb_rerank;

@@ -33,8 +33,16 @@ fn registry() -> Vec<PathBuf> {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
     let mut crates = Vec::new();
-    for index in std::fs::read_dir(home.join("registry/src")).unwrap().flatten() {
-        crates.extend(std::fs::read_dir(index.path()).unwrap().flatten().map(|e| e.path()));
+    for index in std::fs::read_dir(home.join("registry/src"))
+        .unwrap()
+        .flatten()
+    {
+        crates.extend(
+            std::fs::read_dir(index.path())
+                .unwrap()
+                .flatten()
+                .map(|e| e.path()),
+        );
     }
     crates.sort();
     crates
@@ -75,8 +83,15 @@ fn write_corpus(dir: &Path) -> String {
         std::fs::write(dir.join(format!("{name}.md")), text).unwrap();
         written.push(name);
     }
-    assert!(written.contains(&TARGET.to_owned()), "{TARGET} is in the registry");
-    assert!(written.len() >= 150, "a few hundred READMEs: {}", written.len());
+    assert!(
+        written.contains(&TARGET.to_owned()),
+        "{TARGET} is in the registry"
+    );
+    assert!(
+        written.len() >= 150,
+        "a few hundred READMEs: {}",
+        written.len()
+    );
     format!("{TARGET}.md")
 }
 
@@ -116,7 +131,10 @@ async fn a_clear_match_in_a_real_corpus_with_weak_vectors_is_kept_and_cited_on_e
     synced.push(("KB_URI", published.clone()));
 
     let stores: [(&str, Vec<(&str, String)>); 4] = [
-        ("bundle", vec![("KB_PATH", bundle.to_str().unwrap().to_owned())]),
+        (
+            "bundle",
+            vec![("KB_PATH", bundle.to_str().unwrap().to_owned())],
+        ),
         ("kb sync", synced),
         ("postgres", vec![("KB_URI", pg.clone())]),
         ("rds-data", shim.env()),
@@ -136,7 +154,10 @@ async fn a_clear_match_in_a_real_corpus_with_weak_vectors_is_kept_and_cited_on_e
         let bm25 = search(state, &bm25_env, 3);
         assert_eq!(bm25["mode"], "bm25", "{store}");
         let first = &bm25["documents"][0];
-        assert!(is_target(first) && first["clear_match"] == true, "{store}: {bm25}");
+        assert!(
+            is_target(first) && first["clear_match"] == true,
+            "{store}: {bm25}"
+        );
 
         // Hybrid, with the weak vectors: kept at every limit, by the BM25-lead rule, which
         // `--explain` names with the fusion's weights.
@@ -155,12 +176,19 @@ async fn a_clear_match_in_a_real_corpus_with_weak_vectors_is_kept_and_cited_on_e
             if ranking["kept_by"] != "rank" {
                 assert_eq!(ranking["kept_by"], "bm25_lead", "{store}: {ranking}");
                 // Fusion alone ranked it below the limit.
-                assert!(ranking["rank"].as_u64().unwrap() > limit as u64, "{ranking}");
+                assert!(
+                    ranking["rank"].as_u64().unwrap() > limit as u64,
+                    "{ranking}"
+                );
             }
             let weights = &ranking["weights"];
             assert_eq!(weights["vector"], 1.0, "{store}: {weights}");
-            let product = weights["bm25_lead"].as_f64().unwrap() * weights["agreement"].as_f64().unwrap();
-            assert!((weights["bm25"].as_f64().unwrap() - product).abs() < 1e-4, "{weights}");
+            let product =
+                weights["bm25_lead"].as_f64().unwrap() * weights["agreement"].as_f64().unwrap();
+            assert!(
+                (weights["bm25"].as_f64().unwrap() - product).abs() < 1e-4,
+                "{weights}"
+            );
         }
 
         let asked: Value =

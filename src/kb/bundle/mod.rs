@@ -23,8 +23,8 @@ pub(crate) mod open;
 #[cfg(test)]
 mod properties;
 mod publish;
-mod search;
 pub mod s3;
+mod search;
 
 pub(crate) use in_memory::InMemory;
 pub use knowledge_base::KnowledgeBase;

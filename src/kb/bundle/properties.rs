@@ -35,7 +35,11 @@ fn bundle(corpus: &Corpus) -> KnowledgeBase {
             id: format!("doc{doc}#{i}"),
             title: format!("Document {doc}"),
             url: format!("kb://doc{doc}.md#{i}"),
-            content: words.iter().map(|w| WORDS[*w]).collect::<Vec<_>>().join(" "),
+            content: words
+                .iter()
+                .map(|w| WORDS[*w])
+                .collect::<Vec<_>>()
+                .join(" "),
             score: 0.0,
             kind: DocKind::Episode,
             clear_match: false,

@@ -59,7 +59,11 @@ impl KnowledgeBase {
         vector: &[f32],
         options: &RetrievalOptions,
     ) -> Result<Vec<Document>, RetrievalError> {
-        Ok(strip(self.search_explained(query, Some(vector), options)?))
+        Ok(strip(self.search_explained(
+            query,
+            Some(vector),
+            options,
+        )?))
     }
 
     /// [`KnowledgeBase::search_hybrid`] (with `vector`) or [`KnowledgeBase::search`] (without,
@@ -100,31 +104,29 @@ impl KnowledgeBase {
         options: &RetrievalOptions,
         allowed: Option<&Allowed>,
     ) -> Result<Hits, RetrievalError> {
-        // Enough candidates to fill the list under the per-document cap, and one more hit
-        // than asked, to see whether the first one leads.
-        let wanted = options.limit.saturating_add(1);
-        let candidates = if self.max_per_document == 0 {
-            wanted
-        } else {
-            FUSION_CANDIDATES.max(wanted)
-        };
-        let hits = cap::per_source(
-            self.index.hits(query, options, candidates, allowed)?,
-            |h| self.index.source(h.0),
-            self.max_per_document,
-            wanted,
-        );
-        let clear: Vec<DocId> = clear_lead(&hits, |id| self.index.source(id))
+        // Enough candidates to fill the list under the per-document cap, and to find the best
+        // hit of another document than the first's, which the first must lead clearly (the
+        // capped list may hold none: two passages of one document, then the limit).
+        let raw = self.index.hits(
+            query,
+            options,
+            FUSION_CANDIDATES.max(options.limit),
+            allowed,
+        )?;
+        let clear: Vec<DocId> = clear_lead(&raw, |id| self.index.source(id))
             .into_iter()
             .collect();
-        let direct = &hits[..hits.len().min(options.limit)];
+        let hits = cap::per_source(
+            raw,
+            |h| self.index.source(h.0),
+            self.max_per_document,
+            options.limit,
+        );
+        let direct = &hits[..];
         let ranked = (1..)
             .zip(direct)
             .map(|(rank, hit)| {
-                let place = Place {
-                    rank,
-                    score: hit.1,
-                };
+                let place = Place { rank, score: hit.1 };
                 let ranking = Ranking {
                     bm25: Some(place),
                     vector: None,
@@ -152,7 +154,10 @@ impl KnowledgeBase {
         options: &RetrievalOptions,
         allowed: Option<&Allowed>,
     ) -> Result<Hits, RetrievalError> {
-        let vectors = self.vectors.as_ref().expect("hybrid_hits: a bundle with vectors");
+        let vectors = self
+            .vectors
+            .as_ref()
+            .expect("hybrid_hits: a bundle with vectors");
         let candidates = FUSION_CANDIDATES.max(options.limit);
         let bm25 = self.index.hits(query, options, candidates, allowed)?;
         let nearest = if options.episodes {

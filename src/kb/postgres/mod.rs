@@ -33,8 +33,8 @@ use crate::search::cap::source_key;
 use crate::search::document::{DocKind, Document};
 use crate::search::hybrid::CommonDirection;
 use crate::search::knowledge_graph::{strong_by_rank, strong_count};
-use crate::search::ranking::Ranking;
 use crate::search::options::RetrievalOptions;
+use crate::search::ranking::Ranking;
 use crate::search::RetrievalError;
 use async_trait::async_trait;
 pub(crate) use connect::{connect, enable_direct, SqlLocation};
@@ -223,8 +223,7 @@ impl PgKnowledge {
                         self.info.tenant_key.as_deref(),
                     ))
                     .await?;
-                let (direct, entities) =
-                    rank::hybrid(&rows, options.limit, self.max_per_document)?;
+                let (direct, entities) = rank::hybrid(&rows, options.limit, self.max_per_document)?;
                 let seeds = neighbours::seeds(entities.iter(), options);
                 (direct, seeds, strong_by_rank(options.limit))
             }

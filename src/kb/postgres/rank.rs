@@ -2,9 +2,9 @@
 //! ranked: full text alone ([`fulltext`]), or the full-text and vector candidates the hybrid
 //! statement returns, unfused, fused here by the bundle's own fusion and keep rules
 //! (`search::hybrid`) so the two stores rank the same candidates alike ([`hybrid`]).
+use super::document;
 use super::query::col;
 use super::sql::{Row, SqlValue};
-use super::document;
 use crate::kb::retriever::Explained;
 use crate::search::cap::per_source;
 use crate::search::document::DocKind;
@@ -23,7 +23,11 @@ pub(crate) fn fulltext(
     for row in rows {
         ranked.push(document(row)?);
     }
-    let hits: Vec<(usize, f32)> = ranked.iter().enumerate().map(|(i, (d, _))| (i, d.score)).collect();
+    let hits: Vec<(usize, f32)> = ranked
+        .iter()
+        .enumerate()
+        .map(|(i, (d, _))| (i, d.score))
+        .collect();
     let lead = clear_lead(&hits, |i| ranked[i].1);
     let kept = per_source(0..ranked.len(), |i| ranked[*i].1, max_per_document, limit);
     Ok(kept

@@ -14,8 +14,8 @@
 //! [`fuse`] ranks every candidate either ranking offered (it never truncates: a lead ranked
 //! below every other candidate is still there for the keep rules), generic over the key a
 //! store names a passage by, so the bundle and PostgreSQL fuse with this one function.
-use std::collections::{HashMap, HashSet};
 use crate::search::ranking::Weights;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 
 /// The RRF constant: damps the weight of the very first ranks. Cormack et al.'s 60 made a
@@ -225,7 +225,10 @@ mod tests {
         assert!(fused.candidates[1].clear);
         assert_eq!((fused.bm25_lead, fused.vector_lead), (Some(1), Some(4)));
         let own = fuse(&bm25, &vector, own);
-        assert_eq!(own.bm25_lead, None, "9.0 over another document's 8.5 is not clear");
+        assert_eq!(
+            own.bm25_lead, None,
+            "9.0 over another document's 8.5 is not clear"
+        );
         assert_eq!(fused.weights.bm25, 2.0);
     }
 

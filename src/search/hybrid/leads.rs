@@ -51,21 +51,12 @@ impl<K: Copy + Eq> Fusion<K> {
     /// The passages a request gets: at most `limit`, at most `max_per_document` of one source
     /// (0: no cap), the leads kept (see the module docs).
     pub(crate) fn select(&self, limit: usize, max_per_document: usize) -> Vec<Selected<K>> {
-        let ranked = self
-            .candidates
-            .iter()
-            .enumerate()
-            .map(|(i, c)| Selected {
-                candidate: *c,
-                fused_rank: i as u32 + 1,
-                kept_by: KeptBy::Rank,
-            });
-        let kept = cap::per_source(
-            ranked,
-            |s| s.candidate.source,
-            max_per_document,
-            limit,
-        );
+        let ranked = self.candidates.iter().enumerate().map(|(i, c)| Selected {
+            candidate: *c,
+            fused_rank: i as u32 + 1,
+            kept_by: KeptBy::Rank,
+        });
+        let kept = cap::per_source(ranked, |s| s.candidate.source, max_per_document, limit);
         let lead = |key: Option<K>, kept_by| {
             let key = key?;
             let i = self.candidates.iter().position(|c| c.key == key)?;
@@ -184,7 +175,14 @@ mod tests {
     fn the_cap_holds_and_the_bm25_lead_keeps_its_documents_one_place() {
         let pairs = |id: u32| u64::from(id / 2);
         let capped = |kept: Vec<u32>, leads: &[u32], cap| {
-            keep_leads(kept, leads.iter().copied(), |id| *id, |id| pairs(*id), 3, cap)
+            keep_leads(
+                kept,
+                leads.iter().copied(),
+                |id| *id,
+                |id| pairs(*id),
+                3,
+                cap,
+            )
         };
         // Cap 1, both leads of document 0 (passages 0 and 1): the BM25 lead holds its place.
         assert_eq!(capped(vec![2, 4, 6], &[0, 1], 1), [2, 4, 0]);

@@ -7,9 +7,9 @@
 mod fusion;
 mod hubness;
 mod leads;
+mod near;
 #[cfg(test)]
 pub(crate) mod properties;
-mod near;
 mod unit;
 mod vectors;
 

@@ -50,7 +50,9 @@ fn ranking(pool: u32, top: f32) -> impl Strategy<Value = Vec<(u32, f32)>> {
 pub(crate) fn case() -> impl Strategy<Value = Case> {
     (4u32..40, 1u32..8, 1usize..12, 0usize..4).prop_flat_map(|(pool, documents, limit, cap)| {
         // Passages are dealt to documents in turn.
-        let sources = (0..pool).map(|k| u64::from(k % documents)).collect::<Vec<_>>();
+        let sources = (0..pool)
+            .map(|k| u64::from(k % documents))
+            .collect::<Vec<_>>();
         (ranking(pool, 25.0), ranking(pool, 0.9)).prop_map(move |(bm25, vector)| Case {
             bm25,
             vector,
@@ -128,8 +130,16 @@ pub(crate) fn check(case: &Case, kept: &[u32]) -> Result<(), String> {
         .into_iter()
         .map(|doc| {
             let of = |k: &&u32| case.source(**k) == doc;
-            let need = leads.iter().filter(of).filter(|l| !capped.contains(l)).count();
-            let spare = capped.iter().filter(of).filter(|c| !leads.contains(c)).count();
+            let need = leads
+                .iter()
+                .filter(of)
+                .filter(|l| !capped.contains(l))
+                .count();
+            let spare = capped
+                .iter()
+                .filter(of)
+                .filter(|c| !leads.contains(c))
+                .count();
             need.saturating_sub(spare)
         })
         .sum();
