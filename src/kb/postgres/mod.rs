@@ -29,8 +29,7 @@ pub(crate) mod write;
 
 use crate::kb::bundle::format::EmbeddingInfo;
 use crate::kb::retriever::{Explained, Retriever};
-use crate::search::cap::source_key;
-use crate::search::document::{DocKind, Document};
+use crate::search::document::Document;
 use crate::search::hybrid::CommonDirection;
 use crate::search::knowledge_graph::{strong_by_rank, strong_count};
 use crate::search::options::RetrievalOptions;
@@ -38,8 +37,7 @@ use crate::search::ranking::Ranking;
 use crate::search::RetrievalError;
 use async_trait::async_trait;
 pub(crate) use connect::{connect, enable_direct, SqlLocation};
-use query::col;
-use sql::{Row, SqlValue};
+use sql::Row;
 pub(crate) use sql::{Sql, SqlError};
 use std::sync::Arc;
 
@@ -106,7 +104,7 @@ impl PgKnowledge {
             .rows(&statement)
             .await?
             .iter()
-            .map(|row| document(row).map(|(doc, _)| doc))
+            .map(|row| rank::document(row).map(|(doc, _)| doc))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(neighbours::merge(direct, found, strong, options.limit))
     }
@@ -133,47 +131,6 @@ pub(crate) fn schema_error(store: &str, e: schema::SchemaError) -> RetrievalErro
             class: crate::error::ErrorClass::Permanent,
         },
     }
-}
-
-/// A result row as a document and its source key.
-pub(super) fn document(row: &Row) -> Result<(Document, u64), RetrievalError> {
-    let text = |i: usize| {
-        row.get(i)
-            .and_then(SqlValue::text)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let kind = match row.get(col::KIND).and_then(SqlValue::text) {
-        Some("episode") => DocKind::Episode,
-        Some("node") => DocKind::Node,
-        Some("edge") => DocKind::Edge,
-        Some("community") => DocKind::Community,
-        other => {
-            return Err(RetrievalError::Store {
-                store: "postgres".into(),
-                message: format!("a passage of unknown kind {other:?}"),
-                class: crate::error::ErrorClass::Permanent,
-            })
-        }
-    };
-    let id = text(col::ID);
-    // Passages are capped per source document; graph items each stand alone.
-    let source = match kind {
-        DocKind::Episode => source_key(&text(col::DOCUMENT)),
-        _ => source_key(&id),
-    };
-    let doc = Document {
-        id,
-        title: text(col::TITLE),
-        url: text(col::URL),
-        content: text(col::CONTENT),
-        score: row.get(col::SCORE).and_then(SqlValue::float).unwrap_or(0.0) as f32,
-        kind,
-        clear_match: false,
-        from_graph: false,
-        vector_rank: None,
-    };
-    Ok((doc, source))
 }
 
 impl PgKnowledge {

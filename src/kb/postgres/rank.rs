@@ -2,12 +2,12 @@
 //! ranked: full text alone ([`fulltext`]), or the full-text and vector candidates the hybrid
 //! statement returns, unfused, fused here by the bundle's own fusion and keep rules
 //! (`search::hybrid`) so the two stores rank the same candidates alike ([`hybrid`]).
-use super::document;
 use super::query::col;
 use super::sql::{Row, SqlValue};
 use crate::kb::retriever::Explained;
 use crate::search::cap::per_source;
-use crate::search::document::DocKind;
+use crate::search::cap::source_key;
+use crate::search::document::{DocKind, Document};
 use crate::search::hybrid::{clear_lead, fuse, near_sources, rank_of};
 use crate::search::ranking::{KeptBy, Place, Ranking};
 use crate::search::RetrievalError;
@@ -112,6 +112,47 @@ pub(crate) fn hybrid(
         .collect();
     entities.sort_by_key(|(r, _)| *r);
     Ok((direct, entities.into_iter().map(|(_, d)| d).collect()))
+}
+
+/// A result row as a document and its source key.
+pub(super) fn document(row: &Row) -> Result<(Document, u64), RetrievalError> {
+    let text = |i: usize| {
+        row.get(i)
+            .and_then(SqlValue::text)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let kind = match row.get(col::KIND).and_then(SqlValue::text) {
+        Some("episode") => DocKind::Episode,
+        Some("node") => DocKind::Node,
+        Some("edge") => DocKind::Edge,
+        Some("community") => DocKind::Community,
+        other => {
+            return Err(RetrievalError::Store {
+                store: "postgres".into(),
+                message: format!("a passage of unknown kind {other:?}"),
+                class: crate::error::ErrorClass::Permanent,
+            })
+        }
+    };
+    let id = text(col::ID);
+    // Passages are capped per source document; graph items each stand alone.
+    let source = match kind {
+        DocKind::Episode => source_key(&text(col::DOCUMENT)),
+        _ => source_key(&id),
+    };
+    let doc = Document {
+        id,
+        title: text(col::TITLE),
+        url: text(col::URL),
+        content: text(col::CONTENT),
+        score: row.get(col::SCORE).and_then(SqlValue::float).unwrap_or(0.0) as f32,
+        kind,
+        clear_match: false,
+        from_graph: false,
+        vector_rank: None,
+    };
+    Ok((doc, source))
 }
 
 #[cfg(test)]
