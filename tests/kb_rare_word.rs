@@ -5,7 +5,7 @@
 //! equally (as before its weight followed its lead), fusion ranked it out of the three passages
 //! a request gets; now the few passages holding the question's words give BM25 more weight and
 //! fusion keeps it itself (the rule that keeps a clear lead when fusion does not is
-//! `fusion::keep_leads`' unit test). The hybrid search keeps it, marked a clear match, and a run
+//! `hybrid::leads`' unit tests and properties). The hybrid search keeps it, marked a clear match, and a run
 //! over it ends `completed` citing it.
 use crate::support;
 

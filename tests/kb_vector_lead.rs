@@ -1,6 +1,6 @@
 //! The vector ranking's lead, in a bundle and in PostgreSQL alike: the passage nearest the
 //! question by meaning, which shares none of its words, is never ranked out of the passages a
-//! request gets by passages both rankers found at middling ranks (`fusion::keep_leads`), and
+//! request gets by passages both rankers found at middling ranks (`hybrid::leads`), and
 //! every kept passage of one of the vector ranking's first three documents carries its
 //! document's rank (`Document::vector_rank`), not only the document's nearest passage.
 use crate::support;
