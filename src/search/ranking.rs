@@ -43,7 +43,8 @@ pub struct Place {
 /// vectors' is 1.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Weights {
-    /// BM25's weight: `bm25_lead × agreement`.
+    /// BM25's weight: `bm25_lead × agreement` (the clear BM25 lead's own term weighs
+    /// `bm25_lead`).
     pub bm25: f32,
     /// How far BM25's first hit stands out (0 to 2).
     pub bm25_lead: f32,

@@ -86,6 +86,21 @@ pub(crate) fn clear_lead<K: Copy>(hits: &[(K, f32)], source: impl Fn(K) -> u64) 
     lead.then_some(first.0)
 }
 
+/// The weight of one ranking's term for a candidate: `weight`, but for the clear BM25 lead's own
+/// term (`clear_lead`), which weighs `bm25_lead` undiscounted by the agreement. The agreement
+/// discounts BM25 hits on pages the vectors never reach as the question's common words matching
+/// by chance; a passage that leads every other document's by 1.2 times is no chance, and weak
+/// vectors, which know none of its rare words, agree with none of BM25's pages, which drove its
+/// weight to 0 (a README naming an invented protocol, 51st of the fused candidates:
+/// `tests/kb_clear_match_corpus.rs`). Measured: BENCHMARKS.md "A clear match kept".
+fn lead_weight(is_lead: bool, weight: f32, weights: &Weights) -> f32 {
+    if is_lead {
+        weights.bm25_lead
+    } else {
+        weight
+    }
+}
+
 /// A fused candidate: the store's key for it, its source document, its fused score, its rank
 /// and score in each ranking that holds it (ranks from 1), and whether it is a clear match.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -128,6 +143,7 @@ pub(crate) fn fuse<K: Copy + Eq + Hash>(
         agreement,
         vector: 1.0,
     };
+    let bm25_lead = clear_lead(bm25, &source);
     let mut at: HashMap<K, usize> = HashMap::new();
     let mut candidates: Vec<Candidate<K>> = Vec::new();
     for (is_bm25, weight, list) in [(true, weights.bm25, bm25), (false, weights.vector, vector)] {
@@ -148,11 +164,11 @@ pub(crate) fn fuse<K: Copy + Eq + Hash>(
             let slot = if is_bm25 { &mut c.bm25 } else { &mut c.vector };
             if slot.is_none() {
                 *slot = Some((rank, *score));
-                c.score += weight / (K + rank as f32);
+                c.score += lead_weight(is_bm25 && bm25_lead == Some(*key), weight, &weights)
+                    / (K + rank as f32);
             }
         }
     }
-    let bm25_lead = clear_lead(bm25, &source);
     let top = |r: Option<(u32, f32)>| r.is_some_and(|(rank, _)| rank as usize <= CLEAR_TOP);
     for c in &mut candidates {
         c.clear = bm25_lead == Some(c.key) || (top(c.bm25) && top(c.vector));
@@ -292,15 +308,20 @@ mod tests {
     }
 
     #[test]
-    fn a_lead_scored_below_every_candidate_is_still_kept() {
-        // The vectors share no document with BM25: its weight is 0, and its clear lead scores
-        // 0 below fifty vector hits. It is a candidate still, and kept.
+    fn a_clear_lead_is_not_discounted_by_the_agreement() {
+        // The vectors share no document with BM25: its weight is 0, which once scored its clear
+        // lead 0, below fifty vector hits.
         let bm25 = [(1000, 25.9), (1001, 14.1)];
         let vector: Vec<Hit> = (0..50).map(|id| (id, 0.9 - id as f32 / 100.0)).collect();
         let fused = fuse(&bm25, &vector, own);
         assert_eq!(fused.weights.bm25, 0.0);
         assert_eq!(fused.candidates.len(), 52);
+        // Its own term weighs BM25's lead weight (2, a lone pair), undiscounted: 2 / 21 over
+        // the vectors' first 1 / 21. BM25's second scores 0.
+        assert_eq!(fused.weights.bm25_lead, 2.0);
+        assert_eq!(fused.candidates[0].key, 1000);
+        assert_eq!(fused.candidates[51].key, 1001);
         let kept: Vec<u32> = fused.select(3, 2).iter().map(|s| s.candidate.key).collect();
-        assert_eq!(kept, [0, 1, 1000]);
+        assert_eq!(kept, [1000, 0, 1]);
     }
 }

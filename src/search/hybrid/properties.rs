@@ -187,7 +187,12 @@ proptest! {
             let part = |p: Option<(u32, f32)>, w: f32| {
                 p.map_or(0.0, |(r, _)| w / (super::fusion::K + r as f32))
             };
-            let expected = part(c.bm25, fusion.weights.bm25) + part(c.vector, 1.0);
+            // The clear lead's own BM25 term is not discounted by the agreement.
+            let bm25_weight = match fusion.bm25_lead == Some(c.key) {
+                true => fusion.weights.bm25_lead,
+                false => fusion.weights.bm25,
+            };
+            let expected = part(c.bm25, bm25_weight) + part(c.vector, 1.0);
             prop_assert!((c.score - expected).abs() < 1e-6);
         }
         prop_assert!(fusion.candidates.windows(2).all(|w| w[0].score >= w[1].score));
