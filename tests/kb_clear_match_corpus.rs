@@ -8,8 +8,8 @@
 //! ranks every candidate (so the BM25-lead rule would keep it in the last place), and the clear
 //! lead's own term is not discounted by the agreement (so fusion ranks it first itself). On a
 //! bundle from `ingest`, a bundle published by `kb sync` to S3 (moto) and read back through
-//! `KB_URI`, and PostgreSQL directly and through the Data API: `kb search --limit 3` (and 2 and
-//! 1) returns it first, `--explain` shows why, and `ask` (offline model) ends `completed`
+//! `KB_URI`, and PostgreSQL directly and through the Data API: `kb search` at limits 3, 2 and
+//! 1 returns it first, `--explain` shows why, and `ask` (offline model) ends `completed`
 //! citing it.
 use crate::support;
 
