@@ -100,10 +100,7 @@ fn write_corpus(dir: &Path) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clear_match_in_a_real_corpus_with_weak_vectors_is_kept_and_cited_on_every_store() {
     let embeddings = ScriptedEmbeddings::start([EmbedReply::vectors()]).await;
-    let vectors = vec![
-        ("EMBEDDINGS_BASE_URL", embeddings.base_url()),
-        ("EMBEDDINGS_MODEL", MODEL.to_owned()),
-    ];
+    let vectors = embeddings.env(MODEL);
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
     let corpus = state.join("corpus");

@@ -7,16 +7,12 @@
 //! ranking's first for every `k ≥ 2`.
 use crate::support;
 
-use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
-use bounded_rag::engine::RetryPolicy;
-use bounded_rag::ingest::{ingest, load_kb, IngestOptions};
 use bounded_rag::kb::s3::{self, BundleStore};
 use bounded_rag::kb::{KnowledgeBase, LiveKnowledge, LoadOptions, RefreshOutcome, Retriever};
 use bounded_rag::search::{KeptBy, RetrievalOptions};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 use std::path::Path;
-use std::time::Duration;
 use support::embeddings_server::{concept_vector, ScriptedEmbeddings};
 use support::moto::{moto, unique_name};
 
@@ -67,23 +63,7 @@ fn part_number(doc: usize, section: usize) -> String {
 }
 
 async fn bundle(server: &ScriptedEmbeddings, src: &Path, out: &Path) -> KnowledgeBase {
-    let embedder = EmbeddingsClient::new(EmbeddingsConfig {
-        base_url: server.base_url(),
-        model: MODEL.into(),
-        api_key: None,
-    })
-    .unwrap();
-    let options = IngestOptions {
-        embedder: Some(&embedder),
-        retry: RetryPolicy {
-            max_retries: 0,
-            base_delay: Duration::ZERO,
-            max_delay: Duration::ZERO,
-        },
-        ..IngestOptions::default()
-    };
-    ingest(src, out, &options).await.unwrap();
-    load_kb(out).unwrap()
+    server.ingest_bundle(MODEL, src, out).await
 }
 
 /// A generated search: query words, maybe a part number, a limit, passages only or every kind.

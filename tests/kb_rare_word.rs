@@ -9,9 +9,8 @@
 //! over it ends `completed` citing it.
 use crate::support;
 
-use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
-use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
-use bounded_rag::ingest::{ingest, IngestOptions};
+use bounded_rag::embed::EmbeddingsClient;
+use bounded_rag::engine::{Budget, Clock, SystemClock};
 use bounded_rag::kb::KnowledgeBase;
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest, RunStatus};
@@ -19,7 +18,6 @@ use bounded_rag::runs::Workflow;
 use bounded_rag::search::RetrievalOptions;
 use bounded_rag::store::MemoryStore;
 use std::sync::Arc;
-use std::time::Duration;
 use support::embeddings_server::{concept_vector, ScriptedEmbeddings};
 
 const MODEL: &str = "concepts-7";
@@ -34,29 +32,13 @@ fn corpus() -> std::path::PathBuf {
 const QUESTION: &str = "Which fruit rot protocol uses zorblat quenching?";
 
 fn client(server: &ScriptedEmbeddings) -> EmbeddingsClient {
-    EmbeddingsClient::new(EmbeddingsConfig {
-        base_url: server.base_url(),
-        model: MODEL.into(),
-        api_key: None,
-    })
-    .unwrap()
+    server.client(MODEL)
 }
 
 async fn bundle(server: &ScriptedEmbeddings, work: &std::path::Path) -> KnowledgeBase {
-    let src = corpus();
-    let embedder = client(server);
-    let options = IngestOptions {
-        embedder: Some(&embedder),
-        retry: RetryPolicy {
-            max_retries: 0,
-            base_delay: Duration::ZERO,
-            max_delay: Duration::ZERO,
-        },
-        ..IngestOptions::default()
-    };
-    let out = work.join("bundle");
-    ingest(&src, &out, &options).await.unwrap();
-    bounded_rag::ingest::load_kb(&out).unwrap()
+    server
+        .ingest_bundle(MODEL, &corpus(), &work.join("bundle"))
+        .await
 }
 
 fn urls(docs: &[bounded_rag::search::Document]) -> Vec<String> {

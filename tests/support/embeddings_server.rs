@@ -160,6 +160,40 @@ impl ScriptedEmbeddings {
         ]
     }
 
+    /// A client of this server for `model`.
+    pub fn client(&self, model: &str) -> bounded_rag::embed::EmbeddingsClient {
+        bounded_rag::embed::EmbeddingsClient::new(bounded_rag::embed::EmbeddingsConfig {
+            base_url: self.base_url(),
+            model: model.into(),
+            api_key: None,
+        })
+        .unwrap()
+    }
+
+    /// `src` ingested into the bundle folder `out` with this server's vectors for `model` (no
+    /// retries), and opened.
+    pub async fn ingest_bundle(
+        &self,
+        model: &str,
+        src: &std::path::Path,
+        out: &std::path::Path,
+    ) -> bounded_rag::kb::KnowledgeBase {
+        let embedder = self.client(model);
+        let options = bounded_rag::ingest::IngestOptions {
+            embedder: Some(&embedder),
+            retry: bounded_rag::engine::RetryPolicy {
+                max_retries: 0,
+                base_delay: std::time::Duration::ZERO,
+                max_delay: std::time::Duration::ZERO,
+            },
+            ..bounded_rag::ingest::IngestOptions::default()
+        };
+        bounded_rag::ingest::ingest(src, out, &options)
+            .await
+            .unwrap();
+        bounded_rag::ingest::load_kb(out).unwrap()
+    }
+
     /// Replaces the reply queue while the server runs.
     pub fn script(&self, replies: impl IntoIterator<Item = EmbedReply>) {
         self.edit_script(|queue| *queue = replies.into_iter().collect());
