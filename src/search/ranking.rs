@@ -73,6 +73,18 @@ pub struct Ranking {
 }
 
 impl Ranking {
+    /// A search by BM25 alone: its `rank` (from 1) and `score` there, kept by its rank.
+    pub fn bm25(rank: u32, score: f32) -> Self {
+        Ranking {
+            bm25: Some(Place { rank, score }),
+            vector: None,
+            weights: None,
+            score,
+            rank: Some(rank),
+            kept_by: KeptBy::Rank,
+        }
+    }
+
     /// A graph neighbour's: no ranking holds it; `score` is the one it was merged in with.
     pub fn graph_neighbour(score: f32) -> Self {
         Ranking {

@@ -11,7 +11,7 @@ use crate::search::document::Document;
 use crate::search::hybrid::{clear_lead, fuse, near_sources, rank_of, Fusion};
 use crate::search::knowledge_graph::{self as graph, Merged};
 use crate::search::options::RetrievalOptions;
-use crate::search::ranking::{KeptBy, Place, Ranking};
+use crate::search::ranking::Ranking;
 use crate::search::RetrievalError;
 use std::collections::HashMap;
 use tantivy::DocId;
@@ -125,18 +125,7 @@ impl KnowledgeBase {
         let direct = &hits[..];
         let ranked = (1..)
             .zip(direct)
-            .map(|(rank, hit)| {
-                let place = Place { rank, score: hit.1 };
-                let ranking = Ranking {
-                    bm25: Some(place),
-                    vector: None,
-                    weights: None,
-                    score: hit.1,
-                    rank: Some(rank),
-                    kept_by: KeptBy::Rank,
-                };
-                (*hit, ranking)
-            })
+            .map(|(rank, hit)| (*hit, Ranking::bm25(rank, hit.1)))
             .collect();
         Ok(Hits {
             ranked,

@@ -9,7 +9,7 @@ use crate::search::cap::per_source;
 use crate::search::cap::source_key;
 use crate::search::document::{DocKind, Document};
 use crate::search::hybrid::{clear_lead, fuse, near_sources, rank_of};
-use crate::search::ranking::{KeptBy, Place, Ranking};
+use crate::search::ranking::Ranking;
 use crate::search::RetrievalError;
 
 /// The documents of full-text `rows` (best first): capped per source document to `limit`, the
@@ -36,21 +36,9 @@ pub(crate) fn fulltext(
         .map(|(i, rank)| {
             let mut doc = ranked[i].0.clone();
             doc.clear_match = lead == Some(i);
-            let place = Place {
-                rank,
-                score: doc.score,
-            };
-            let ranking = Ranking {
-                bm25: Some(place),
-                vector: None,
-                weights: None,
-                score: doc.score,
-                rank: Some(rank),
-                kept_by: KeptBy::Rank,
-            };
             Explained {
+                ranking: Some(Ranking::bm25(rank, doc.score)),
                 document: doc,
-                ranking: Some(ranking),
             }
         })
         .collect())
