@@ -1,63 +1,38 @@
 //! Span export: one run, suspended by its deadline and continued from the queue, is exported
-//! to a loopback OTLP/HTTP receiver as one trace: the request, the run, one span per step
-//! (named after its node, with run_id, attempt, tokens and outcome), one per model call and
-//! one per retrieval under their step, and the continuation under the span that queued it.
-//! Export is off unless a layer is installed, as here (`OTEL_EXPORTER_OTLP_ENDPOINT` in Lambda).
+//! to a loopback OTLP/HTTP receiver (protobuf, decoded as a collector does) as one trace: the
+//! request, the run's `invoke_workflow` span per invocation, one span per step (named after its
+//! node, with run_id, attempt, tokens and outcome), one GenAI `chat {model}` client span per
+//! model call with its exact token counts, one `retrieval {kb}` span with the documents it
+//! found, and the continuation under the span that queued it. Export is off unless a layer is
+//! installed, as here (`OTEL_EXPORTER_OTLP_ENDPOINT` in Lambda).
 
 use crate::support;
 
-use axum::routing::post;
-use axum::{Json, Router};
 use bounded_rag::entry::{api, sqs};
-use bounded_rag::otlp::{Exporter, SpanContext};
+use bounded_rag::otlp::{ExportSettings, Exporter, SpanContext};
 use bounded_rag::runs::MemoryQueue;
+use bounded_rag::store::MemoryStore;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use support::app::timed_app;
 use support::llm_server::{Script, ScriptedLlm};
+use support::otlp_receiver::OtlpReceiver;
 use tracing_subscriber::layer::SubscriberExt;
 
 const RUN: &str = include_str!("../events/apigw-run.json");
 const CALLER_TRACE: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+const WORKFLOW: &str = "invoke_workflow bounded-rag";
 
-/// A loopback OTLP/HTTP receiver keeping every span it is sent.
-async fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
-    let spans = Arc::new(Mutex::new(Vec::new()));
-    let kept = spans.clone();
-    let app = Router::new().route(
-        "/v1/traces",
-        post(move |Json(body): Json<Value>| {
-            let kept = kept.clone();
-            async move {
-                for rs in body["resourceSpans"].as_array().unwrap() {
-                    for ss in rs["scopeSpans"].as_array().unwrap() {
-                        kept.lock()
-                            .unwrap()
-                            .extend(ss["spans"].as_array().unwrap().clone());
-                    }
-                }
-                Json(json!({}))
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (url, spans)
-}
-
-fn attr<'a>(span: &'a Value, key: &str) -> Option<&'a Value> {
-    let attrs = span["attributes"].as_array()?;
-    let kv = attrs.iter().find(|kv| kv["key"] == key)?;
-    Some(&kv["value"])
+fn attr<'a>(span: &'a Value, key: &str) -> &'a Value {
+    &span["attributes"][key]
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn one_run_across_a_suspension_is_one_trace_of_nested_spans() {
-    let (url, received) = receiver().await;
-    let (exporter, layer) = Exporter::new(&url, "test");
+    let receiver = OtlpReceiver::start().await;
+    let (exporter, layer) = Exporter::new(&receiver.url, "test");
     let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
 
     let llm = ScriptedLlm::start(Script::defaults()).await;
@@ -74,7 +49,7 @@ async fn one_run_across_a_suspension_is_one_trace_of_nested_spans() {
     .await;
     assert_eq!(response.status().as_u16(), 202);
     exporter.flush().await;
-    let first: Vec<Value> = std::mem::take(&mut *received.lock().unwrap());
+    let first: Vec<Value> = receiver.take().spans;
 
     // The worker continues it, with the trace the SQS message carried (`SqsQueue` sets the
     // `traceparent` attribute from the span that sends it: here, the request's).
@@ -96,7 +71,7 @@ async fn one_run_across_a_suspension_is_one_trace_of_nested_spans() {
     let result = sqs::handle_batch(&app, Some(&queue), sqs_event, None).await;
     assert!(result.batch_item_failures.is_empty());
     exporter.flush().await;
-    let second: Vec<Value> = std::mem::take(&mut *received.lock().unwrap());
+    let second: Vec<Value> = receiver.take().spans;
 
     let all: Vec<&Value> = first.iter().chain(&second).collect();
     let by_id: HashMap<&str, &Value> = all
@@ -120,14 +95,13 @@ async fn one_run_across_a_suspension_is_one_trace_of_nested_spans() {
         request_span["parentSpanId"], "00f067aa0ba902b7",
         "child of the caller's span"
     );
-    let names = |spans: &[Value], name: &str| spans.iter().filter(|s| s["name"] == name).count();
 
-    // First invocation: request > run > 3 steps; 4 model calls and 1 retrieval under them.
+    // First invocation: request > run > workflow > 3 steps; 4 model calls and 1 retrieval
+    // under them.
     let steps = |spans: &[Value]| -> Vec<String> {
         spans
             .iter()
-            // (the worker's `run` span holds the service's own `run` span)
-            .filter(|s| s["name"] != "run" && parent_name(s).as_deref() == Some("run"))
+            .filter(|s| parent_name(s).as_deref() == Some(WORKFLOW))
             .map(|s| s["name"].as_str().unwrap().to_owned())
             .collect()
     };
@@ -135,37 +109,182 @@ async fn one_run_across_a_suspension_is_one_trace_of_nested_spans() {
         steps(&first),
         ["route_question", "kg_retrieval", "grade_documents"]
     );
-    assert_eq!(names(&first, "model"), 4);
-    assert_eq!(names(&first, "retrieval"), 1);
+    let chat = |spans: &[Value]| -> Vec<Value> {
+        spans
+            .iter()
+            .filter(|s| attr(s, "gen_ai.operation.name") == "chat")
+            .cloned()
+            .collect()
+    };
+    assert_eq!(chat(&first).len(), 4);
+    let workflow = first.iter().find(|s| s["name"] == WORKFLOW).unwrap();
+    assert_eq!(parent_name(workflow).as_deref(), Some("run"));
+    assert_eq!(attr(workflow, "gen_ai.operation.name"), "invoke_workflow");
+    assert_eq!(attr(workflow, "openinference.span.kind"), "AGENT");
+    assert_eq!(attr(workflow, "status"), "suspended");
     let run = first.iter().find(|s| s["name"] == "run").unwrap();
     assert_eq!(parent_name(run).as_deref(), Some("POST /workflow/run"));
-    for span in first.iter().filter(|s| s["name"] == "model") {
-        let step = parent_name(span).unwrap();
+    for span in chat(&first) {
+        let step = parent_name(&span).unwrap();
         assert!(
             ["route_question", "grade_documents"].contains(&step.as_str()),
             "{step}"
         );
-        assert_eq!(attr(span, "outcome").unwrap()["stringValue"], "ok");
-        assert_eq!(attr(span, "tokens").unwrap()["intValue"], "110");
+        assert_eq!(span["name"], "chat test-model");
+        assert_eq!(span["kind"], "client");
+        assert_eq!(span["error"], false);
+        // (the test wrapper that charges fake time names itself)
+        assert_eq!(attr(&span, "gen_ai.provider.name"), "timed");
+        assert_eq!(attr(&span, "gen_ai.request.model"), "test-model");
+        assert_eq!(attr(&span, "gen_ai.usage.input_tokens"), 100);
+        assert_eq!(attr(&span, "gen_ai.usage.output_tokens"), 10);
+        assert_eq!(
+            attr(&span, "gen_ai.response.finish_reasons"),
+            &json!(["stop"])
+        );
+        assert_eq!(attr(&span, "openinference.span.kind"), "LLM");
+        assert_eq!(attr(&span, "outcome"), "ok");
+        // Content capture is off: no prompt, no reply.
+        assert_eq!(attr(&span, "gen_ai.input.messages"), &Value::Null);
+        assert_eq!(attr(&span, "gen_ai.output.messages"), &Value::Null);
     }
-    let retrieval = first.iter().find(|s| s["name"] == "retrieval").unwrap();
+    let retrieval = first
+        .iter()
+        .find(|s| attr(s, "gen_ai.operation.name") == "retrieval")
+        .unwrap();
     assert_eq!(parent_name(retrieval).as_deref(), Some("kg_retrieval"));
+    assert_eq!(attr(retrieval, "openinference.span.kind"), "RETRIEVER");
+    let documents: Vec<Value> = serde_json::from_str(
+        attr(retrieval, "gen_ai.retrieval.documents")
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(documents.len(), 3, "{documents:?}");
+    for d in &documents {
+        assert!(d["id"].is_string() && d["score"].is_number(), "{d}");
+        assert!(
+            d["metadata"]["source"]
+                .as_str()
+                .unwrap()
+                .starts_with("kb://"),
+            "{d}"
+        );
+        assert!(
+            d.get("content").is_none(),
+            "no passage text without content capture: {d}"
+        );
+    }
     let grading = first
         .iter()
         .find(|s| s["name"] == "grade_documents")
         .unwrap();
-    assert_eq!(
-        attr(grading, "node").unwrap()["stringValue"],
-        "grade_documents"
-    );
-    assert_eq!(attr(grading, "attempt").unwrap()["intValue"], "1");
-    assert_eq!(attr(grading, "tokens").unwrap()["intValue"], "330");
-    assert_eq!(attr(grading, "outcome").unwrap()["stringValue"], "ok");
-    assert!(attr(grading, "run_id").is_some());
+    assert_eq!(attr(grading, "node"), "grade_documents");
+    assert_eq!(attr(grading, "attempt"), 1);
+    assert_eq!(attr(grading, "openinference.span.kind"), "CHAIN");
+    // A step's tokens are its model calls' tokens, exactly.
+    assert_eq!(attr(grading, "tokens"), 330);
+    assert_eq!(attr(grading, "outcome"), "ok");
+    assert!(attr(grading, "run_id").is_string());
 
-    // Continuation: sqs_record (child of the request that queued it) > run > the rest.
+    // Continuation: sqs_record (child of the request that queued it) > run > workflow > the rest.
     let record = second.iter().find(|s| s["name"] == "sqs_record").unwrap();
     assert_eq!(parent_name(record).as_deref(), Some("POST /workflow/run"));
     assert_eq!(steps(&second), ["generate", "grade_hallucinations"]);
-    assert_eq!(names(&second, "model"), 3);
+    assert_eq!(chat(&second).len(), 3);
+    // (its budget ends again after grading: suspended once more, for the next message)
+    let workflow = second.iter().find(|s| s["name"] == WORKFLOW).unwrap();
+    assert_eq!(attr(workflow, "status"), "suspended");
+    // Every model call of the run is a span: their tokens are the run's.
+    let tokens: i64 = chat(&first)
+        .iter()
+        .chain(&chat(&second))
+        .map(|s| {
+            attr(s, "gen_ai.usage.input_tokens").as_i64().unwrap()
+                + attr(s, "gen_ai.usage.output_tokens").as_i64().unwrap()
+        })
+        .sum();
+    assert_eq!(tokens, 7 * 110);
+}
+
+/// With content capture on (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`), the
+/// prompts, replies, query and passages are exported; the resource and headers the settings
+/// name are sent; the model server's key is never.
+#[tokio::test(flavor = "current_thread")]
+async fn content_capture_exports_prompts_replies_and_passages_and_never_a_key() {
+    let receiver = OtlpReceiver::start().await;
+    let mut settings = ExportSettings::new(&receiver.url, "content-test");
+    settings.capture_content = true;
+    settings.headers = vec![("authorization".into(), "Basic c2VjcmV0".into())];
+    settings.resource = vec![("openinference.project.name".into(), "rag".into())];
+    let (exporter, layer) = Exporter::with_settings(Some(settings));
+    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+    let llm = ScriptedLlm::start(Script::defaults()).await;
+    let app = support::app::app(&llm, Arc::new(MemoryStore::new()), false);
+    let event: Value = serde_json::from_str(RUN).unwrap();
+    let response = api::handle(
+        &app,
+        None,
+        lambda_http::request::from_str(&event.to_string()).unwrap(),
+    )
+    .await;
+    assert_eq!(response.status().as_u16(), 200);
+    exporter.flush().await;
+    let received = receiver.take();
+    assert_eq!(received.bodies.len(), 1);
+    assert_eq!(received.headers[0]["authorization"], "Basic c2VjcmV0");
+    let spans = &received.spans;
+    assert_eq!(spans[0]["resource"]["service.name"], "content-test");
+    assert_eq!(spans[0]["resource"]["openinference.project.name"], "rag");
+    let chat: Vec<&Value> = spans
+        .iter()
+        .filter(|s| attr(s, "gen_ai.operation.name") == "chat")
+        .collect();
+    assert!(!chat.is_empty());
+    for span in &chat {
+        let input: Value =
+            serde_json::from_str(attr(span, "gen_ai.input.messages").as_str().unwrap()).unwrap();
+        assert_eq!(input[0]["role"], "system", "{input}");
+        assert!(input[0]["parts"][0]["content"].is_string());
+        let output: Value =
+            serde_json::from_str(attr(span, "gen_ai.output.messages").as_str().unwrap()).unwrap();
+        assert_eq!(output[0]["role"], "assistant");
+    }
+    let retrieval = spans
+        .iter()
+        .find(|s| attr(s, "gen_ai.operation.name") == "retrieval")
+        .unwrap();
+    assert_eq!(
+        attr(retrieval, "gen_ai.retrieval.query.text"),
+        "What causes patch canker in durian?"
+    );
+    let documents: Vec<Value> = serde_json::from_str(
+        attr(retrieval, "gen_ai.retrieval.documents")
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        documents.iter().all(|d| d["content"].is_string()),
+        "{documents:?}"
+    );
+    let workflow = spans.iter().find(|s| s["name"] == WORKFLOW).unwrap();
+    assert_eq!(
+        attr(workflow, "input.value"),
+        "What causes patch canker in durian?"
+    );
+    assert!(attr(workflow, "output.value")
+        .as_str()
+        .is_some_and(|a| !a.is_empty()));
+    // No credential of the request, and no export header, is in any span.
+    for body in &received.bodies {
+        let text = String::from_utf8_lossy(body);
+        for secret in [
+            "IQoJb3JpZ2luX2VjEXAMPLETOKEN",
+            "5d672d79c15b1316",
+            "c2VjcmV0",
+        ] {
+            assert!(!text.contains(secret), "{secret} inside the spans");
+        }
+    }
 }

@@ -37,56 +37,77 @@ fn export_filter(default: &str) -> Targets {
     filter(default).with_target(crate::spans::TARGET, LevelFilter::INFO)
 }
 
+/// [`filter`] for the recorder of the GenAI metrics when no span is exported: the model and
+/// embeddings calls' spans only.
+fn metrics_filter() -> Targets {
+    Targets::new().with_target(crate::spans::genai::TARGET, LevelFilter::INFO)
+}
+
+/// The export settings the environment gives ([`crate::otlp::ExportSettings::from_env`]).
+fn export_settings(default_service: &str) -> Option<crate::otlp::ExportSettings> {
+    crate::otlp::ExportSettings::from_env(|name| std::env::var(name).ok(), default_service)
+}
+
 /// CLI logging: one short line per step and per retry on stderr; `quiet` keeps warnings only.
+/// With `OTEL_EXPORTER_OTLP_ENDPOINT` set, the command's spans are exported when it ends, as
+/// the functions export theirs ([`crate::otlp`]).
 pub fn init_cli(quiet: bool) {
     use tracing_subscriber::util::SubscriberInitExt;
-    let _ = cli_subscriber(quiet).try_init();
+    let otlp = export_settings("bounded-rag-cli").map(|settings| {
+        let (exporter, layer) = crate::otlp::Exporter::with_settings(Some(settings));
+        crate::otlp::install(exporter, false);
+        layer
+    });
+    let _ = cli_subscriber(quiet, otlp).try_init();
     warn_on_unreadable_rust_log();
 }
 
-/// The subscriber [`init_cli`] installs (the CLI never exports spans).
-pub fn cli_subscriber(quiet: bool) -> impl tracing::Subscriber + Send + Sync {
-    use tracing_subscriber::layer::SubscriberExt;
+/// The subscriber [`init_cli`] installs, with `otlp` as its export layer (`None`: no export).
+pub fn cli_subscriber(
+    quiet: bool,
+    otlp: Option<crate::otlp::OtlpLayer>,
+) -> impl tracing::Subscriber + Send + Sync {
+    use tracing_subscriber::layer::{Layer, SubscriberExt};
     let default = if quiet {
         "warn"
     } else {
         "bounded_rag=info,warn"
     };
-    tracing_subscriber::fmt()
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .without_time()
         .compact()
-        .finish()
-        .with(log_filter(default))
+        .with_filter(log_filter(default));
+    let export = otlp.map(|layer| layer.with_filter(export_filter(default)));
+    tracing_subscriber::registry().with(log).with(export)
 }
 
 /// Lambda logging: JSON lines (with the current span's fields, `run_id` among them) when
 /// `AWS_LAMBDA_LOG_FORMAT=JSON`, plain text otherwise; level from `RUST_LOG` or
-/// `AWS_LAMBDA_LOG_LEVEL`. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans are also exported
-/// ([`crate::otlp`]; `OTEL_SERVICE_NAME`, else the function's name, names the service).
+/// `AWS_LAMBDA_LOG_LEVEL`. The model and embeddings calls' spans are always recorded, for the
+/// GenAI metrics each invocation prints ([`crate::otlp::metrics`]); with
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` set, every span is also exported ([`crate::otlp`];
+/// `OTEL_SERVICE_NAME`, else the function's name, names the service).
 pub fn init_lambda() {
     use tracing_subscriber::util::SubscriberInitExt;
-    let otlp = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .ok()
-        .filter(|e| !e.is_empty())
-        .map(|endpoint| {
-            let service = std::env::var("OTEL_SERVICE_NAME")
-                .or_else(|_| std::env::var("AWS_LAMBDA_FUNCTION_NAME"))
-                .unwrap_or_else(|_| "bounded-rag".to_owned());
-            let (exporter, layer) = crate::otlp::Exporter::new(&endpoint, &service);
-            crate::otlp::install(exporter);
-            layer
-        });
-    let _ = lambda_subscriber(otlp).try_init();
+    let service =
+        std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "bounded-rag".to_owned());
+    let settings = export_settings(&service);
+    let exports = settings.is_some();
+    let (exporter, layer) = crate::otlp::Exporter::with_settings(settings);
+    crate::otlp::install(exporter, true);
+    let _ = lambda_subscriber(Some(layer), exports).try_init();
     warn_on_unreadable_rust_log();
 }
 
-/// The subscriber [`init_lambda`] installs, with `otlp` as its export layer (`None`: tracing
-/// off). Public so that the bench suite measures the subscriber the functions run with.
+/// The subscriber [`init_lambda`] installs, with `otlp` as its recording layer (`None`: none),
+/// which records every span when `exports`, else only the model and embeddings calls'. Public
+/// so that the bench suite measures the subscriber the functions run with.
 pub fn lambda_subscriber(
     otlp: Option<crate::otlp::OtlpLayer>,
+    exports: bool,
 ) -> impl tracing::Subscriber + Send + Sync {
     use tracing_subscriber::layer::{Layer, SubscriberExt};
     use tracing_subscriber::Registry;
@@ -115,7 +136,10 @@ pub fn lambda_subscriber(
             .boxed()
     }];
     if let Some(otlp) = otlp {
-        layers.push(otlp.with_filter(export_filter(&default)).boxed());
+        layers.push(match exports {
+            true => otlp.with_filter(export_filter(&default)).boxed(),
+            false => otlp.with_filter(metrics_filter()).boxed(),
+        });
     }
     tracing_subscriber::registry().with(layers)
 }

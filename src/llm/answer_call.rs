@@ -6,11 +6,11 @@
 //! too. A reply cut at its output cap is kept: [`Written::finish`] says so, and the workflow
 //! marks the run.
 
-use super::structured::{charge, first_call, model_span, usage_of, MAX_REASKS};
+use super::call::call;
+use super::structured::MAX_REASKS;
 use super::{ChatModel, ChatRequest, DeltaSink, Finish, LlmError, Message, Role};
 use crate::engine::Meter;
 use std::time::Instant;
-use tracing::Instrument;
 
 /// A written answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,12 +40,7 @@ pub async fn write_answer(
     meter: &Meter,
     on_delta: Option<DeltaSink<'_>>,
 ) -> Result<Written, LlmError> {
-    let span = model_span(model, request);
-    let result = write_once(model, request, meter, on_delta)
-        .instrument(span.clone())
-        .await;
-    span.record("outcome", crate::error::outcome(&result));
-    result
+    write_once(model, request, meter, on_delta).await
 }
 
 async fn write_once(
@@ -55,8 +50,7 @@ async fn write_once(
     on_delta: Option<DeltaSink<'_>>,
 ) -> Result<Written, LlmError> {
     let started = Instant::now();
-    let mut spent = 0;
-    let mut reply = first_call(model, request, meter, on_delta, &mut spent).await?;
+    let mut reply = call(model, request, meter, on_delta).await?;
     let mut next = request.clone();
     for _ in 0..MAX_REASKS {
         if !reply.content.trim().is_empty() {
@@ -70,8 +64,7 @@ async fn write_once(
         }
         next.timeout = remaining;
         next.messages.push(Message::new(Role::User, EMPTY_REASK));
-        reply = model.complete(&next).await?;
-        charge(meter, &usage_of(&next, &reply), &mut spent);
+        reply = call(model, &next, meter, None).await?;
     }
     if reply.content.trim().is_empty() {
         return Err(LlmError::Malformed {

@@ -7,6 +7,7 @@
 mod answer_call;
 mod bedrock;
 mod cache_key;
+mod call;
 mod contextualize;
 mod error;
 mod lexical;
@@ -50,6 +51,17 @@ pub enum Role {
     User,
     /// An earlier model reply (used by the re-ask).
     Assistant,
+}
+
+impl Role {
+    /// The role's name on the wire and in traces (`system`, `user`, `assistant`).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
 }
 
 /// One chat message.
@@ -186,6 +198,12 @@ pub trait ChatModel: Send + Sync {
 
     /// Short provider name for logs and metadata (`openai`, `offline`, `bedrock`).
     fn name(&self) -> &'static str;
+
+    /// The model asked for (`gen_ai.request.model` in traces): the provider's model name or id;
+    /// the provider's name where there is no other.
+    fn model(&self) -> &str {
+        self.name()
+    }
 
     /// What, besides the request, a cached reply of this model is keyed by: the provider and
     /// the model name (so a cache shared by two models never mixes their answers).

@@ -129,6 +129,10 @@ impl ChatModel for CachingModel {
         self.inner.name()
     }
 
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
     fn cache_scope(&self) -> String {
         self.inner.cache_scope()
     }

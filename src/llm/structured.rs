@@ -4,12 +4,12 @@
 //! reply the model itself got wrong: transport errors go straight back to the engine, which
 //! owns infrastructure retries (DESIGN.md: no layer retries what another already retried).
 
+use super::call::call;
 use super::error::excerpt;
-use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmError, Message, Role};
-use crate::engine::{estimate_tokens, Meter, Usage};
+use super::{ChatModel, ChatRequest, DeltaSink, LlmError, Message, Role};
+use crate::engine::Meter;
 use serde::de::DeserializeOwned;
 use std::time::Instant;
-use tracing::Instrument;
 
 /// How many times a malformed reply is re-asked before giving up (permanent error).
 pub(crate) const MAX_REASKS: u32 = 1;
@@ -48,49 +48,7 @@ pub(crate) async fn ask_metered<T: DeserializeOwned>(
     meter: &Meter,
     on_delta: Option<DeltaSink<'_>>,
 ) -> Result<T, LlmError> {
-    let span = model_span(model, request);
-    let result = ask_metered_once(model, request, meter, on_delta)
-        .instrument(span.clone())
-        .await;
-    span.record("outcome", crate::error::outcome(&result));
-    result
-}
-
-/// One span per model call (re-asks included), with the tokens it used and its outcome.
-pub(super) fn model_span(model: &dyn ChatModel, request: &ChatRequest<'_>) -> tracing::Span {
-    tracing::info_span!(
-        target: crate::spans::TARGET,
-        "model",
-        task = request.task.schema_name(),
-        provider = model.name(),
-        tokens = tracing::field::Empty,
-        outcome = tracing::field::Empty,
-    )
-}
-
-/// Charges `usage` to the step's meter and adds it to the current model span's tokens (the
-/// meter is shared by the calls a step makes at once, so the span keeps its own count).
-pub(super) fn charge(meter: &Meter, usage: &Usage, spent: &mut u64) {
-    meter.charge(usage);
-    *spent += usage.total();
-    tracing::Span::current().record("tokens", *spent);
-}
-
-/// The first call of a request, streamed to `on_delta` when given, with its usage charged
-/// to `meter` and counted in `spent` (the model span's tokens).
-pub(super) async fn first_call(
-    model: &dyn ChatModel,
-    request: &ChatRequest<'_>,
-    meter: &Meter,
-    on_delta: Option<DeltaSink<'_>>,
-    spent: &mut u64,
-) -> Result<Completion, LlmError> {
-    let first = match on_delta {
-        Some(sink) => model.complete_streaming(request, sink).await?,
-        None => model.complete(request).await?,
-    };
-    charge(meter, &usage_of(request, &first), spent);
-    Ok(first)
+    ask_metered_once(model, request, meter, on_delta).await
 }
 
 async fn ask_metered_once<T: DeserializeOwned>(
@@ -100,10 +58,7 @@ async fn ask_metered_once<T: DeserializeOwned>(
     on_delta: Option<DeltaSink<'_>>,
 ) -> Result<T, LlmError> {
     let started = Instant::now();
-    let mut spent = 0;
-    let mut reply = first_call(model, request, meter, on_delta, &mut spent)
-        .await?
-        .content;
+    let mut reply = call(model, request, meter, on_delta).await?.content;
     let mut error = match parse::<T>(&reply) {
         Ok(value) => return Ok(value),
         Err(error) => error,
@@ -121,9 +76,7 @@ async fn ask_metered_once<T: DeserializeOwned>(
         next.messages.push(Message::new(Role::Assistant, reply));
         next.messages
             .push(Message::new(Role::User, reask_prompt(&next, &error)));
-        let completion = model.complete(&next).await?;
-        charge(meter, &usage_of(&next, &completion), &mut spent);
-        reply = completion.content;
+        reply = call(model, &next, meter, None).await?.content;
         match parse::<T>(&reply) {
             Ok(value) => return Ok(value),
             Err(e) => error = e,
@@ -136,46 +89,6 @@ async fn ask_metered_once<T: DeserializeOwned>(
         error: error.to_string(),
         excerpt: excerpt(&reply),
     })
-}
-
-/// What one reply cost: a cache hit costs nothing; reported tokens are taken as they are
-/// (reasoning tokens included); otherwise both sides, and what the model thought, are estimated
-/// with [`estimate_tokens`] and marked as estimated.
-pub(super) fn usage_of(request: &ChatRequest<'_>, completion: &Completion) -> Usage {
-    if completion.cached {
-        return Usage {
-            cache_hits: 1,
-            ..Usage::default()
-        };
-    }
-    match completion.tokens {
-        Some(tokens) => Usage {
-            prompt_tokens: tokens.prompt,
-            completion_tokens: tokens.completion,
-            reasoning_tokens: tokens.reasoning,
-            model_calls: 1,
-            ..Usage::default()
-        },
-        None => {
-            // What the model thought was written too, so it counts like the reply.
-            let reasoning = match completion.reasoning.as_str() {
-                "" => 0,
-                thought => estimate_tokens(thought),
-            };
-            Usage {
-                prompt_tokens: request
-                    .messages
-                    .iter()
-                    .map(|m| estimate_tokens(&m.content))
-                    .sum(),
-                completion_tokens: estimate_tokens(&completion.content) + reasoning,
-                reasoning_tokens: reasoning,
-                estimated: true,
-                model_calls: 1,
-                ..Usage::default()
-            }
-        }
-    }
 }
 
 /// The user turn that asks the model to try again.
@@ -227,8 +140,9 @@ fn strip_fences(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::estimate_tokens;
     use crate::error::Classify;
-    use crate::llm::{BinaryScore, DataSource, RouteDecision, Task, TaskInputs};
+    use crate::llm::{BinaryScore, Completion, DataSource, RouteDecision, Task, TaskInputs};
     use async_trait::async_trait;
     use std::collections::VecDeque;
     use std::sync::Mutex;

@@ -4,7 +4,9 @@
 
 use super::speculating::RagMerge;
 use super::speculation;
-use super::{nodes, prompts, BestEffortReason, Outcome, RagError, RagGraph, RagNode, RagState};
+use super::{
+    fetch, nodes, prompts, BestEffortReason, Outcome, RagError, RagGraph, RagNode, RagState,
+};
 use crate::engine::{
     estimate_tokens, BranchOutput, Graph, Limit, RetryPolicy, StepCtx, StepOutput, Transition,
 };
@@ -111,10 +113,10 @@ impl Graph for RagGraph {
             RagNode::RouteQuestion | RagNode::Speculate => {
                 nodes::route_question(self, state, ctx).await
             }
-            RagNode::KgRetrieval => nodes::kg_retrieval(self, state, ctx).await,
+            RagNode::KgRetrieval => fetch::kg_retrieval(self, state, ctx).await,
             RagNode::GradeDocuments => nodes::grade_documents(self, state, ctx).await,
             RagNode::TransformQuery => nodes::transform_query(self, state, ctx).await,
-            RagNode::WebSearch => nodes::web_search(self, state, ctx).await,
+            RagNode::WebSearch => fetch::web_search(self, state, ctx).await,
             RagNode::Generate => nodes::generate(self, state, ctx).await,
             RagNode::GradeHallucinations => nodes::grade_hallucinations(self, state, ctx).await,
             RagNode::GradeAnswer => nodes::grade_answer(self, state, ctx).await,

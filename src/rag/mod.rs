@@ -27,6 +27,7 @@ mod checkpoint;
 pub(crate) mod diagram;
 mod error;
 mod events;
+mod fetch;
 mod floor;
 mod forked;
 mod hooks;

@@ -5,15 +5,12 @@
 use super::answer::generate_or_quote;
 use super::model_call::{call, call_fitted};
 use super::prompt_fit::Fit;
-use super::rerank::Reranked;
 use super::{BestEffortReason, Outcome, RagError, RagGraph, RagNode, RagState, RunEvent};
 use crate::engine::{StepCtx, StepOutput};
 use crate::llm::{BinaryScore, DataSource, Finish, Refined, RouteDecision, Task};
-use crate::search::{RetrievalError, RetrievalMode};
 use serde_json::json;
-use tracing::Instrument;
 
-type Step = Result<StepOutput<RagNode>, RagError>;
+pub(super) type Step = Result<StepOutput<RagNode>, RagError>;
 
 /// How many passages judged irrelevant the rewrite is shown (their headings only).
 const REJECTED_SHOWN: usize = 5;
@@ -59,107 +56,6 @@ pub(super) fn settle_route(
     (taken, details)
 }
 
-pub(super) async fn kg_retrieval(
-    graph: &RagGraph,
-    state: &mut RagState,
-    ctx: &StepCtx<'_>,
-) -> Step {
-    let mut options = state.request.retrieval_options();
-    let key = graph.tenant_key.as_deref();
-    options.filter = super::tenant::pinned(options.filter.take(), key, &state.caller);
-    // With a reranker, more candidates to choose the best `limit` from.
-    let limit = options.limit;
-    if graph.reranker.is_some() {
-        options.limit = limit.max(super::rerank::RERANK_CANDIDATES);
-    }
-    let query = state.query.as_str();
-    let mode = graph.retrieval_mode();
-    let documents = match (&graph.embedder, mode) {
-        (Some(embedder), RetrievalMode::Hybrid) => {
-            // One embeddings call per retrieval, metered like any model call and retried by
-            // the node's policy inside the budget. The query gets the bundle's recorded
-            // prefix (`query: ` for E5): the one its passages were embedded to match.
-            let prefix = graph
-                .kb
-                .embedding()
-                .map(|e| e.query_prefix)
-                .unwrap_or_default();
-            let input = [format!("{prefix}{query}")];
-            let embedded = ctx
-                .retry("embed_query", || async {
-                    let out = embedder.embed(&input, ctx.remaining()).await?;
-                    ctx.meter().charge(&out.usage);
-                    Ok::<_, RetrievalError>(out)
-                })
-                .await?;
-            let vector = embedded.vectors.into_iter().next().unwrap_or_default();
-            // A remote store's transient failure is retried by the node's policy; a local
-            // index's errors are permanent and never retried.
-            ctx.retry("retrieve", || {
-                graph.kb.retrieve_hybrid(query, &vector, &options)
-            })
-            .instrument(
-                tracing::info_span!(target: crate::spans::TARGET, "retrieval", mode = "hybrid"),
-            )
-            .await?
-        }
-        _ => {
-            ctx.retry("retrieve", || graph.kb.retrieve(query, &options))
-                .instrument(
-                    tracing::info_span!(target: crate::spans::TARGET, "retrieval", mode = "bm25"),
-                )
-                .await?
-        }
-    };
-    let (documents, mode, rerank_failed) =
-        match super::rerank::rerank(graph, ctx, query, documents, limit).await {
-            // Nothing found, nothing reranked: the mode says what ran.
-            Reranked::Done(docs) if graph.reranker.is_some() && !docs.is_empty() => {
-                (docs, mode.reranked(), None)
-            }
-            Reranked::Done(docs) => (docs, mode, None),
-            Reranked::FellBack(docs, error) => (docs, mode, Some(error)),
-        };
-    state.retrieval = Some(mode);
-    state.kb_version = graph.kb_version();
-    let found_now = super::state::passages_fingerprint(&documents);
-    let rewritten = state.route.is_some() && state.query_transformation_retry_count > 0;
-    if rewritten && found_now.is_some() && found_now == state.retrieved {
-        // The rewrite found what the search before it found: grading those passages again,
-        // or rewriting once more in the same words, would waste calls. The loop ends here.
-        // (A search that found nothing is not compared: another rewrite may find something.)
-        let details = json!({ "query": state.query, "documents": documents.len() });
-        return Ok(same_passages(state, details));
-    }
-    state.retrieved = found_now;
-    let found = documents.len();
-    let sources: Vec<&str> = documents.iter().map(|d| d.url.as_str()).collect();
-    let from_graph = documents.iter().filter(|d| d.from_graph).count();
-    let mut details = json!({
-        "query": state.query,
-        "documents": found,
-        "from_graph": from_graph,
-        "retrieval": mode,
-        "sources": sources,
-    });
-    if let Some(error) = rerank_failed {
-        details["rerank_failed"] = json!(error);
-    }
-    state.documents = documents;
-    state.graded_out.clear();
-    if state.route.is_none() {
-        // Searched before routing: route, grade and answer at once over what was found.
-        details["speculative"] = json!(true);
-        return Ok(StepOutput::next(RagNode::Speculate, details));
-    }
-    if state.request.grade_documents() {
-        return Ok(StepOutput::next(RagNode::GradeDocuments, details));
-    }
-    let (next, decision) = decide_to_generate(graph, state, found);
-    details["decision"] = json!(decision);
-    Ok(StepOutput::next(next, details))
-}
-
 pub(super) async fn grade_documents(
     graph: &RagGraph,
     state: &mut RagState,
@@ -198,7 +94,10 @@ pub(super) async fn grade_documents(
 /// The rewrite loop ended early: the rewritten query retrieved the same passages. Without a
 /// relevant passage the run falls back to web search as when the rewrites run out; with the
 /// passages of a not-useful answer, it ends with that answer (`max_retries`).
-fn same_passages(state: &mut RagState, mut details: serde_json::Value) -> StepOutput<RagNode> {
+pub(super) fn same_passages(
+    state: &mut RagState,
+    mut details: serde_json::Value,
+) -> StepOutput<RagNode> {
     details["same_passages"] = json!(true);
     tracing::info!("the rewrite retrieved the same passages: ending the rewrite loop");
     if !state.documents.is_empty() && state.generation.is_some() {
@@ -262,34 +161,6 @@ pub(super) async fn transform_query(
     Ok(StepOutput::next(
         next,
         json!({ "refined_question": state.query, "retry": format!("{n}/{max}") }),
-    ))
-}
-
-pub(super) async fn web_search(graph: &RagGraph, state: &mut RagState, ctx: &StepCtx<'_>) -> Step {
-    let Some(web) = &graph.web else {
-        tracing::warn!("web search wanted but not configured (WEB_SEARCH_BASE_URL unset)");
-        state.web_search_unavailable = true;
-        state.documents.clear();
-        state.graded_out.clear();
-        return Ok(StepOutput::next(
-            RagNode::Generate,
-            json!({ "configured": false, "fallback": state.web_fallback, "results": 0 }),
-        ));
-    };
-    let query = state.query.as_str();
-    let max_results = state.request.n_web_searches as usize;
-    let results = ctx
-        .retry("web_search", || {
-            web.search(query, max_results, ctx.remaining())
-                .instrument(tracing::info_span!(target: crate::spans::TARGET, "web_search"))
-        })
-        .await?;
-    let found = results.len();
-    state.documents = results;
-    state.graded_out.clear();
-    Ok(StepOutput::next(
-        RagNode::Generate,
-        json!({ "configured": true, "fallback": state.web_fallback, "results": found }),
     ))
 }
 

@@ -174,14 +174,18 @@ impl<'a> Workflow<'a> {
         let budget = &self.run_budget(&cp, budget);
         let session = Session::create(self.store, &run_id, &cp, self.lease(budget)).await?;
         let mut persist = Observed::new(session, &self.graph.events, &cp, self.hold_finished);
+        let span = crate::spans::workflow(&run_id, cp.state.request.thread_id.as_deref());
         // On the heap: the engine's future holds every step's, and the futures of the
         // callers that await a run (a handler's, a test's) would otherwise carry it.
-        let advanced = Box::pin(advance(graph, &mut cp, budget, self.clock, &mut persist)).await;
+        let advanced = Box::pin(advance(graph, &mut cp, budget, self.clock, &mut persist))
+            .instrument(span.clone())
+            .await;
         if let Err(e) = advanced {
+            span.record("outcome", "error");
             return self.settle(&run_id, e).await;
         }
         record_finished(self.store, self.clock, &cp).await;
-        Ok(self.respond(&cp))
+        Ok(traced(&span, self.respond(&cp)))
     }
 
     /// Stores a new run (of this workflow's caller, else anonymous) without advancing it (an
@@ -261,14 +265,17 @@ impl<'a> Workflow<'a> {
         cp.state.kb_version = graph.kb_version();
         cp.state.retrieval = Some(graph.retrieval_mode());
         let mut persist = Observed::new(session, &self.graph.events, &cp, self.hold_finished);
+        let span = crate::spans::workflow(run_id, cp.state.request.thread_id.as_deref());
         let advanced = advance(graph, &mut cp, budget, self.clock, &mut persist)
+            .instrument(span.clone())
             .instrument(tracing::info_span!("run", run_id))
             .await;
         if let Err(e) = advanced {
+            span.record("outcome", "error");
             return self.settle(run_id, e).await;
         }
         record_finished(self.store, self.clock, &cp).await;
-        Ok(self.respond(&cp))
+        Ok(traced(&span, self.respond(&cp)))
     }
 
     /// Cancels a run (of this workflow's caller, when it has one): see `cancel.rs`.
@@ -451,4 +458,16 @@ fn encode(run_id: &str, cp: &RagCheckpoint) -> Result<Vec<u8>, EngineError> {
         run_id: run_id.to_owned(),
         message: e.to_string(),
     })
+}
+
+/// Records a run's question, answer and status on its workflow span, and hands the response on.
+fn traced(span: &tracing::Span, response: RunResponse) -> RunResponse {
+    crate::spans::record_io(
+        span,
+        &response.question,
+        &response.answer,
+        response.status.as_str(),
+    );
+    span.record("outcome", "ok");
+    response
 }

@@ -30,6 +30,10 @@ impl ChatModel for Timed {
     fn name(&self) -> &'static str {
         "timed"
     }
+
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
 }
 
 fn client(llm: &ScriptedLlm) -> OpenAiModel {

@@ -15,6 +15,7 @@ pub mod kb_corpus;
 pub mod lambda_watch;
 pub mod llm_server;
 pub mod moto;
+pub mod otlp_receiver;
 pub mod pg_tls;
 pub mod postgres;
 pub mod providers;

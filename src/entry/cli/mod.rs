@@ -127,8 +127,15 @@ pub(crate) enum Command {
     },
 }
 
-/// Runs the CLI; returns the process exit code (0 answered, 1 failed, 2 bad input).
+/// Runs the CLI; returns the process exit code (0 answered, 1 failed, 2 bad input). The
+/// command's spans are exported when it ends, if export is on ([`crate::otlp::flush`]).
 pub async fn run(cli: Cli) -> ExitCode {
+    let code = run_command(cli).await;
+    crate::otlp::flush().await;
+    code
+}
+
+async fn run_command(cli: Cli) -> ExitCode {
     // Every CLI command reads PDF, Word and CSV sources (a KB_PATH folder, eval, ingest) and
     // may reach PostgreSQL directly (`postgres://`); the Lambda functions never get here, so the
     // parsers and the wire protocol stay out of their bootstraps.

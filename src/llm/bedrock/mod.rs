@@ -186,6 +186,10 @@ impl ChatModel for BedrockModel {
         "bedrock"
     }
 
+    fn model(&self) -> &str {
+        &self.model_id
+    }
+
     /// The model id, and the thinking budget when it thinks (it changes replies).
     fn cache_scope(&self) -> String {
         match self.thinking {

@@ -262,6 +262,10 @@ impl ChatModel for OpenAiModel {
         "openai"
     }
 
+    fn model(&self) -> &str {
+        &self.model
+    }
+
     /// The endpoint and model, and the reasoning effort when one is set (it changes replies).
     fn cache_scope(&self) -> String {
         match self.dialect.effort {

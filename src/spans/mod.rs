@@ -5,6 +5,10 @@
 //! ([`crate::entry::logging::lambda_subscriber`]; measured by `benches/engine.rs`, group
 //! `tracing`). The `request`, `sqs_record` and `run` spans keep the crate's own target: their
 //! fields (`run_id`) are on every log line.
+//!
+//! What each span carries, in the OpenTelemetry GenAI conventions: [`genai`].
+
+pub(crate) mod genai;
 
 /// Target of export-only spans. `#[tracing::instrument]` takes a literal, so
 /// `store/dynamodb.rs` spells it out; a unit test keeps the two equal.
@@ -25,13 +29,42 @@ pub fn step(node: &'static str, run_id: &str, attempt: usize) -> tracing::Span {
     )
 }
 
+/// The span of one invocation's share of a run: `invoke_workflow bounded-rag` (the
+/// conventions' workflow span), under the `run` span; a suspended and resumed run is one trace
+/// of such spans. `conversation` is the thread the run answers a turn of. The question and the
+/// answer are recorded with [`record_io`] (exported only with content capture on).
+pub(crate) fn workflow(run_id: &str, conversation: Option<&str>) -> tracing::Span {
+    tracing::info_span!(
+        target: TARGET,
+        "workflow",
+        otel.name = %format_args!("{} {}", genai::INVOKE_WORKFLOW, genai::WORKFLOW),
+        gen_ai.operation.name = genai::INVOKE_WORKFLOW,
+        gen_ai.workflow.name = genai::WORKFLOW,
+        gen_ai.conversation.id = conversation,
+        run_id = %run_id,
+        status = tracing::field::Empty,
+        input.value = tracing::field::Empty,
+        output.value = tracing::field::Empty,
+        outcome = tracing::field::Empty,
+    )
+}
+
+/// Records a run's question, answer and status on its [`workflow`] span.
+pub(crate) fn record_io(span: &tracing::Span, question: &str, answer: &str, status: &str) {
+    span.record("status", status);
+    if !span.is_disabled() {
+        span.record("input.value", question);
+        span.record("output.value", answer);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::TARGET;
 
     #[test]
     fn every_instrumented_dynamodb_call_uses_the_export_target() {
-        let source = include_str!("store/dynamodb/mod.rs");
+        let source = include_str!("../store/dynamodb/mod.rs");
         let instrumented = source.matches("#[tracing::instrument(").count();
         assert!(instrumented >= 3, "{instrumented}");
         let with_target = source.matches(&format!("target = \"{TARGET}\"")).count();

@@ -1,23 +1,33 @@
-//! Trace export: every closed `tracing` span of an invocation, sent as OTLP/HTTP JSON to an
-//! OpenTelemetry collector (in Lambda, the ADOT collector layer on `localhost:4318`, which
-//! forwards to AWS X-Ray) once, at the end of the invocation.
+//! Trace export: every closed `tracing` span of an invocation, sent as OTLP/HTTP protobuf to
+//! an OpenTelemetry receiver (in Lambda, the ADOT collector layer on `localhost:4318`, which
+//! forwards to AWS X-Ray; or an LLM observability tool such as Arize Phoenix or Langfuse) once,
+//! at the end of the invocation.
 //!
-//! Why not the `opentelemetry` SDK: its exporters run on a background thread with a blocking
-//! HTTP client (a second HTTP stack in the bootstrap) or flush through `block_on` from inside
-//! the async handler; a Lambda is frozen as soon as its handler returns, so export must be one
-//! awaited request before that. This layer does exactly that, on the client the app already
-//! has, in about 300 lines.
+//! Why not the `opentelemetry` SDK: its span processors export from a background thread (with
+//! a blocking HTTP client, a second HTTP stack in the bootstrap) or need a flush that blocks
+//! inside the async handler; a Lambda is frozen as soon as its handler returns, so export must
+//! be one awaited request before that. This layer does exactly that, on the client the app
+//! already has; the wire messages are the OpenTelemetry project's own (`opentelemetry-proto`,
+//! encoded by prost). Measured against the SDK: BENCHMARKS.md "Trace export".
 //!
-//! Off unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set ([`crate::entry::logging::init_lambda`]):
-//! then no layer is installed and spans cost what they cost without it.
+//! Off unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set ([`crate::entry::logging::init_lambda`],
+//! [`settings`]): then no layer is installed and spans cost what they cost without it.
 //!
-//! Spans and their attributes: a span's fields are its attributes; the field `otel.name`
-//! replaces its name; a root span's field `traceparent` (W3C `00-<trace>-<span>-<flags>`)
-//! makes it a child of that remote span (the API Gateway / Lambda X-Ray context, or the span
-//! that queued an SQS message), so one trace holds a suspended and resumed run.
+//! Spans and their attributes: a span's fields are its attributes ([`attributes`]); the field
+//! `otel.name` replaces its name, `otel.kind = "client"` makes it a client span; a root span's
+//! field `traceparent` (W3C `00-<trace>-<span>-<flags>`) makes it a child of that remote span
+//! (the API Gateway / Lambda X-Ray context, or the span that queued an SQS message), so one
+//! trace holds a suspended and resumed run.
 
+mod attributes;
+mod encode;
+pub(crate) mod metrics;
+mod settings;
+
+pub use settings::ExportSettings;
+
+use attributes::AttrValue;
 use rand::Rng;
-use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -87,83 +97,77 @@ fn now_nanos() -> u128 {
 
 /// One span as it is recorded and exported.
 #[derive(Debug, Clone)]
-struct SpanData {
+pub(crate) struct SpanData {
     context: SpanContext,
     parent: Option<u64>,
     name: String,
+    /// A client span (`otel.kind = "client"`), else internal.
+    client: bool,
     start: u128,
     end: u128,
-    attributes: Vec<(String, Value)>,
+    attributes: Vec<(String, AttrValue)>,
 }
 
 impl Visit for SpanData {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
         let mut text = String::new();
         let _ = write!(text, "{value:?}");
-        self.set(field.name(), Value::String(text));
+        self.set(field.name(), AttrValue::Str(text));
     }
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.set(field.name(), Value::String(value.to_owned()));
+        self.set(field.name(), AttrValue::Str(value.to_owned()));
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.set(field.name(), json!({ "intValue": value.to_string() }));
+        self.set(
+            field.name(),
+            AttrValue::Int(i64::try_from(value).unwrap_or(i64::MAX)),
+        );
     }
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.set(field.name(), json!({ "intValue": value.to_string() }));
+        self.set(field.name(), AttrValue::Int(value));
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.set(field.name(), AttrValue::Double(value));
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.set(field.name(), json!({ "boolValue": value }));
+        self.set(field.name(), AttrValue::Bool(value));
     }
 }
 
 impl SpanData {
-    fn set(&mut self, key: &str, value: Value) {
-        let value = match value {
-            Value::String(s) if key == "otel.name" => {
-                self.name = s;
-                return;
-            }
-            Value::String(s) => json!({ "stringValue": s }),
-            other => other,
-        };
-        match self.attributes.iter_mut().find(|(k, _)| k == key) {
-            Some(slot) => slot.1 = value,
-            None => self.attributes.push((key.to_owned(), value)),
+    fn set(&mut self, key: &str, value: AttrValue) {
+        match (key, value) {
+            ("otel.name", AttrValue::Str(name)) => self.name = name,
+            ("otel.kind", AttrValue::Str(kind)) => self.client = kind == "client",
+            (key, value) => match self.attributes.iter_mut().find(|(k, _)| k == key) {
+                Some(slot) => slot.1 = value,
+                None => self.attributes.push((key.to_owned(), value)),
+            },
         }
     }
 
-    fn attribute(&self, key: &str) -> Option<&str> {
+    fn attribute(&self, key: &str) -> Option<&AttrValue> {
         let (_, value) = self.attributes.iter().find(|(k, _)| k == key)?;
-        value["stringValue"].as_str()
+        Some(value)
     }
 
-    fn to_otlp(&self) -> Value {
-        let failed = self.attribute("outcome").is_some_and(|o| o != "ok");
-        let mut span = json!({
-            "traceId": format!("{:032x}", self.context.trace_id),
-            "spanId": format!("{:016x}", self.context.span_id),
-            "name": self.name,
-            "kind": 1,
-            "startTimeUnixNano": self.start.to_string(),
-            "endTimeUnixNano": self.end.to_string(),
-            "attributes": self.attributes.iter()
-                .filter(|(k, _)| k != "traceparent")
-                .map(|(k, v)| json!({ "key": k, "value": v }))
-                .collect::<Vec<_>>(),
-            "status": { "code": if failed { 2 } else { 1 } },
-        });
-        if let Some(parent) = self.parent {
-            span["parentSpanId"] = json!(format!("{parent:016x}"));
+    fn str_attribute(&self, key: &str) -> Option<&str> {
+        match self.attribute(key)? {
+            AttrValue::Str(s) => Some(s),
+            _ => None,
         }
-        span
+    }
+
+    fn failed(&self) -> bool {
+        self.str_attribute("outcome").is_some_and(|o| o != "ok")
     }
 }
 
 /// Closed spans waiting for the next [`Exporter::flush`], and where to send them.
 #[derive(Debug)]
 struct Inner {
-    endpoint: String,
-    service: String,
+    /// Where spans go; `None`: recorded for the GenAI metrics only ([`metrics`]).
+    settings: Option<ExportSettings>,
     closed: Mutex<Vec<SpanData>>,
     client: reqwest::Client,
 }
@@ -185,9 +189,14 @@ impl Exporter {
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`, e.g. `http://localhost:4318`) for `service`, and the
     /// layer feeding it.
     pub fn new(endpoint: &str, service: &str) -> (Self, OtlpLayer) {
+        Self::with_settings(Some(ExportSettings::new(endpoint, service)))
+    }
+
+    /// An exporter with these settings (`None`: spans are recorded and taken by
+    /// [`Exporter::take_closed_spans`], never sent), and the layer feeding it.
+    pub fn with_settings(settings: Option<ExportSettings>) -> (Self, OtlpLayer) {
         let inner = Arc::new(Inner {
-            endpoint: format!("{}/v1/traces", endpoint.trim_end_matches('/')),
-            service: service.to_owned(),
+            settings,
             closed: Mutex::new(Vec::new()),
             client: crate::tls::reqwest_builder().build().unwrap_or_default(),
         });
@@ -200,7 +209,7 @@ impl Exporter {
     }
 
     /// Takes the spans closed so far (what the next [`Exporter::flush`] would send).
-    fn take_closed_spans(&self) -> Vec<SpanData> {
+    pub(crate) fn take_closed_spans(&self) -> Vec<SpanData> {
         std::mem::take(
             &mut *self
                 .inner
@@ -223,29 +232,35 @@ impl Exporter {
     /// (tracing must not fail a run).
     pub async fn flush(&self) {
         let spans = self.take_closed_spans();
+        self.send(&spans).await;
+    }
+
+    /// Sends `spans` in one OTLP/HTTP protobuf request, if export is on.
+    pub(crate) async fn send(&self, spans: &[SpanData]) {
+        let Some(settings) = &self.inner.settings else {
+            return;
+        };
         if spans.is_empty() {
             return;
         }
-        let body = json!({ "resourceSpans": [{
-            "resource": { "attributes": [
-                { "key": "service.name", "value": { "stringValue": self.inner.service } },
-            ]},
-            "scopeSpans": [{
-                "scope": { "name": "bounded-rag" },
-                "spans": spans.iter().map(SpanData::to_otlp).collect::<Vec<_>>(),
-            }],
-        }]});
-        let sent = self
+        let body = encode::request(settings, spans);
+        let mut request = self
             .inner
             .client
-            .post(&self.inner.endpoint)
-            .json(&body)
-            .timeout(std::time::Duration::from_secs(2))
+            .post(&settings.traces_url)
+            .header(reqwest::header::CONTENT_TYPE, "application/x-protobuf")
+            .body(body)
+            .timeout(std::time::Duration::from_secs(2));
+        for (name, value) in &settings.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let sent = request
             .send()
             .await
             .and_then(reqwest::Response::error_for_status);
         if let Err(e) = sent {
-            tracing::warn!(error = %e, spans = spans.len(), "could not export spans");
+            // The error names the URL and status, never a header (they may hold a key).
+            tracing::warn!(error = %e.without_url(), url = %settings.traces_url, spans = spans.len(), "could not export spans");
         }
     }
 }
@@ -263,6 +278,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
             },
             parent: parent.map(|p| p.span_id),
             name: attrs.metadata().name().to_owned(),
+            client: false,
             start: now_nanos(),
             end: 0,
             attributes: Vec::new(),
@@ -270,7 +286,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
         attrs.record(&mut data);
         if parent.is_none() {
             if let Some(remote) = data
-                .attribute("traceparent")
+                .str_attribute("traceparent")
                 .and_then(SpanContext::from_traceparent)
             {
                 data.context.trace_id = remote.trace_id;
@@ -305,19 +321,35 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for OtlpLayer {
 /// Name of the SQS message attribute (and HTTP header) carrying a W3C trace context.
 pub(crate) const TRACEPARENT: &str = "traceparent";
 
-/// The process's exporter, set once by [`crate::entry::logging::init_lambda`].
-static GLOBAL: OnceLock<Exporter> = OnceLock::new();
+/// The process's exporter, and whether its invocations print GenAI metrics: set once by
+/// [`crate::entry::logging::init_lambda`] (metrics on, export when configured) or
+/// [`crate::entry::logging::init_cli`] (export only, when configured).
+static GLOBAL: OnceLock<(Exporter, bool)> = OnceLock::new();
 
-/// Makes `exporter` the one [`flush`] sends through.
-pub(crate) fn install(exporter: Exporter) {
-    let _ = GLOBAL.set(exporter);
+/// Makes `exporter` the one [`flush`] sends through; with `metrics`, [`flush`] also prints the
+/// GenAI metrics of the spans it takes.
+pub(crate) fn install(exporter: Exporter, metrics: bool) {
+    let _ = GLOBAL.set((exporter, metrics));
 }
 
-/// Sends the spans of this invocation, if export is on; a no-op otherwise.
+/// At the end of an invocation (or a CLI command): prints the GenAI metrics of its model and
+/// embeddings calls on stdout ([`metrics`]; Lambda only) and sends its spans, if export is on;
+/// a no-op when no exporter is installed.
 pub(crate) async fn flush() {
-    if let Some(exporter) = GLOBAL.get() {
-        exporter.flush().await;
+    let Some((exporter, metrics)) = GLOBAL.get() else {
+        return;
+    };
+    let spans = exporter.take_closed_spans();
+    if *metrics {
+        for line in metrics::genai_metrics(&spans, now_ms()) {
+            println!("{line}");
+        }
     }
+    exporter.send(&spans).await;
+}
+
+fn now_ms() -> u64 {
+    u64::try_from(now_nanos() / 1_000_000).unwrap_or(u64::MAX)
 }
 
 /// The W3C form of a Lambda invocation's X-Ray trace context (active tracing), if any.

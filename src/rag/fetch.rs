@@ -1,0 +1,165 @@
+//! The two nodes that fetch documents: the knowledge-base search (BM25 or hybrid, with the
+//! question's embedding) and web search, each in its GenAI span with the documents it found.
+
+use super::nodes::{decide_to_generate, same_passages, Step};
+use super::rerank::Reranked;
+use super::{RagGraph, RagNode, RagState};
+use crate::engine::{StepCtx, StepOutput};
+use crate::search::{Document, RetrievalError, RetrievalMode};
+use crate::spans::genai;
+use serde_json::json;
+use tracing::Instrument;
+
+pub(super) async fn kg_retrieval(
+    graph: &RagGraph,
+    state: &mut RagState,
+    ctx: &StepCtx<'_>,
+) -> Step {
+    let mut options = state.request.retrieval_options();
+    let key = graph.tenant_key.as_deref();
+    options.filter = super::tenant::pinned(options.filter.take(), key, &state.caller);
+    // With a reranker, more candidates to choose the best `limit` from.
+    let limit = options.limit;
+    if graph.reranker.is_some() {
+        options.limit = limit.max(super::rerank::RERANK_CANDIDATES);
+    }
+    let query = state.query.as_str();
+    let mode = graph.retrieval_mode();
+    let data_source = graph.kb_version().unwrap_or_else(|| "kb".to_owned());
+    let span = genai::retrieval(&data_source, mode.as_str(), options.limit, query);
+    let documents = match (&graph.embedder, mode) {
+        (Some(embedder), RetrievalMode::Hybrid) => {
+            // One embeddings call per retrieval, metered like any model call and retried by
+            // the node's policy inside the budget. The query gets the bundle's recorded
+            // prefix (`query: ` for E5): the one its passages were embedded to match.
+            let prefix = graph
+                .kb
+                .embedding()
+                .map(|e| e.query_prefix)
+                .unwrap_or_default();
+            let input = [format!("{prefix}{query}")];
+            let embedded = ctx
+                .retry("embed_query", || async {
+                    let span = genai::embeddings(embedder.provider(), embedder.model(), 1);
+                    let out = embedder
+                        .embed(&input, ctx.remaining())
+                        .instrument(span.clone())
+                        .await;
+                    if let Ok(out) = &out {
+                        ctx.meter().charge(&out.usage);
+                        genai::record_embedded(&span, &out.usage, out.vectors.first());
+                    }
+                    genai::record_outcome(&span, crate::error::outcome(&out));
+                    Ok::<_, RetrievalError>(out?)
+                })
+                .await?;
+            let vector = embedded.vectors.into_iter().next().unwrap_or_default();
+            // A remote store's transient failure is retried by the node's policy; a local
+            // index's errors are permanent and never retried.
+            ctx.retry("retrieve", || {
+                graph.kb.retrieve_hybrid(query, &vector, &options)
+            })
+            .instrument(span.clone())
+            .await
+        }
+        _ => {
+            ctx.retry("retrieve", || graph.kb.retrieve(query, &options))
+                .instrument(span.clone())
+                .await
+        }
+    };
+    genai::record_outcome(&span, crate::error::outcome(&documents));
+    let documents = documents?;
+    let (documents, mode, rerank_failed) =
+        match super::rerank::rerank(graph, ctx, query, documents, limit).await {
+            // Nothing found, nothing reranked: the mode says what ran.
+            Reranked::Done(docs) if graph.reranker.is_some() && !docs.is_empty() => {
+                (docs, mode.reranked(), None)
+            }
+            Reranked::Done(docs) => (docs, mode, None),
+            Reranked::FellBack(docs, error) => (docs, mode, Some(error)),
+        };
+    genai::record_documents(&span, documents.iter().map(retrieved));
+    drop(span);
+    state.retrieval = Some(mode);
+    state.kb_version = graph.kb_version();
+    let found_now = super::state::passages_fingerprint(&documents);
+    let rewritten = state.route.is_some() && state.query_transformation_retry_count > 0;
+    if rewritten && found_now.is_some() && found_now == state.retrieved {
+        // The rewrite found what the search before it found: grading those passages again,
+        // or rewriting once more in the same words, would waste calls. The loop ends here.
+        // (A search that found nothing is not compared: another rewrite may find something.)
+        let details = json!({ "query": state.query, "documents": documents.len() });
+        return Ok(same_passages(state, details));
+    }
+    state.retrieved = found_now;
+    let found = documents.len();
+    let sources: Vec<&str> = documents.iter().map(|d| d.url.as_str()).collect();
+    let from_graph = documents.iter().filter(|d| d.from_graph).count();
+    let mut details = json!({
+        "query": state.query,
+        "documents": found,
+        "from_graph": from_graph,
+        "retrieval": mode,
+        "sources": sources,
+    });
+    if let Some(error) = rerank_failed {
+        details["rerank_failed"] = json!(error);
+    }
+    state.documents = documents;
+    state.graded_out.clear();
+    if state.route.is_none() {
+        // Searched before routing: route, grade and answer at once over what was found.
+        details["speculative"] = json!(true);
+        return Ok(StepOutput::next(RagNode::Speculate, details));
+    }
+    if state.request.grade_documents() {
+        return Ok(StepOutput::next(RagNode::GradeDocuments, details));
+    }
+    let (next, decision) = decide_to_generate(graph, state, found);
+    details["decision"] = json!(decision);
+    Ok(StepOutput::next(next, details))
+}
+
+pub(super) async fn web_search(graph: &RagGraph, state: &mut RagState, ctx: &StepCtx<'_>) -> Step {
+    let Some(web) = &graph.web else {
+        tracing::warn!("web search wanted but not configured (WEB_SEARCH_BASE_URL unset)");
+        state.web_search_unavailable = true;
+        state.documents.clear();
+        state.graded_out.clear();
+        return Ok(StepOutput::next(
+            RagNode::Generate,
+            json!({ "configured": false, "fallback": state.web_fallback, "results": 0 }),
+        ));
+    };
+    let query = state.query.as_str();
+    let max_results = state.request.n_web_searches as usize;
+    let span = genai::web_search(max_results, query);
+    let results = ctx
+        .retry("web_search", || {
+            web.search(query, max_results, ctx.remaining())
+                .instrument(span.clone())
+        })
+        .await;
+    genai::record_outcome(&span, crate::error::outcome(&results));
+    let results = results?;
+    genai::record_documents(&span, results.iter().map(retrieved));
+    drop(span);
+    let found = results.len();
+    state.documents = results;
+    state.graded_out.clear();
+    Ok(StepOutput::next(
+        RagNode::Generate,
+        json!({ "configured": true, "fallback": state.web_fallback, "results": found }),
+    ))
+}
+
+/// A retrieved document as its span records it.
+fn retrieved(d: &Document) -> genai::Retrieved<'_> {
+    genai::Retrieved {
+        id: &d.id,
+        source: &d.url,
+        score: d.score,
+        content: &d.content,
+    }
+}
