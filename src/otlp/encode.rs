@@ -2,7 +2,8 @@
 //! project's generated messages, `opentelemetry-proto`, written by prost).
 
 use super::attributes::{exported, AttrValue};
-use super::{ExportSettings, SpanData};
+use super::settings::ExportSettings;
+use super::span_data::SpanData;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{
     any_value, AnyValue, ArrayValue, InstrumentationScope, KeyValue,

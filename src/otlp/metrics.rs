@@ -6,7 +6,7 @@
 //! response cache made no call and is not counted.
 
 use super::attributes::AttrValue;
-use super::SpanData;
+use super::span_data::SpanData;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -125,7 +125,7 @@ fn merge(doc: &mut Value, fields: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::otlp::SpanContext;
+    use crate::otlp::context::SpanContext;
 
     fn call(model: &str, input: i64, output: i64, cached: bool, millis: u128) -> SpanData {
         let s = |v: &str| AttrValue::Str(v.to_owned());

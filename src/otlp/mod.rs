@@ -20,148 +20,23 @@
 //! trace holds a suspended and resumed run.
 
 mod attributes;
+mod context;
 mod encode;
 pub(crate) mod metrics;
 mod settings;
+mod span_data;
 
+pub use context::SpanContext;
 pub use settings::ExportSettings;
 
-use attributes::AttrValue;
-use rand::Rng;
-use std::fmt::Write as _;
+use context::{new_span_id, new_trace_id, now_nanos};
+use span_data::SpanData;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
-use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::Subscriber;
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
-
-/// A 128-bit trace id and the 64-bit id of a span in it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SpanContext {
-    /// Trace id.
-    pub trace_id: u128,
-    /// Span id.
-    pub span_id: u64,
-}
-
-impl SpanContext {
-    /// Reads a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`).
-    pub(crate) fn from_traceparent(value: &str) -> Option<Self> {
-        let mut parts = value.trim().split('-');
-        let (_version, trace, span) = (parts.next()?, parts.next()?, parts.next()?);
-        let trace_id = u128::from_str_radix(trace, 16).ok().filter(|t| *t != 0)?;
-        let span_id = u64::from_str_radix(span, 16).ok().filter(|s| *s != 0)?;
-        (trace.len() == 32 && span.len() == 16).then_some(Self { trace_id, span_id })
-    }
-
-    /// Reads an X-Ray trace header (`Root=1-<8 hex>-<24 hex>;Parent=<16 hex>;Sampled=1`), as
-    /// Lambda gives it for an invocation with active tracing.
-    pub(crate) fn from_xray(value: &str) -> Option<Self> {
-        let field = |name: &str| {
-            value
-                .split(';')
-                .find_map(|kv| kv.trim().strip_prefix(name)?.strip_prefix('='))
-        };
-        let root = field("Root")?.strip_prefix("1-")?.replace('-', "");
-        let trace_id = u128::from_str_radix(&root, 16).ok()?;
-        let span_id = u64::from_str_radix(field("Parent")?, 16).ok()?;
-        (root.len() == 32).then_some(Self { trace_id, span_id })
-    }
-
-    /// As a W3C `traceparent`, sampled.
-    pub fn traceparent(self) -> String {
-        format!("00-{:032x}-{:016x}-01", self.trace_id, self.span_id)
-    }
-}
-
-/// A new trace id that X-Ray accepts: its first 32 bits are the current Unix time in seconds.
-fn new_trace_id() -> u128 {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    (u128::from(secs as u32) << 96) | (rand::rng().random::<u128>() >> 32)
-}
-
-fn new_span_id() -> u64 {
-    rand::rng().random_range(1..=u64::MAX)
-}
-
-fn now_nanos() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos())
-}
-
-/// One span as it is recorded and exported.
-#[derive(Debug, Clone)]
-pub(crate) struct SpanData {
-    context: SpanContext,
-    parent: Option<u64>,
-    name: String,
-    /// A client span (`otel.kind = "client"`), else internal.
-    client: bool,
-    start: u128,
-    end: u128,
-    attributes: Vec<(String, AttrValue)>,
-}
-
-impl Visit for SpanData {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        let mut text = String::new();
-        let _ = write!(text, "{value:?}");
-        self.set(field.name(), AttrValue::Str(text));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.set(field.name(), AttrValue::Str(value.to_owned()));
-    }
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.set(
-            field.name(),
-            AttrValue::Int(i64::try_from(value).unwrap_or(i64::MAX)),
-        );
-    }
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        self.set(field.name(), AttrValue::Int(value));
-    }
-    fn record_f64(&mut self, field: &Field, value: f64) {
-        self.set(field.name(), AttrValue::Double(value));
-    }
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.set(field.name(), AttrValue::Bool(value));
-    }
-}
-
-impl SpanData {
-    fn set(&mut self, key: &str, value: AttrValue) {
-        match (key, value) {
-            ("otel.name", AttrValue::Str(name)) => self.name = name,
-            ("otel.kind", AttrValue::Str(kind)) => self.client = kind == "client",
-            (key, value) => match self.attributes.iter_mut().find(|(k, _)| k == key) {
-                Some(slot) => slot.1 = value,
-                None => self.attributes.push((key.to_owned(), value)),
-            },
-        }
-    }
-
-    fn attribute(&self, key: &str) -> Option<&AttrValue> {
-        let (_, value) = self.attributes.iter().find(|(k, _)| k == key)?;
-        Some(value)
-    }
-
-    fn str_attribute(&self, key: &str) -> Option<&str> {
-        match self.attribute(key)? {
-            AttrValue::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    fn failed(&self) -> bool {
-        self.str_attribute("outcome").is_some_and(|o| o != "ok")
-    }
-}
 
 /// Closed spans waiting for the next [`Exporter::flush`], and where to send them.
 #[derive(Debug)]
@@ -371,26 +246,4 @@ pub(crate) fn current_traceparent() -> Option<String> {
             .get::<SpanData>()
             .map(|d| d.context.traceparent())
     })?
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn trace_headers_read_and_write() {
-        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-        let ctx = SpanContext::from_traceparent(tp).unwrap();
-        assert_eq!(ctx.traceparent(), tp);
-        assert_eq!(SpanContext::from_traceparent("00-0-0-01"), None);
-        let xray = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
-        let ctx = SpanContext::from_xray(xray).unwrap();
-        assert_eq!(
-            ctx.traceparent(),
-            "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"
-        );
-        let id = new_trace_id();
-        let secs = (id >> 96) as u64;
-        assert!(secs > 1_700_000_000, "{id:x}");
-    }
 }

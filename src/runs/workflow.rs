@@ -174,7 +174,7 @@ impl<'a> Workflow<'a> {
         let budget = &self.run_budget(&cp, budget);
         let session = Session::create(self.store, &run_id, &cp, self.lease(budget)).await?;
         let mut persist = Observed::new(session, &self.graph.events, &cp, self.hold_finished);
-        let span = crate::spans::workflow(&run_id, cp.state.request.thread_id.as_deref());
+        let span = crate::spans::genai::workflow(&run_id, cp.state.request.thread_id.as_deref());
         // On the heap: the engine's future holds every step's, and the futures of the
         // callers that await a run (a handler's, a test's) would otherwise carry it.
         let advanced = Box::pin(advance(graph, &mut cp, budget, self.clock, &mut persist))
@@ -265,7 +265,7 @@ impl<'a> Workflow<'a> {
         cp.state.kb_version = graph.kb_version();
         cp.state.retrieval = Some(graph.retrieval_mode());
         let mut persist = Observed::new(session, &self.graph.events, &cp, self.hold_finished);
-        let span = crate::spans::workflow(run_id, cp.state.request.thread_id.as_deref());
+        let span = crate::spans::genai::workflow(run_id, cp.state.request.thread_id.as_deref());
         let advanced = advance(graph, &mut cp, budget, self.clock, &mut persist)
             .instrument(span.clone())
             .instrument(tracing::info_span!("run", run_id))
@@ -462,7 +462,7 @@ fn encode(run_id: &str, cp: &RagCheckpoint) -> Result<Vec<u8>, EngineError> {
 
 /// Records a run's question, answer and status on its workflow span, and hands the response on.
 fn traced(span: &tracing::Span, response: RunResponse) -> RunResponse {
-    crate::spans::record_io(
+    crate::spans::genai::record_io(
         span,
         &response.question,
         &response.answer,

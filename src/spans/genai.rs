@@ -254,3 +254,32 @@ pub(crate) fn record_embedded(span: &Span, usage: &crate::engine::Usage, first: 
         span.record("gen_ai.embeddings.dimension.count", vector.len());
     }
 }
+
+/// The span of one invocation's share of a run: `invoke_workflow bounded-rag` (the
+/// conventions' workflow span), under the `run` span; a suspended and resumed run is one trace
+/// of such spans. `conversation` is the thread the run answers a turn of. The question and the
+/// answer are recorded with [`record_io`] (exported only with content capture on).
+pub(crate) fn workflow(run_id: &str, conversation: Option<&str>) -> tracing::Span {
+    tracing::info_span!(
+        target: super::TARGET,
+        "workflow",
+        otel.name = %format_args!("{} {}", INVOKE_WORKFLOW, WORKFLOW),
+        gen_ai.operation.name = INVOKE_WORKFLOW,
+        gen_ai.workflow.name = WORKFLOW,
+        gen_ai.conversation.id = conversation,
+        run_id = %run_id,
+        status = tracing::field::Empty,
+        input.value = tracing::field::Empty,
+        output.value = tracing::field::Empty,
+        outcome = tracing::field::Empty,
+    )
+}
+
+/// Records a run's question, answer and status on its [`workflow`] span.
+pub(crate) fn record_io(span: &tracing::Span, question: &str, answer: &str, status: &str) {
+    span.record("status", status);
+    if !span.is_disabled() {
+        span.record("input.value", question);
+        span.record("output.value", answer);
+    }
+}

@@ -6,7 +6,8 @@
 //! `tracing`). The `request`, `sqs_record` and `run` spans keep the crate's own target: their
 //! fields (`run_id`) are on every log line.
 //!
-//! What each span carries, in the OpenTelemetry GenAI conventions: [`genai`].
+//! What the run, model-call, embeddings, retrieval and tool spans carry, in the OpenTelemetry
+//! GenAI conventions: [`genai`].
 
 pub(crate) mod genai;
 
@@ -27,35 +28,6 @@ pub fn step(node: &'static str, run_id: &str, attempt: usize) -> tracing::Span {
         tokens = tracing::field::Empty,
         outcome = tracing::field::Empty,
     )
-}
-
-/// The span of one invocation's share of a run: `invoke_workflow bounded-rag` (the
-/// conventions' workflow span), under the `run` span; a suspended and resumed run is one trace
-/// of such spans. `conversation` is the thread the run answers a turn of. The question and the
-/// answer are recorded with [`record_io`] (exported only with content capture on).
-pub(crate) fn workflow(run_id: &str, conversation: Option<&str>) -> tracing::Span {
-    tracing::info_span!(
-        target: TARGET,
-        "workflow",
-        otel.name = %format_args!("{} {}", genai::INVOKE_WORKFLOW, genai::WORKFLOW),
-        gen_ai.operation.name = genai::INVOKE_WORKFLOW,
-        gen_ai.workflow.name = genai::WORKFLOW,
-        gen_ai.conversation.id = conversation,
-        run_id = %run_id,
-        status = tracing::field::Empty,
-        input.value = tracing::field::Empty,
-        output.value = tracing::field::Empty,
-        outcome = tracing::field::Empty,
-    )
-}
-
-/// Records a run's question, answer and status on its [`workflow`] span.
-pub(crate) fn record_io(span: &tracing::Span, question: &str, answer: &str, status: &str) {
-    span.record("status", status);
-    if !span.is_disabled() {
-        span.record("input.value", question);
-        span.record("output.value", answer);
-    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub mod llm_server;
 pub mod moto;
 pub mod otlp_receiver;
 pub mod pg_tls;
+pub mod phoenix;
 pub mod postgres;
 pub mod providers;
 pub mod rerank_server;
