@@ -18,6 +18,7 @@ use super::{
 };
 use crate::error::Classify;
 use futures::stream::{FuturesUnordered, StreamExt};
+use tracing::Instrument;
 
 /// How the run goes on after a fork ran.
 pub(super) enum Flow {
@@ -110,9 +111,17 @@ where
         .zip(&ctxs)
         .map(|(&branch, ctx)| {
             let state = &snapshot;
+            // A branch is a step: its own span, as the runner gives every step.
+            let attempt = cp.records.iter().filter(|r| r.name == branch).count() + 1;
+            let span = crate::spans::step(branch.name(), &run_id, attempt);
             async move {
                 let started = clock.now_micros();
-                let result = graph.branch(branch, state, ctx).await;
+                let result = graph
+                    .branch(branch, state, ctx)
+                    .instrument(span.clone())
+                    .await;
+                span.record("tokens", ctx.usage().total());
+                span.record("outcome", crate::error::outcome(&result));
                 let elapsed = clock.now_micros().saturating_sub(started);
                 (branch, ctx, started, elapsed, result)
             }
