@@ -4,7 +4,8 @@
 # first), installs what the tests talk to (moto's server, cargo-lambda, schemathesis, mdbook)
 # into .local/venv, PostgreSQL with pgvector into .local/venv-pg (scripts/pg.sh; the PostgreSQL store's
 # tests start it, this script stops it) and Debian's chromium and chromium-driver (the
-# playground's browser test), then
+# playground's browser test), Arize Phoenix into .local/venv-phoenix (scripts/phoenix.sh; about
+# 1.5 min and 850 MB on the first run: tests/phoenix.rs starts it, this script stops it), then
 # runs every unit and integration test, then fuzzes the HTTP API from openapi.yaml against the
 # local stack and `bounded-rag serve` (scripts/api-fuzz.sh: schemathesis, a fixed seed and
 # number of cases), then validates the SAM stack.
@@ -24,7 +25,7 @@ python3 scripts/check-links.py
 scripts/setup-test-tools.sh
 .local/venv/bin/mdbook build docs
 # The PostgreSQL the tests start (tests/support/postgres.rs) is stopped however they end.
-trap 'scripts/pg.sh stop "${CARGO_TARGET_DIR:-target}/tmp/pg" >/dev/null 2>&1 || true' EXIT
+trap 'scripts/pg.sh stop "${CARGO_TARGET_DIR:-target}/tmp/pg" >/dev/null 2>&1 || true; scripts/phoenix.sh stop "${CARGO_TARGET_DIR:-target}/tmp/phoenix" >/dev/null 2>&1 || true' EXIT
 # A failure's panic message is printed again at the end, where CI's log tail shows it.
 log="${CARGO_TARGET_DIR:-target}/test-output.log"
 mkdir -p "$(dirname "$log")"

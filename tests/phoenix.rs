@@ -38,9 +38,14 @@ fn check_run(spans: &[Value], response: &Value, model: &str) {
         meta["model_calls"].as_u64().unwrap(),
         "one LLM span per model call: {llm:#?}"
     );
+    let steps: Vec<&Value> = of_kind(spans, "CHAIN")
+        .into_iter()
+        .map(|s| &s["context"]["span_id"])
+        .collect();
     let mut prompt = 0;
     let mut completion = 0;
     for span in &llm {
+        assert!(steps.contains(&&span["parent_id"]), "a model call outside any step: {span:#}");
         let a = &span["attributes"];
         assert_eq!(a["gen_ai.request.model"], model, "{span:#}");
         assert_eq!(
