@@ -45,7 +45,10 @@ fn check_run(spans: &[Value], response: &Value, model: &str) {
     let mut prompt = 0;
     let mut completion = 0;
     for span in &llm {
-        assert!(steps.contains(&&span["parent_id"]), "a model call outside any step: {span:#}");
+        assert!(
+            steps.contains(&&span["parent_id"]),
+            "a model call outside any step: {span:#}"
+        );
         let a = &span["attributes"];
         assert_eq!(a["gen_ai.request.model"], model, "{span:#}");
         assert_eq!(
