@@ -62,12 +62,7 @@ async fn one_run_across_a_suspension_is_one_trace_of_nested_spans() {
         span_id: u64::from_str_radix(request_span["spanId"].as_str().unwrap(), 16).unwrap(),
     };
     let body = serde_json::to_string(&queue.sent()[0]).unwrap();
-    let sqs_event = serde_json::from_value(json!({ "Records": [{
-        "messageId": "m1", "body": body, "eventSource": "aws:sqs",
-        "attributes": {"ApproximateReceiveCount": "1"},
-        "messageAttributes": {"traceparent": {"stringValue": handed_on.traceparent(), "dataType": "String"}},
-    }]}))
-    .unwrap();
+    let sqs_event = support::otlp_receiver::continuation(body, handed_on);
     let result = sqs::handle_batch(&app, Some(&queue), sqs_event, None).await;
     assert!(result.batch_item_failures.is_empty());
     exporter.flush().await;

@@ -16,7 +16,7 @@ mod support;
 use bounded_rag::entry::{api, sqs};
 use bounded_rag::otlp::{ExportSettings, Exporter, SpanContext};
 use bounded_rag::runs::MemoryQueue;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::time::Duration;
 use support::lambda_watch::LambdaWatch;
 use support::llm_server::{Script, ScriptedLlm};
@@ -229,12 +229,7 @@ async fn a_suspended_and_continued_run_is_one_trace_in_phoenix() {
         span_id: u64::from_str_radix(request["context"]["span_id"].as_str().unwrap(), 16).unwrap(),
     };
     let body = serde_json::to_string(&queue.sent()[0]).unwrap();
-    let sqs_event = serde_json::from_value(json!({ "Records": [{
-        "messageId": "m1", "body": body, "eventSource": "aws:sqs",
-        "attributes": {"ApproximateReceiveCount": "1"},
-        "messageAttributes": {"traceparent": {"stringValue": handed_on.traceparent(), "dataType": "String"}},
-    }]}))
-    .unwrap();
+    let sqs_event = support::otlp_receiver::continuation(body, handed_on);
     let result = sqs::handle_batch(&app, Some(&queue), sqs_event, None).await;
     assert!(result.batch_item_failures.is_empty());
     exporter.flush().await;

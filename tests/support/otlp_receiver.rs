@@ -110,3 +110,17 @@ fn value(v: &AnyValue) -> Value {
         _ => Value::Null,
     }
 }
+
+/// The SQS event that delivers one continuation message (`body`, as the queue was sent it)
+/// carrying `handed_on` as its `traceparent` attribute, as the worker receives it.
+pub fn continuation(
+    body: String,
+    handed_on: bounded_rag::otlp::SpanContext,
+) -> aws_lambda_events::event::sqs::SqsEvent {
+    serde_json::from_value(json!({ "Records": [{
+        "messageId": "m1", "body": body, "eventSource": "aws:sqs",
+        "attributes": {"ApproximateReceiveCount": "1"},
+        "messageAttributes": {"traceparent": {"stringValue": handed_on.traceparent(), "dataType": "String"}},
+    }]}))
+    .unwrap()
+}
