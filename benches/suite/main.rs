@@ -19,6 +19,7 @@
 
 mod benchmarks_md;
 mod checkpoint;
+mod cold_start;
 mod e2e;
 mod latency;
 mod llm_server;
@@ -74,6 +75,22 @@ enum Sub {
         #[arg(long, default_value_t = 0)]
         delay_ms: u64,
     },
+    /// Time the cold start of one function binary (any build or revision) against the
+    /// suite's Runtime API, offline.
+    ColdStart {
+        /// The function binary.
+        #[arg(long, value_name = "PATH")]
+        bin: PathBuf,
+        /// Which event it is served: `api` (API Gateway) or `worker` (SQS).
+        #[arg(long, default_value = "api")]
+        function: String,
+        /// Measured runs (two more are run first and dropped).
+        #[arg(long, default_value_t = 20)]
+        runs: usize,
+        /// More environment, `NAME=VALUE` (repeatable).
+        #[arg(long, value_name = "NAME=VALUE")]
+        env: Vec<String>,
+    },
 }
 
 /// The cargo target directory (`CARGO_TARGET_TMPDIR` is `<target>/tmp`).
@@ -105,9 +122,26 @@ fn check_outputs(options: &Options) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let options = Options::parse();
-    if let Some(Sub::ServeLlm { delay_ms }) = options.command {
-        llm_server::serve(Duration::from_millis(delay_ms));
-        return ExitCode::SUCCESS;
+    match &options.command {
+        Some(Sub::ServeLlm { delay_ms }) => {
+            llm_server::serve(Duration::from_millis(*delay_ms));
+            return ExitCode::SUCCESS;
+        }
+        Some(Sub::ColdStart {
+            bin,
+            function,
+            runs,
+            env,
+        }) => {
+            return match cold_start::run(bin, function, *runs, env) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("suite: {e}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        None => {}
     }
     if let Err(e) = check_outputs(&options) {
         eprintln!("suite: {e}");

@@ -29,9 +29,21 @@ pub struct LambdaRun {
 
 /// Starts `bin` against a fresh runtime server, serves it `event`, and measures.
 pub fn lambda_once(bin: &Path, function: &str, event: &str, state_dir: &Path) -> LambdaRun {
+    lambda_once_with(bin, function, event, state_dir, &[])
+}
+
+/// [`lambda_once`] with more environment variables (`env`, as `NAME`, `VALUE`).
+pub fn lambda_once_with(
+    bin: &Path,
+    function: &str,
+    event: &str,
+    state_dir: &Path,
+    env: &[(String, String)],
+) -> LambdaRun {
     let server = RuntimeServer::start(function, vec![event.to_owned()]);
     let started = Instant::now();
     let mut child = process::offline(bin, state_dir)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .env("AWS_LAMBDA_RUNTIME_API", server.runtime_api())
         .env("AWS_LAMBDA_FUNCTION_NAME", function)
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")

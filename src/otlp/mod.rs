@@ -3,12 +3,14 @@
 //! forwards to AWS X-Ray; or an LLM observability tool such as Arize Phoenix or Langfuse) once,
 //! at the end of the invocation.
 //!
-//! Why not the `opentelemetry` SDK: its span processors export from a background thread (with
-//! a blocking HTTP client, a second HTTP stack in the bootstrap) or need a flush that blocks
-//! inside the async handler; a Lambda is frozen as soon as its handler returns, so export must
-//! be one awaited request before that. This layer does exactly that, on the client the app
-//! already has; the wire messages are the OpenTelemetry project's own (`opentelemetry-proto`,
-//! encoded by prost). Measured against the SDK: BENCHMARKS.md "Trace export".
+//! Why not the `opentelemetry` SDK: measured against it (tracing-opentelemetry, a batch span
+//! processor, opentelemetry-otlp over HTTP protobuf, the Lambda runtime's OpenTelemetry layer
+//! flushing after each invocation), the SDK's `api` bootstrap is larger and, with export on,
+//! its cold start 5.5 ms longer (BENCHMARKS.md "Trace export"): its exporter runs reqwest's
+//! blocking client on a thread of its own and the flush blocks a runtime thread. This layer
+//! sends one awaited request on the app's own client before the handler returns (a Lambda is
+//! frozen as soon as it does); the wire messages are the OpenTelemetry project's own
+//! (`opentelemetry-proto`, encoded by prost).
 //!
 //! Off unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set ([`crate::entry::logging::init_lambda`],
 //! [`settings`]): then no layer is installed and spans cost what they cost without it.
@@ -44,7 +46,9 @@ struct Inner {
     /// Where spans go; `None`: recorded for the GenAI metrics only ([`metrics`]).
     settings: Option<ExportSettings>,
     closed: Mutex<Vec<SpanData>>,
-    client: reqwest::Client,
+    /// Built only when spans are sent: a TLS client's set-up cost 5 ms of every function's
+    /// cold start with export off (BENCHMARKS.md, "Trace export").
+    client: Option<reqwest::Client>,
 }
 
 /// Sends the spans closed so far: call [`Exporter::flush`] before an invocation returns.
@@ -70,10 +74,13 @@ impl Exporter {
     /// An exporter with these settings (`None`: spans are recorded and taken by
     /// [`Exporter::take_closed_spans`], never sent), and the layer feeding it.
     pub fn with_settings(settings: Option<ExportSettings>) -> (Self, OtlpLayer) {
+        let client = settings
+            .as_ref()
+            .map(|_| crate::tls::reqwest_builder().build().unwrap_or_default());
         let inner = Arc::new(Inner {
             settings,
             closed: Mutex::new(Vec::new()),
-            client: crate::tls::reqwest_builder().build().unwrap_or_default(),
+            client,
         });
         (
             Self {
@@ -112,16 +119,14 @@ impl Exporter {
 
     /// Sends `spans` in one OTLP/HTTP protobuf request, if export is on.
     pub(crate) async fn send(&self, spans: &[SpanData]) {
-        let Some(settings) = &self.inner.settings else {
+        let (Some(settings), Some(client)) = (&self.inner.settings, &self.inner.client) else {
             return;
         };
         if spans.is_empty() {
             return;
         }
         let body = encode::request(settings, spans);
-        let mut request = self
-            .inner
-            .client
+        let mut request = client
             .post(&settings.traces_url)
             .header(reqwest::header::CONTENT_TYPE, "application/x-protobuf")
             .body(body)
