@@ -23,8 +23,8 @@
 //! | [`events`] | the event seam: `EventSink`, the kinds of event (`Run Finished`, `Sync Finished`), `SinkError` |
 //! | [`error`] | [`error::Classify`]: transient or permanent, shared by every layer's error |
 //! | `clock` | the one injected clock (re-exported by [`engine`]) |
-//! | [`otlp`] | span export (OTLP/HTTP JSON) and trace context propagation |
-//! | [`spans`] | the target of the spans that exist for trace export only |
+//! | [`otlp`] | span export (OTLP/HTTP protobuf, one request per invocation), trace context propagation, the GenAI metrics |
+//! | [`spans`] | the spans that exist for trace export only, and the GenAI conventions' spans (`spans/genai.rs`) |
 //!
 //! The arrows point one way: entry → runs → rag → llm / search / kb → engine → store;
 //! ingest → kb → search.
