@@ -14,6 +14,12 @@ use std::path::Path;
 /// Measures `runs` cold starts of `bin` (plus two dropped first, as the suite does) with `env`
 /// added, and prints medians and p90s.
 pub fn run(bin: &Path, function: &str, runs: usize, env: &[String]) -> Result<(), String> {
+    if !bin.is_file() {
+        return Err(format!("--bin {}: no such file", bin.display()));
+    }
+    if runs == 0 {
+        return Err("--runs 0: at least one run".to_owned());
+    }
     let event = match function {
         "api" => "events/apigw-run.json",
         "worker" => "events/sqs-new-run.json",

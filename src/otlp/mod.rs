@@ -8,9 +8,9 @@
 //! flushing after each invocation), the SDK's `api` bootstrap is larger and, with export on,
 //! its cold start 5.5 ms longer (BENCHMARKS.md "Trace export"): its exporter runs reqwest's
 //! blocking client on a thread of its own and the flush blocks a runtime thread. This layer
-//! sends one awaited request on the app's own client before the handler returns (a Lambda is
-//! frozen as soon as it does); the wire messages are the OpenTelemetry project's own
-//! (`opentelemetry-proto`, encoded by prost).
+//! sends one awaited request (reqwest, on the app's one TLS stack) before the handler returns
+//! (a Lambda is frozen as soon as it does); the wire messages are the OpenTelemetry project's
+//! own (`opentelemetry-proto`, encoded by prost).
 //!
 //! Off unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set ([`crate::entry::logging::init_lambda`],
 //! [`settings`]): then no layer is installed and spans cost what they cost without it.
@@ -43,12 +43,11 @@ use tracing_subscriber::Layer;
 /// Closed spans waiting for the next [`Exporter::flush`], and where to send them.
 #[derive(Debug)]
 struct Inner {
-    /// Where spans go; `None`: recorded for the GenAI metrics only ([`metrics`]).
-    settings: Option<ExportSettings>,
+    /// Where spans go and the client that sends them; `None`: recorded for the GenAI metrics
+    /// only ([`metrics`]), and no client is built (building one cost 5 to 10 ms of every
+    /// function's cold start with export off: BENCHMARKS.md, "Trace export").
+    export: Option<(ExportSettings, reqwest::Client)>,
     closed: Mutex<Vec<SpanData>>,
-    /// Built only when spans are sent: a TLS client's set-up cost 5 ms of every function's
-    /// cold start with export off (BENCHMARKS.md, "Trace export").
-    client: Option<reqwest::Client>,
 }
 
 /// Sends the spans closed so far: call [`Exporter::flush`] before an invocation returns.
@@ -74,13 +73,13 @@ impl Exporter {
     /// An exporter with these settings (`None`: spans are recorded and taken by
     /// [`Exporter::take_closed_spans`], never sent), and the layer feeding it.
     pub fn with_settings(settings: Option<ExportSettings>) -> (Self, OtlpLayer) {
-        let client = settings
-            .as_ref()
-            .map(|_| crate::tls::reqwest_builder().build().unwrap_or_default());
+        let export = settings.map(|settings| {
+            let client = crate::tls::reqwest_builder().build().unwrap_or_default();
+            (settings, client)
+        });
         let inner = Arc::new(Inner {
-            settings,
+            export,
             closed: Mutex::new(Vec::new()),
-            client,
         });
         (
             Self {
@@ -119,7 +118,7 @@ impl Exporter {
 
     /// Sends `spans` in one OTLP/HTTP protobuf request, if export is on.
     pub(crate) async fn send(&self, spans: &[SpanData]) {
-        let (Some(settings), Some(client)) = (&self.inner.settings, &self.inner.client) else {
+        let Some((settings, client)) = &self.inner.export else {
             return;
         };
         if spans.is_empty() {
