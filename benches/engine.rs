@@ -21,11 +21,13 @@
 //! Run alone: `cargo bench --bench engine`.
 
 use async_trait::async_trait;
+use bounded_rag::clock::{Clock, SystemClock};
 use bounded_rag::engine::{
-    advance, BranchOutput, Budget, Checkpoint, Clock, EngineError, Graph, NodeId, Persist,
-    RetryPolicy, Session, StepCtx, StepOutput, SystemClock, Transition,
+    advance, BranchOutput, Budget, Checkpoint, EngineError, Graph, NodeId, Persist, Session,
+    StepCtx, StepOutput, Transition,
 };
 use bounded_rag::error::{Classify, ErrorClass};
+use bounded_rag::retry::RetryPolicy;
 use bounded_rag::store::{Lease, MemoryStore};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde::{Deserialize, Serialize};

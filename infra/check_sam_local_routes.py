@@ -18,6 +18,8 @@ EXPECTED = {
     ("GET", "/workflow/runs/{run_id}"),
     ("GET", "/workflow/runs"),
     ("POST", "/workflow/runs/{run_id}/cancel"),
+    ("POST", "/workflow/runs/{run_id}/fork"),
+    ("POST", "/workflow/runs/{run_id}/resume"),
     ("GET", "/workflow/runs/{run_id}/steps"),
     ("GET", "/threads"),
     ("GET", "/threads/{thread_id}"),

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Architecture checks for the crate's `src/`: file cycles, file sizes, visibility.
+"""Architecture checks for the crate's `src/` (and `tests/`, for sizes): file cycles, file sizes,
+visibility.
 
 Usage:
     scripts/check-architecture.py [--root DIR] [--report] [--edges]
@@ -7,7 +8,10 @@ Usage:
     scripts/check-architecture.py --self-test
 
 Three checks, one summary line each; exit 1 when one fails (never with --report, which prints
-every detail and exits 0):
+every detail and exits 0). --report also prints the rooms (each top-level module of `src/`:
+files, private share, arrows to other rooms), every path written in one room that enters
+another below its front door (`crate::kb::bundle::X` from outside kb, rather than
+`crate::kb::X`), and how many files of `src/` and `tests/` are over 400 and over 500 lines:
 
 1. No cycle between files. The graph has one node per file of the library's module tree, read
    from `src/lib.rs` through its `mod` declarations (`src/bin/` is not part of it). File A
@@ -26,7 +30,8 @@ every detail and exits 0):
    Each strongly connected component of more than one file is printed with the edges inside
    it, each with the first source line that creates it.
    Not seen: a trait brought in only by a re-export and used only through method calls.
-2. No file over --max-lines (default 500) lines: every `src/**/*.rs`, binaries and tests too.
+2. No file over --max-lines (default 500) lines: every `src/**/*.rs` (binaries and test-only
+   files too) and every `tests/**/*.rs` (the integration tests and their `tests/support/`).
 3. Most items crate-private. Counted: every *item* of the library (not `src/bin/`) that is
    written with a visibility, outside `#[cfg(test)]` code and outside function bodies: each
    module-level fn, struct, enum, union, trait, type, const, static and mod; each name a `use`
@@ -435,15 +440,59 @@ class Resolver:
 # The graph and the three checks.
 
 
-def build_graph(tree):
-    """Edges {(from file, to file): (line, path text)}, the first line creating each."""
+def room_of(path):
+    """The room a file of src/ is in: its top-level module (`src/kb/bundle/x.rs` -> `kb`,
+    `src/clock.rs` -> `clock`); `src/lib.rs` is in none."""
+    parts = path.split("/")[1:]
+    if parts == ["lib.rs"]:
+        return None
+    return parts[0][:-3] if len(parts) == 1 else parts[0]
+
+
+def walked_modules(resolver, module, segments, local):
+    """The modules a path written in `module` passes through, segment by segment (a `use`
+    alias that names a module counts as that module; re-exports followed inside a module's own
+    `use`s do not)."""
+    walked, current = [], ("module", module)
+    for index, name in enumerate(segments):
+        if current[0] != "module":
+            break
+        current = resolver.lookup(current[1], name, index < len(segments) - 1,
+                                  local and index == 0, frozenset())
+        if not current or current == EXTERN:
+            break
+        if current[0] == "module":
+            walked.append(current[1])
+    return walked
+
+
+def module_depth(module):
+    depth = 0
+    while module.parent is not None:
+        depth, module = depth + 1, module.parent
+    return depth
+
+
+def build_graph(tree, past_doors=None):
+    """Edges {(from file, to file): (line, path text)}, the first line creating each. With
+    `past_doors` (a dict), also records each path that enters another room below its front
+    door: {(from file, room): (line, path text)}."""
     resolver, edges = Resolver(tree), {}
 
-    def add(info, target, line, segments):
+    def add(info, target, line, segments, module=None, local=False):
         if target and target[0] == "item" and target[1] != info.path:
             key = (info.path, target[1])
             if key not in edges or line < edges[key][0]:
                 edges[key] = (line, "::".join(segments))
+            if past_doors is not None and module is not None:
+                here = room_of(info.path)
+                for m in walked_modules(resolver, module, segments, local):
+                    room = room_of(m.file)
+                    if room and room != here and module_depth(m) >= 2:
+                        door = (info.path, room)
+                        if door not in past_doors or line < past_doors[door][0]:
+                            past_doors[door] = (line, "::".join(segments))
+                        break
         elif target is None:
             resolver.unresolved.append((info.path, line, "::".join(segments)))
 
@@ -484,7 +533,8 @@ def build_graph(tree):
                 continue  # a macro: resolved by the macro system, not by path
             if segments[0] == "use":
                 continue
-            add(info, resolver.resolve(module, tuple(segments), local=True), line, segments)
+            add(info, resolver.resolve(module, tuple(segments), local=True), line, segments,
+                module, True)
         seen_uses = set()
         for module in {m for m in info.owner if m is not None}:
             for use in list(module.uses.values()) + module.globs + local_uses:
@@ -503,7 +553,7 @@ def build_graph(tree):
                 if use.public and (module, use.alias) not in code_idents:
                     continue  # a re-export its own file does not use
                 add(info, resolver.resolve(module, use.segments, local=False), use.line,
-                    use.segments)
+                    use.segments, module, use in local_uses)
     return edges, resolver.unresolved
 
 
@@ -569,16 +619,54 @@ def check_cycles(tree, out, show_edges):
     return cycles, summary
 
 
-def check_sizes(src, max_lines, out):
+def report_rooms(tree, out):
+    """Rooms (top-level modules), the arrows between them, the paths that reach past a room's
+    front door, and each room's private share."""
+    past_doors = {}
+    edges, _ = build_graph(tree, past_doors)
+    rooms = {}
+    for path in tree.files:
+        rooms.setdefault(room_of(path), []).append(path)
+    rooms.pop(None, None)
+    arrows = {}
+    for (a, b) in edges:
+        ra, rb = room_of(a), room_of(b)
+        if ra and rb and ra != rb:
+            arrows[(ra, rb)] = arrows.get((ra, rb), 0) + 1
+    out.append(f"rooms: {len(rooms)}; arrows between rooms: {sum(arrows.values())} file edges, "
+               f"{len(arrows)} room pairs")
+    for room in sorted(rooms):
+        private = public = 0
+        for path in rooms[room]:
+            vis = tree.files[path].vis
+            private += sum(n for k, n in vis["private"].items() if k != "field")
+            public += sum(n for k, n in vis["pub"].items() if k != "field")
+        share = private / (public + private) if public + private else 1.0
+        outgoing = sorted(((rb, n) for (ra, rb), n in arrows.items() if ra == room),
+                          key=lambda x: (-x[1], x[0]))
+        doors = sorted(p for (p, r) in past_doors if r == room)
+        out.append(f"room {room}: {len(rooms[room])} files, private share {share:.1%}, "
+                   f"{len(doors)} files outside reach past its front door; -> "
+                   + (", ".join(f"{rb} {n}" for rb, n in outgoing) or "nothing"))
+    for (path, room), (line, text) in sorted(past_doors.items()):
+        out.append(f"past the front door of {room}: {path}:{line}    ({text})")
+    summary = (f"front doors: {len({p for p, _ in past_doors})} files reach past another "
+               f"room's front door ({len(past_doors)} file-room pairs)")
+    return past_doors, summary
+
+
+def check_sizes(folders, max_lines, out):
+    """The `.rs` files below each of `folders` (missing ones are skipped) over `max_lines`."""
     over = []
-    for folder, _, names in os.walk(src):
-        for name in names:
-            if name.endswith(".rs"):
-                path = os.path.join(folder, name)
-                with open(path, encoding="utf-8") as f:
-                    count = sum(1 for _ in f)
-                if count > max_lines:
-                    over.append((os.path.relpath(path, os.path.dirname(src)), count))
+    for top in folders:
+        for folder, _, names in os.walk(top):
+            for name in names:
+                if name.endswith(".rs"):
+                    path = os.path.join(folder, name)
+                    with open(path, encoding="utf-8") as f:
+                        count = sum(1 for _ in f)
+                    if count > max_lines:
+                        over.append((os.path.relpath(path, os.path.dirname(top)), count))
     for path, count in sorted(over):
         out.append(f"over {max_lines} lines: {path} ({count})")
     return over, f"file size: {len(over)} files over {max_lines} lines"
@@ -611,10 +699,18 @@ def run(root, report=False, show_edges=False, max_lines=500, min_share=0.60):
     src = os.path.join(root, "src")
     tree, out = Tree(src), []
     cycles, cycle_line = check_cycles(tree, out, show_edges)
-    over, size_line = check_sizes(src, max_lines, out)
+    over, size_line = check_sizes([src, os.path.join(root, "tests")], max_lines, out)
     share, vis_line = check_visibility(tree, min_share, out)
     if report and tree.test_files:
         out.append("test-only files (not in the graph): " + ", ".join(sorted(tree.test_files)))
+    if report:
+        _, doors_line = report_rooms(tree, out)
+        out.append("info " + doors_line)
+        for folder in ("src", "tests"):
+            for limit in (400, 500):
+                lines = []
+                long_files, _ = check_sizes([os.path.join(root, folder)], limit, lines)
+                out.append(f"info {folder}/: {len(long_files)} files over {limit} lines")
     results = [(not cycles, cycle_line), (not over, size_line), (share >= min_share, vis_line)]
     out += [("ok   " if ok else "FAIL ") + line for ok, line in results]
     failed = not all(ok for ok, _ in results)
@@ -713,10 +809,12 @@ SYNTHETIC = {
 
 class SelfTest(unittest.TestCase):
     def write(self, files):
+        """Writes `files` under `src/`, but names starting `tests/`, which go under `tests/`."""
         folder = tempfile.TemporaryDirectory()
         self.addCleanup(folder.cleanup)
         for name, text in files.items():
-            path = os.path.join(folder.name, "src", name)
+            under = name if name.startswith("tests/") else os.path.join("src", name)
+            path = os.path.join(folder.name, under)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
@@ -810,6 +908,25 @@ class SelfTest(unittest.TestCase):
         self.assertIn("    src/a.rs:2 -> src/b.rs    (crate::b::Bee)", out)
         self.assertEqual(run(root, report=True)[0], 0)
 
+    def test_long_files_under_tests_fail_too(self):
+        files = {k: v for k, v in SYNTHETIC.items()}
+        files["b.rs"] = "pub struct Bee;\n"
+        files["x/p.rs"] = "pub struct P;\n"
+        files["tests/short.rs"] = "\n" * 500
+        files["tests/support/long.rs"] = "\n" * 501
+        root = self.write(files)
+        code, out = run(root, min_share=0.30)
+        self.assertEqual(code, 1, out)
+        self.assertEqual(out[-2], "FAIL file size: 1 files over 500 lines")
+        self.assertIn("over 500 lines: tests/support/long.rs (501)", out)
+        self.assertFalse(any("tests/short.rs" in line for line in out), out)
+        code, out = run(root, report=True, min_share=0.30)
+        self.assertEqual(code, 0)
+        self.assertIn("info tests/: 2 files over 400 lines", out)
+        self.assertIn("info tests/: 1 files over 500 lines", out)
+        # Cycles and visibility still look at src/ alone: a test file is no node of the graph.
+        self.assertIn("ok   cycles: 0 between files of src/", out[-3])
+
     def test_visibility_counts_items_and_methods_not_fields_or_tests(self):
         tree = Tree(os.path.join(self.write(SYNTHETIC), "src"))
         out = []
@@ -824,6 +941,31 @@ class SelfTest(unittest.TestCase):
         self.assertAlmostEqual(share, 7 / 23)
 
 
+class RoomsTest(unittest.TestCase):
+    write = SelfTest.write
+
+    def test_paths_past_another_rooms_front_door_are_reported(self):
+        root = self.write({
+            "lib.rs": "pub mod kb;\npub mod rag;\n",
+            "kb/mod.rs": "pub mod bundle;\npub use bundle::Bundle;\n",
+            "kb/bundle.rs": "pub struct Bundle;\npub struct Piece;\n",
+            "rag/mod.rs": "mod a;\nmod b;\nmod c;\n",
+            "rag/a.rs": "use crate::kb::Bundle;\npub struct A(Bundle);\n",
+            "rag/b.rs": "use crate::kb::bundle::Piece;\npub struct B(Piece);\n",
+            "rag/c.rs": "use crate::kb::bundle;\npub struct C(bundle::Bundle);\n",
+        })
+        code, out = run(root, report=True)
+        self.assertEqual(code, 0)
+        doors = [line for line in out if line.startswith("past the front door")]
+        self.assertEqual(doors, [
+            "past the front door of kb: src/rag/b.rs:1    (crate::kb::bundle::Piece)",
+            "past the front door of kb: src/rag/c.rs:2    (bundle::Bundle)",
+        ])
+        self.assertIn("room kb: 2 files, private share 0.0%, 2 files outside reach past its "
+                      "front door; -> nothing", out)
+        self.assertIn("rooms: 2; arrows between rooms: 3 file edges, 1 room pairs", out)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     default_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -835,7 +977,9 @@ def main(argv=None):
     parser.add_argument("--self-test", action="store_true", help="run the script's own tests")
     args = parser.parse_args(argv)
     if args.self_test:
-        suite = unittest.defaultTestLoader.loadTestsFromTestCase(SelfTest)
+        loader = unittest.defaultTestLoader
+        suite = unittest.TestSuite([loader.loadTestsFromTestCase(SelfTest),
+                                    loader.loadTestsFromTestCase(RoomsTest)])
         return 0 if unittest.TextTestRunner(verbosity=1).run(suite).wasSuccessful() else 1
     code, out = run(args.root, args.report, args.edges, args.max_lines, args.min_private_share)
     print("\n".join(out))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The deployed functions' size budget, checked in CI (.ci/run): builds every function of
 # template.yaml for arm64 as `sam build` does (scripts/build-lambda.sh) and fails when a
-# bootstrap is over its budget: 9.5 MB for `api` (the function whose cold start callers wait
+# bootstrap is over its budget: 9.6 MB for `api` (the function whose cold start callers wait
 # for), 10 MB for the others (1 MB = 1,000,000 bytes, as BENCHMARKS.md counts). Prints one line
 # per function: name, bytes, budget, verdict.
 # Cost: one release build for aarch64 (the dependencies once, then five fat-LTO links), about
@@ -23,7 +23,7 @@ over=0
 for function in api stream worker sweeper sync; do
     file="${CARGO_TARGET_DIR:-target}/lambda/$function/bootstrap"
     budget=10000000
-    [ "$function" = api ] && budget=9500000
+    [ "$function" = api ] && budget=9600000
     if [ ! -f "$file" ]; then
         echo "$function: no bootstrap at $file" >&2
         over=1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: checks the architecture (scripts/check-architecture.py: no cycle
-# between files of src/, no file over 500 lines, most items crate-private; its own self-test
+# between files of src/, no file of src/ or tests/ over 500 lines, most items crate-private; its own self-test
 # first), installs what the tests talk to (moto's server, cargo-lambda, schemathesis, mdbook)
 # into .local/venv, PostgreSQL with pgvector into .local/venv-pg (scripts/pg.sh; the PostgreSQL store's
 # tests start it, this script stops it) and Debian's chromium and chromium-driver (the

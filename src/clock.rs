@@ -1,13 +1,16 @@
 //! Injected time: the one clock every deadline and expiry reads (run budgets, backoff, leases,
 //! checkpoint and cache TTLs, the secrets cache, the knowledge-base refresh, `Retry-After`
 //! dates). Nothing else reads the system clock or sleeps directly, so tests run deadline,
-//! backoff and expiry cases instantly with [`FakeClock`]. It sits below every layer (the
-//! engine re-exports it) because the stores, which lie below the engine, need it too.
+//! backoff and expiry cases instantly with [`FakeClock`]. It sits below every layer because the
+//! stores, which lie below the engine, need it too. Times as text (RFC 3339, and UTC to the
+//! second for "wait until" messages) are here too.
 
 use async_trait::async_trait;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
 
 /// Wall-clock time and sleeping. `Debug` so the clients holding one can derive it.
 #[async_trait]
@@ -94,6 +97,32 @@ impl Clock for FakeClock {
     }
 }
 
+/// RFC 3339 text for a time in microseconds since the epoch.
+pub(crate) fn rfc3339(micros: u64) -> String {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(micros) * 1_000)
+        .ok()
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .unwrap_or_default()
+}
+
+/// RFC 3339 text for a time in milliseconds since the epoch.
+pub fn rfc3339_ms(ms: u64) -> String {
+    rfc3339(ms.saturating_mul(1_000))
+}
+
+/// A moment in epoch milliseconds as UTC to the second, rounded up (`2026-11-24T06:40:12Z`):
+/// for "wait until" messages, where the time shown must not be before the real one.
+pub fn utc_seconds(ms: u64) -> String {
+    let secs = ms.div_ceil(1_000);
+    let format =
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+    i64::try_from(secs)
+        .ok()
+        .and_then(|s| OffsetDateTime::from_unix_timestamp(s).ok())
+        .and_then(|t| t.format(&format).ok())
+        .unwrap_or_else(|| format!("{ms} ms after the Unix epoch"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +134,16 @@ mod tests {
         clock.advance(Duration::from_millis(50));
         assert_eq!(clock.now_ms(), 1_300);
         assert_eq!(clock.sleeps(), vec![Duration::from_millis(250)]);
+    }
+
+    #[test]
+    fn utc_seconds_rounds_up_to_the_second() {
+        assert_eq!(utc_seconds(1_795_480_794_000), "2026-11-24T00:39:54Z");
+        assert_eq!(utc_seconds(1_795_480_794_001), "2026-11-24T00:39:55Z");
+    }
+
+    #[test]
+    fn formats_utc_rfc3339() {
+        assert_eq!(rfc3339(1_700_000_000_123_000), "2023-11-14T22:13:20.123Z");
     }
 }

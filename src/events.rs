@@ -1,6 +1,6 @@
 //! The event seam every finished thing goes through: [`EventSink`] (on AWS, the EventBridge
 //! bus named by `EVENT_BUS_NAME`: `entry/adapters/event_bus.rs`), with the kinds of event
-//! ([`EventKind`]: a run's `Run Finished`, a sync's `Sync Finished`) and the one
+//! ([`EventKind`]: a run's `Run Finished` and `Run Waiting`, a sync's `Sync Finished`) and the one
 //! classification of a failed put ([`SinkError`]). What an event holds, and when it is sent,
 //! is its sender's: `runs/finished.rs` and the sync job's publish.
 
@@ -16,6 +16,8 @@ pub const SOURCE: &str = "bounded-rag";
 pub enum EventKind {
     /// A run reached a final status.
     RunFinished,
+    /// A run waits for a person (`clarify` or `approve`).
+    RunWaiting,
     /// A sync published (or found nothing to publish).
     SyncFinished,
 }
@@ -25,6 +27,7 @@ impl EventKind {
     pub fn detail_type(self) -> &'static str {
         match self {
             Self::RunFinished => "Run Finished",
+            Self::RunWaiting => "Run Waiting",
             Self::SyncFinished => "Sync Finished",
         }
     }

@@ -20,11 +20,12 @@
 //! | `bedrock_client` | the Amazon Bedrock runtime client and its failures, shared by chat, embeddings and rerank |
 //! | `outbound` | HTTP plumbing of the outgoing clients: retryable statuses, `Retry-After`, transport errors, scrubbing, the shared JSON endpoint |
 //! | [`tls`] | one TLS stack (rustls, *ring*) for every outbound connection |
-//! | [`events`] | the event seam: `EventSink`, the kinds of event (`Run Finished`, `Sync Finished`), `SinkError` |
+//! | [`events`] | the EventBridge event seam: `EventSink`, the kinds of event (`Run Finished`, `Run Waiting`, `Sync Finished`), `SinkError` (a run's SSE events are `rag`'s `run_events`) |
 //! | [`error`] | [`error::Classify`]: transient or permanent, shared by every layer's error |
-//! | `clock` | the one injected clock (re-exported by [`engine`]) |
+//! | `clock` | the one injected clock, and the time texts (RFC 3339, UTC seconds) |
 //! | [`otlp`] | span export (OTLP/HTTP protobuf, one request per invocation), trace context propagation, the GenAI metrics |
-//! | [`spans`] | the spans that exist for trace export only, and the GenAI conventions' spans (`spans/genai.rs`) |
+//! | [`spans`] | the target of the spans that exist for trace export only, and the step span |
+//! | `genai` | the GenAI conventions' spans: run, model call, embeddings, retrieval, tool |
 //!
 //! The arrows point one way: entry → runs → rag → llm / search / kb → engine → store;
 //! ingest → kb → search.
@@ -32,22 +33,26 @@
 
 pub mod aws;
 pub(crate) mod bedrock_client;
-pub(crate) mod clock;
+pub mod clock;
 pub mod config;
 pub mod embed;
 pub mod engine;
 pub mod entry;
 pub mod error;
 pub mod events;
+pub(crate) mod genai;
 pub mod ingest;
 pub mod kb;
+pub mod knowledge;
 pub mod llm;
 pub mod otlp;
 pub(crate) mod outbound;
 pub mod rag;
+pub mod retry;
 pub mod runs;
 pub mod search;
 pub mod secrets;
 pub mod spans;
 pub mod store;
 pub mod tls;
+pub mod usage;

@@ -10,11 +10,10 @@ use crate::support;
 use bounded_rag::config::Speculation;
 use bounded_rag::rag::{RunRequest, RunResponse, RunStatus};
 use serde_json::Value;
-use support::happy_path::CANKER_REWRITES;
+use support::happy_path::{CANKER_REWRITES, QUESTION};
 use support::llm_server::{Reply, Script, ScriptedLlm};
 use support::providers::{steps, Harness, Provider};
 
-const QUESTION: &str = "What causes patch canker in durian?";
 /// What Gemma 3 270M answered with an earlier prompt: the instructions, echoed (here, the
 /// current ones).
 const ECHO: &str = "Answer the question using the documents. End each sentence with the \

@@ -3,8 +3,10 @@
 
 use crate::support;
 
+use crate::support::happy_path::QUESTION;
 use aws_lambda_events::event::sqs::SqsEvent;
-use bounded_rag::engine::{Budget, Clock, EngineError, SystemClock};
+use bounded_rag::clock::{Clock, SystemClock};
+use bounded_rag::engine::{Budget, EngineError};
 use bounded_rag::entry::adapters::SqsQueue;
 use bounded_rag::entry::{api, sqs};
 use bounded_rag::rag::{RunRequest, RunStatus};
@@ -20,7 +22,6 @@ use support::tap::Tap;
 
 const RUN: &str = include_str!("../events/apigw-run.json");
 const RUN_IDEMPOTENT: &str = include_str!("../events/apigw-run-idempotent.json");
-const QUESTION: &str = "What causes patch canker in durian?";
 
 async fn dynamo() -> (DynamoStore, aws_sdk_dynamodb::Client, String) {
     let m = moto().await;

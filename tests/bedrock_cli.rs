@@ -6,13 +6,13 @@
 
 use crate::support;
 
+use crate::support::happy_path::QUESTION;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Output;
 use support::bedrock_server::{embed_exception, vectors, BedrockScript, ScriptedBedrock};
 use support::llm_server::{Reply, Script};
 
-const QUESTION: &str = "What causes patch canker in durian?";
 const CHAT_MODEL: &str = "us.anthropic.claude-3-5-haiku-20241022-v1:0";
 const EMBED_MODEL: &str = "amazon.titan-embed-text-v2:0";
 

@@ -6,7 +6,8 @@
 
 use crate::support;
 
-use bounded_rag::engine::{Budget, Clock, RewindError, SystemClock};
+use bounded_rag::clock::{Clock, SystemClock};
+use bounded_rag::engine::{Budget, RewindError};
 use bounded_rag::ingest::{ingest, IngestOptions};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{RagCheckpoint, RagGraph, RagLimits, RunRequest, RunStatus};

@@ -1,11 +1,10 @@
 //! The `bounded-rag` binary, black-box: offline answers, JSON output, input errors, resume and
 //! ingest. Each test has its own state folder and a clean environment.
 
+use crate::support::happy_path::{QUESTION, STEPS};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
-
-const QUESTION: &str = "What causes patch canker in durian?";
 
 fn cli(state: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bounded-rag"));
@@ -49,14 +48,7 @@ fn ask_answers_the_sample_question_offline_with_citations() {
     assert!(text.contains("completed · 6 steps"), "{text}");
     // progress per step on stderr
     let progress = stderr(&out);
-    for node in [
-        "route_question",
-        "kg_retrieval",
-        "grade_documents",
-        "generate",
-        "grade_hallucinations",
-        "grade_answer",
-    ] {
+    for node in STEPS {
         assert!(
             progress.contains(node),
             "no progress line for {node}: {progress}"
@@ -170,17 +162,7 @@ fn step_limit_ends_best_effort_and_resume_continues_without_rerunning_steps() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "route_question",
-            "kg_retrieval",
-            "grade_documents",
-            "generate",
-            "grade_hallucinations",
-            "grade_answer"
-        ]
-    );
+    assert_eq!(names, STEPS);
     assert_eq!(
         &done["workflow_steps"][0], &stopped["workflow_steps"][0],
         "the first steps were not run again"
@@ -224,7 +206,7 @@ async fn a_leased_run_names_the_utc_time_and_how_long_to_wait() {
     let out = cli(dir.path(), &[], &["ask", "--resume", &run_id]);
     assert_eq!(out.status.code(), Some(1));
     let text = stderr(&out);
-    let until = bounded_rag::engine::utc_seconds(lease.expires_at_ms);
+    let until = bounded_rag::clock::utc_seconds(lease.expires_at_ms);
     assert!(
         text.contains(&format!(
             "run {run_id} is being advanced by another invocation until {until} (in "

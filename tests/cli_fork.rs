@@ -3,11 +3,12 @@
 //! speculation's branches or past the end is a usage error naming the steps to use, and the
 //! original run is unchanged.
 
+use crate::support::happy_path::QUESTION;
+use crate::support::run_body::stdout_json as json;
+use crate::support::run_body::step_names as names;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
-
-const QUESTION: &str = "What causes patch canker in durian?";
 
 fn cli(state: &Path, speculation: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bounded-rag"))
@@ -19,25 +20,6 @@ fn cli(state: &Path, speculation: &str, args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("binary runs")
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {} {}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
-}
-
-fn names(run: &Value) -> Vec<&str> {
-    run["workflow_steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect()
 }
 
 #[test]

@@ -10,8 +10,8 @@
 
 use async_trait::async_trait;
 use aws_lambda_events::event::sqs::SqsEvent;
+use bounded_rag::clock::{Clock, FakeClock};
 use bounded_rag::config::Settings;
-use bounded_rag::engine::{Clock, FakeClock};
 use bounded_rag::entry::{sqs, App};
 use bounded_rag::events::{EventSink, SinkError};
 use bounded_rag::llm::OfflineModel;

@@ -98,25 +98,10 @@ async fn a_worker_killed_mid_step_is_swept_and_finished_with_only_that_step_run_
     let messages = drain(&sqs, &queue_url).await;
     assert_eq!(messages.len(), 1);
     let event = serde_json::to_value(sqs_event(&messages)).unwrap();
-    let invoke = format!(
-        "{}/2015-03-31/functions/worker/invocations",
-        first.endpoint()
-    );
-    let pending = tokio::spawn(async move {
-        let http = bounded_rag::tls::reqwest_builder()
-            .no_proxy()
-            .build()
-            .unwrap();
-        http.post(invoke).json(&event).send().await
-    });
+    let pending = first.invoke_in_background("worker", event);
 
     // Inside `generate`: its model request has arrived and is being held.
-    for _ in 0..1_500 {
-        if llm.calls("generate_answer") == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    support::wait_until(|| llm.calls("generate_answer") == 1).await;
     assert_eq!(llm.calls("generate_answer"), 1, "{}", first.logs());
     let (before, before_cp) = checkpoint(&store).await;
     let done_before: Vec<&str> = before_cp.records.iter().map(|r| r.name.as_str()).collect();

@@ -10,6 +10,7 @@ use lambda_http::Body;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
+use support::api_event::{with_body, with_header};
 use support::app::{app, timed_app};
 use support::llm_server::{Script, ScriptedLlm};
 
@@ -51,13 +52,6 @@ fn get_event_anonymous(run_id: &str) -> String {
     v.to_string()
 }
 
-/// Adds (or replaces) a request header.
-fn with_header(event: &str, name: &str, value: &str) -> String {
-    let mut v: Value = serde_json::from_str(event).unwrap();
-    v["headers"][name] = Value::String(value.to_owned());
-    v.to_string()
-}
-
 /// Like [`call`], with the response headers.
 async fn call_with_headers(
     app: &bounded_rag::entry::App,
@@ -68,14 +62,6 @@ async fn call_with_headers(
     let status = response.status().as_u16();
     let body = api::body_json(&response);
     (status, body, response.headers().clone())
-}
-
-/// Replaces the event's JSON body.
-fn with_body(event: &str, body: &str) -> String {
-    let mut v: Value = serde_json::from_str(event).unwrap();
-    v["body"] = Value::String(body.to_owned());
-    v["headers"]["content-length"] = Value::String(body.len().to_string());
-    v.to_string()
 }
 
 async fn call(

@@ -21,8 +21,9 @@
 use crate::support;
 
 use bounded_rag::aws;
+use bounded_rag::clock::{Clock, FakeClock, SystemClock};
 use bounded_rag::config::Settings;
-use bounded_rag::engine::{Clock, EngineError, FakeClock, SystemClock};
+use bounded_rag::engine::EngineError;
 use bounded_rag::entry::sweeper::Sweeper;
 use bounded_rag::entry::{work_queue, App};
 use bounded_rag::rag::{RunRequest, RunStatus};

@@ -4,7 +4,7 @@
 
 use crate::support;
 
-use bounded_rag::engine::Clock;
+use bounded_rag::clock::Clock;
 use bounded_rag::entry::api;
 use bounded_rag::runs::MemoryQueue;
 use bounded_rag::store::MemoryStore;

@@ -6,13 +6,12 @@
 
 use crate::support;
 
+use crate::support::happy_path::QUESTION;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Output;
 use support::agent_server::{AgentReply, Answer, Passage, ScriptedAgent};
 use support::scripted_http::Reply;
-
-const QUESTION: &str = "What causes patch canker in durian?";
 
 fn cli(state: &Path, server: &ScriptedAgent, env: &[(&str, &str)], args: &[&str]) -> Output {
     // The sequential path's exact calls.

@@ -9,9 +9,10 @@ use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
 use bounded_rag::entry::{api, App};
 use bounded_rag::ingest::{ingest, ingest_dir, IngestOptions};
 use bounded_rag::kb::format::Manifest;
+use bounded_rag::knowledge::Document;
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{RagGraph, RagLimits};
-use bounded_rag::search::{Document, Filter, RetrievalOptions};
+use bounded_rag::search::{Filter, RetrievalOptions};
 use bounded_rag::store::MemoryStore;
 use lambda_http::Body;
 use serde_json::{json, Value};
@@ -342,7 +343,7 @@ async fn a_tenant_key_pins_each_caller_to_its_own_documents() {
         Settings::default(),
         graph,
         Arc::new(MemoryStore::new()),
-        Arc::new(bounded_rag::engine::SystemClock),
+        Arc::new(bounded_rag::clock::SystemClock),
     );
     let ask = json!({"question": "What causes patch canker on the trunk?", "mode": "speed", "n_retrieved_documents": 10});
 

@@ -4,9 +4,10 @@
 //! citations, every unreadable file named with its reason, `--strict`, `MAX_DOCUMENT_BYTES`,
 //! and bundles written before these fields still opening.
 use bounded_rag::ingest::ingest_dir;
-use bounded_rag::kb::format::{Format, SkipReason, SkippedFile};
 use bounded_rag::kb::KnowledgeBase;
-use bounded_rag::search::{DocKind, RetrievalOptions};
+use bounded_rag::knowledge::DocKind;
+use bounded_rag::knowledge::{Format, SkipReason, SkippedFile};
+use bounded_rag::search::RetrievalOptions;
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -42,7 +43,7 @@ fn passages() -> RetrievalOptions {
     }
 }
 
-fn top(kb: &KnowledgeBase, query: &str) -> bounded_rag::search::Document {
+fn top(kb: &KnowledgeBase, query: &str) -> bounded_rag::knowledge::Document {
     let docs = kb.search(query, &passages()).unwrap();
     assert_eq!(docs[0].kind, DocKind::Episode);
     docs.into_iter().next().unwrap_or_else(|| panic!("{query}"))

@@ -2,7 +2,8 @@
 //! relations (and, with community retrieval, its communities); the kind toggles and the limit
 //! hold; a query matching no entity is plain BM25; an ingested bundle expands the same way.
 use bounded_rag::ingest::ingest_dir;
-use bounded_rag::search::{DocKind, Document, RetrievalOptions};
+use bounded_rag::knowledge::{DocKind, Document};
+use bounded_rag::search::RetrievalOptions;
 use std::collections::HashSet;
 use std::path::Path;
 

@@ -4,19 +4,18 @@
 //! as a counted and retried model call.
 use crate::support;
 
-use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
-use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
-use bounded_rag::ingest::{ingest, IngestOptions};
+use bounded_rag::clock::{Clock, SystemClock};
+use bounded_rag::engine::Budget;
+use bounded_rag::ingest::{ingest, IngestError, IngestOptions};
 use bounded_rag::kb::{check_compatible, KnowledgeBase};
+use bounded_rag::knowledge::DocKind;
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest, RunResponse};
 use bounded_rag::runs::Workflow;
-use bounded_rag::search::{DocKind, RetrievalError, RetrievalMode, RetrievalOptions};
+use bounded_rag::search::{RetrievalMode, RetrievalOptions};
 use bounded_rag::store::MemoryStore;
-use std::fs;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 use support::embeddings_server::{concept_vector, EmbedReply, ScriptedEmbeddings, DIMS};
 
 const MODEL: &str = "concepts-7";
@@ -38,39 +37,15 @@ const DOCS: &[(&str, &str)] = &[
 
 const BARK_QUESTION: &str = "How do I treat bark lesions?";
 
-fn write_docs(dir: &Path) {
-    fs::create_dir_all(dir).unwrap();
-    for (name, text) in DOCS {
-        fs::write(dir.join(name), text).unwrap();
-    }
-}
-
-fn client(server: &ScriptedEmbeddings) -> EmbeddingsClient {
-    EmbeddingsClient::new(EmbeddingsConfig {
-        base_url: server.base_url(),
-        model: MODEL.into(),
-        api_key: None,
-    })
-    .unwrap()
-}
-
-fn no_wait() -> RetryPolicy {
-    RetryPolicy {
-        max_retries: 2,
-        base_delay: Duration::ZERO,
-        max_delay: Duration::ZERO,
-    }
-}
-
 /// Ingests [`DOCS`] with embeddings into `out`.
 async fn embedded_bundle(server: &ScriptedEmbeddings, work: &Path) -> KnowledgeBase {
     let src = work.join("src");
-    write_docs(&src);
-    let embedder = client(server);
+    support::write_files(&src, DOCS);
+    let embedder = server.client(MODEL);
     let options = IngestOptions {
         embedder: Some(&embedder),
         batch_size: 4,
-        retry: no_wait(),
+        retry: support::embeddings_server::no_wait(),
         ..IngestOptions::default()
     };
     let out = work.join("bundle");
@@ -82,7 +57,7 @@ async fn embedded_bundle(server: &ScriptedEmbeddings, work: &Path) -> KnowledgeB
 async fn an_interrupted_embedding_ingest_resumes_with_exactly_the_remaining_batches() {
     let work = tempfile::tempdir().unwrap();
     let src = work.path().join("src");
-    write_docs(&src);
+    support::write_files(&src, DOCS);
     let out = work.path().join("bundle");
     // Batches of 3: ten passages are four batches (3, 3, 3, 1). The first batch fails once
     // with a 503 (retried), the third with a 400 (not retried): the ingest stops.
@@ -93,18 +68,18 @@ async fn an_interrupted_embedding_ingest_resumes_with_exactly_the_remaining_batc
         EmbedReply::status(400),
     ])
     .await;
-    let embedder = client(&server);
+    let embedder = server.client(MODEL);
     let options = IngestOptions {
         embedder: Some(&embedder),
         batch_size: 3,
-        retry: no_wait(),
+        retry: support::embeddings_server::no_wait(),
         ..IngestOptions::default()
     };
     let err = ingest(&src, &out, &options).await.unwrap_err();
     assert!(
         matches!(
             err,
-            RetrievalError::Interrupted {
+            IngestError::Interrupted {
                 done: 6,
                 total: 10,
                 ..
@@ -169,7 +144,7 @@ async fn hybrid_ranking_fuses_the_bm25_and_vector_lists() {
         limit: 5,
         ..RetrievalOptions::default()
     };
-    let url = |d: &bounded_rag::search::Document| d.url.clone();
+    let url = |d: &bounded_rag::knowledge::Document| d.url.clone();
 
     let bm25: Vec<String> = kb
         .search(BARK_QUESTION, &options)
@@ -259,8 +234,8 @@ async fn a_hybrid_run_embeds_its_question_once_as_a_counted_retried_model_call()
     );
     let hybrid_graph = bm25_graph
         .clone()
-        .with_embedder(Arc::new(client(&server)))
-        .with_remote_policy(no_wait());
+        .with_embedder(Arc::new(server.client(MODEL)))
+        .with_remote_policy(support::embeddings_server::no_wait());
 
     let bm25 = run(&bm25_graph, BARK_QUESTION).await;
     assert_eq!(bm25.metadata.retrieval, Some(RetrievalMode::Bm25));
@@ -300,10 +275,10 @@ async fn a_hybrid_run_embeds_its_question_once_as_a_counted_retried_model_call()
 async fn a_hybrid_search_adds_the_matched_entity_neighbourhood_too() {
     let server = ScriptedEmbeddings::start([]).await;
     let work = tempfile::tempdir().unwrap();
-    let embedder = client(&server);
+    let embedder = server.client(MODEL);
     let options = IngestOptions {
         embedder: Some(&embedder),
-        retry: no_wait(),
+        retry: support::embeddings_server::no_wait(),
         ..IngestOptions::default()
     };
     let out = work.path().join("bundle");

@@ -9,8 +9,9 @@
 //! over it ends `completed` citing it.
 use crate::support;
 
+use bounded_rag::clock::{Clock, SystemClock};
 use bounded_rag::embed::EmbeddingsClient;
-use bounded_rag::engine::{Budget, Clock, SystemClock};
+use bounded_rag::engine::Budget;
 use bounded_rag::kb::KnowledgeBase;
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest, RunStatus};
@@ -41,7 +42,7 @@ async fn bundle(server: &ScriptedEmbeddings, work: &std::path::Path) -> Knowledg
         .await
 }
 
-fn urls(docs: &[bounded_rag::search::Document]) -> Vec<String> {
+fn urls(docs: &[bounded_rag::knowledge::Document]) -> Vec<String> {
     docs.iter().map(|d| d.url.clone()).collect()
 }
 

@@ -3,8 +3,10 @@
 //! visibly), and `metadata.retrieval` naming `bm25+rerank` / `hybrid+rerank`.
 use crate::support;
 
+use crate::support::happy_path::QUESTION;
+use bounded_rag::clock::{Clock, SystemClock};
 use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
-use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
+use bounded_rag::engine::Budget;
 use bounded_rag::ingest::{ingest, IngestOptions};
 use bounded_rag::kb::KnowledgeBase;
 use bounded_rag::llm::OfflineModel;
@@ -16,19 +18,8 @@ use bounded_rag::store::MemoryStore;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 use support::embeddings_server::ScriptedEmbeddings;
 use support::rerank_server::{RerankReply, ScriptedRerank};
-
-const QUESTION: &str = "What causes patch canker in durian?";
-
-fn no_wait() -> RetryPolicy {
-    RetryPolicy {
-        max_retries: 2,
-        base_delay: Duration::ZERO,
-        max_delay: Duration::ZERO,
-    }
-}
 
 fn reranker(server: &ScriptedRerank) -> Arc<RerankClient> {
     Arc::new(
@@ -91,7 +82,7 @@ async fn a_rerank_reorders_the_candidates_as_one_counted_call_retried_once_on_50
         None,
         RagLimits::default(),
     )
-    .with_remote_policy(no_wait());
+    .with_remote_policy(support::embeddings_server::no_wait());
     let reranked = plain.clone().with_reranker(reranker(&server));
 
     let before = run(&plain).await;
@@ -139,7 +130,7 @@ async fn a_400_is_not_retried_and_the_fused_order_is_kept_visibly() {
         None,
         RagLimits::default(),
     )
-    .with_remote_policy(no_wait())
+    .with_remote_policy(support::embeddings_server::no_wait())
     .with_reranker(reranker(&server));
     let response = run(&graph).await;
     assert_eq!(server.total_calls(), 1, "a 4xx is never retried");
@@ -175,7 +166,7 @@ async fn a_hybrid_retrieval_is_reranked_too() {
     let graph = RagGraph::new(Arc::new(OfflineModel), kb, None, RagLimits::default())
         .with_embedder(Arc::new(embedder))
         .with_reranker(reranker(&rerank))
-        .with_remote_policy(no_wait());
+        .with_remote_policy(support::embeddings_server::no_wait());
     let response = run(&graph).await;
     assert_eq!(
         response.metadata.retrieval,

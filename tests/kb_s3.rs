@@ -1,11 +1,12 @@
 //! Knowledge bundles on S3 (moto's S3 on loopback): publish, list, load at start, swap between
 //! runs while another run is in progress, and keep serving the last good version when the
-//! pointer or a bundle goes bad.
+//! pointer or a bundle goes bad. The CLI on a `KB_URI` is `kb_s3_cli.rs`.
 use crate::support;
 
 use async_trait::async_trait;
 use bounded_rag::aws::S3Location;
-use bounded_rag::engine::{Budget, Clock, SystemClock};
+use bounded_rag::clock::{Clock, SystemClock};
+use bounded_rag::engine::Budget;
 use bounded_rag::ingest::ingest_dir;
 use bounded_rag::kb::s3::{self, BundleStore};
 use bounded_rag::kb::{LiveKnowledge, LoadOptions, RefreshOutcome, Retriever};
@@ -20,20 +21,20 @@ use std::sync::{Arc, Mutex};
 use support::moto::{moto, unique_name};
 use tokio::sync::{oneshot, Notify};
 
-const QUESTION: &str = "Which durian pest is the zanthorix weevil?";
+pub(crate) const QUESTION: &str = "Which durian pest is the zanthorix weevil?";
 
 fn kb_dir() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/kb"))
 }
 
 /// Two versions of the sample: v2 adds a passage about the zanthorix weevil.
-struct Bundles {
+pub(crate) struct Bundles {
     _work: tempfile::TempDir,
-    v1: PathBuf,
-    v2: PathBuf,
+    pub(crate) v1: PathBuf,
+    pub(crate) v2: PathBuf,
 }
 
-fn bundles() -> Bundles {
+pub(crate) fn bundles() -> Bundles {
     let work = tempfile::tempdir().unwrap();
     let src = work.path().join("src");
     fs::create_dir_all(&src).unwrap();
@@ -58,7 +59,7 @@ fn bundles() -> Bundles {
     }
 }
 
-async fn store() -> (BundleStore, aws_sdk_s3::Client) {
+pub(crate) async fn store() -> (BundleStore, aws_sdk_s3::Client) {
     let sdk = moto().await.sdk_config().await;
     let client = s3::client(&sdk);
     let bucket = unique_name("kb").to_lowercase();
@@ -74,7 +75,7 @@ fn options() -> LoadOptions {
     }
 }
 
-fn version_of(dir: &Path) -> String {
+pub(crate) fn version_of(dir: &Path) -> String {
     bounded_rag::ingest::load_kb(dir)
         .unwrap()
         .version()
@@ -363,116 +364,6 @@ async fn a_bundle_of_another_embedding_model_is_refused() {
 }
 
 /// The CLI with moto's endpoint and dummy credentials, nothing else from this environment.
-fn cli(endpoint: &str, state: &Path) -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bounded-rag"));
-    cmd.env_clear()
-        .env("AWS_ENDPOINT_URL", endpoint)
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("STATE_DIR", state)
-        .env("LLM_PROVIDER", "offline");
-    cmd
-}
-
-#[tokio::test]
-async fn the_cli_publishes_lists_and_answers_from_kb_uri() {
-    let b = bundles();
-    let (store, _) = store().await;
-    let endpoint = moto().await.endpoint().to_owned();
-    let uri = store.location().to_string();
-    let state = tempfile::tempdir().unwrap();
-
-    // Nothing published yet: a clear start-up error, exit code 2.
-    let out = cli(&endpoint, state.path())
-        .env("KB_URI", &uri)
-        .args(["-q", "ask", QUESTION])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("no bundle is published"), "{stderr}");
-
-    let out = cli(&endpoint, state.path())
-        .args(["kb", "publish"])
-        .arg(&b.v2)
-        .arg(&uri)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v2 = version_of(&b.v2);
-    assert!(String::from_utf8_lossy(&out.stdout).contains(&v2));
-
-    let out = cli(&endpoint, state.path())
-        .args(["kb", "list", &uri, "--json"])
-        .output()
-        .unwrap();
-    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(list[0]["version"], v2.as_str());
-    assert_eq!(list[0]["current"], true);
-
-    let out = cli(&endpoint, state.path())
-        .env("KB_URI", &uri)
-        .args(["-q", "ask", QUESTION, "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let response: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(response["metadata"]["kb_version"], v2.as_str());
-    assert_eq!(response["metadata"]["retrieval"], "bm25");
-    let cited: Vec<&str> = response["citations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["url"].as_str())
-        .collect();
-    assert!(cited.contains(&"kb://zanthorix.md#1"), "{cited:?}");
-}
-
-#[tokio::test]
-async fn an_unreachable_kb_uri_is_named_with_the_key_tried_and_what_to_check() {
-    let state = tempfile::tempdir().unwrap();
-    // A port nothing listens on, and a bucket moto does not have.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| format!("http://{addr}"))
-        .unwrap();
-    let absent = format!("s3://{}/team/durian", unique_name("absent").to_lowercase());
-    let cases = [
-        (closed, "s3://unreachable-kb/team/durian".to_owned()),
-        (moto().await.endpoint().to_owned(), absent),
-    ];
-    for (endpoint, uri) in cases {
-        let out = cli(&endpoint, state.path())
-            .env("KB_URI", &uri)
-            .args(["-q", "ask", QUESTION])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.contains(&format!("cannot load KB_URI={uri}:")),
-            "{stderr}"
-        );
-        assert!(stderr.contains(&format!("{uri}/current.json")), "{stderr}");
-        assert!(stderr.contains("credentials"), "{stderr}");
-        assert!(stderr.contains("`bounded-rag kb publish`"), "{stderr}");
-        assert!(!stderr.contains("KB_PATH"), "{stderr}");
-        for dump in ["DispatchFailure", "Error {", "aws_request_id"] {
-            assert!(!stderr.contains(dump), "the SDK's debug dump: {stderr}");
-        }
-    }
-}
-
 #[tokio::test]
 async fn a_warm_instance_checks_in_the_background_and_swaps_between_runs() {
     let b = bundles();

@@ -6,11 +6,11 @@
 use crate::support;
 
 use bounded_rag::aws::S3Location;
-use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
-use bounded_rag::engine::RetryPolicy;
+use bounded_rag::embed::EmbeddingsClient;
 use bounded_rag::ingest::sync::{sync, FailReason, SyncSource, SyncSummary};
 use bounded_rag::ingest::{ingest, IngestOptions};
 use bounded_rag::kb::s3::{self, BundleStore};
+use bounded_rag::retry::RetryPolicy;
 use std::fs;
 use std::path::Path;
 use std::time::Duration;
@@ -33,15 +33,6 @@ fn guide() -> String {
         section("Mealybugs", "white insects cluster on fruit stalks"),
         section("Drainage", "raised beds keep roots out of standing water"),
     )
-}
-
-fn client(server: &ScriptedEmbeddings) -> EmbeddingsClient {
-    EmbeddingsClient::new(EmbeddingsConfig {
-        base_url: server.base_url(),
-        model: MODEL.into(),
-        api_key: None,
-    })
-    .unwrap()
 }
 
 fn options(embedder: &EmbeddingsClient) -> IngestOptions<'_> {
@@ -111,7 +102,7 @@ fn counts(s: &SyncSummary) -> [usize; 7] {
 #[tokio::test]
 async fn first_sync_then_add_modify_delete_and_no_change_embed_exactly_what_changed() {
     let server = ScriptedEmbeddings::start([]).await;
-    let embedder = client(&server);
+    let embedder = server.client(MODEL);
     let (store, _) = dest().await;
     let work = tempfile::tempdir().unwrap();
     let src = work.path().join("src");
@@ -209,7 +200,7 @@ async fn first_sync_then_add_modify_delete_and_no_change_embed_exactly_what_chan
 #[tokio::test]
 async fn a_folder_and_s3_source_give_the_ingest_version_and_a_poisoned_file_fails_alone() {
     let server = ScriptedEmbeddings::start([]).await;
-    let embedder = client(&server);
+    let embedder = server.client(MODEL);
     let work = tempfile::tempdir().unwrap();
     let src = work.path().join("src");
     fs::create_dir_all(src.join("sub")).unwrap();
@@ -286,7 +277,7 @@ async fn a_folder_and_s3_source_give_the_ingest_version_and_a_poisoned_file_fail
 #[tokio::test]
 async fn the_cache_serves_another_machine_with_no_sync_state() {
     let server = ScriptedEmbeddings::start([]).await;
-    let embedder = client(&server);
+    let embedder = server.client(MODEL);
     let (store, s3c) = dest().await;
     let work = tempfile::tempdir().unwrap();
     let src = work.path().join("src");

@@ -4,18 +4,18 @@
 //! used by a hybrid run, and a timeout that names the setting to raise.
 use crate::support;
 
-use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
-use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
-use bounded_rag::ingest::{ingest, IngestOptions};
+use bounded_rag::clock::{Clock, SystemClock};
+use bounded_rag::engine::Budget;
+use bounded_rag::ingest::{ingest, IngestError, IngestOptions};
 use bounded_rag::kb::format::Manifest;
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Mode, RagGraph, RagLimits, RunRequest};
+use bounded_rag::retry::RetryPolicy;
 use bounded_rag::runs::Workflow;
-use bounded_rag::search::{RetrievalError, RetrievalMode};
+use bounded_rag::search::RetrievalMode;
 use bounded_rag::store::MemoryStore;
 use std::collections::HashSet;
 use std::fs;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use support::embeddings_server::{EmbedReply, ScriptedEmbeddings};
@@ -51,42 +51,18 @@ const DOCS: &[(&str, &str)] = &[
     ("g.md", "# Pruning\n\nOpen the canopy after harvest."),
 ];
 
-fn write_docs(dir: &Path) {
-    fs::create_dir_all(dir).unwrap();
-    for (name, text) in DOCS {
-        fs::write(dir.join(name), text).unwrap();
-    }
-}
-
-fn client(server: &ScriptedEmbeddings) -> EmbeddingsClient {
-    EmbeddingsClient::new(EmbeddingsConfig {
-        base_url: server.base_url(),
-        model: MODEL.into(),
-        api_key: None,
-    })
-    .unwrap()
-}
-
-fn no_wait() -> RetryPolicy {
-    RetryPolicy {
-        max_retries: 2,
-        base_delay: Duration::ZERO,
-        max_delay: Duration::ZERO,
-    }
-}
-
 #[tokio::test]
 async fn batches_follow_the_batch_size_and_prefixes_are_sent_and_recorded() {
     let server = ScriptedEmbeddings::start([]).await;
     let work = tempfile::tempdir().unwrap();
     let src = work.path().join("src");
-    write_docs(&src);
+    support::write_files(&src, DOCS);
     let out = work.path().join("bundle");
-    let embedder = client(&server);
+    let embedder = server.client(MODEL);
     let options = IngestOptions {
         embedder: Some(&embedder),
         batch_size: 3,
-        retry: no_wait(),
+        retry: support::embeddings_server::no_wait(),
         passage_prefix: "passage: ".into(),
         query_prefix: "query: ".into(),
         ..IngestOptions::default()
@@ -109,8 +85,8 @@ async fn batches_follow_the_batch_size_and_prefixes_are_sent_and_recorded() {
     server.clear();
     let kb = Arc::new(bounded_rag::ingest::load_kb(&out).unwrap());
     let graph = RagGraph::new(Arc::new(OfflineModel), kb, None, RagLimits::default())
-        .with_embedder(Arc::new(client(&server)))
-        .with_remote_policy(no_wait());
+        .with_embedder(Arc::new(server.client(MODEL)))
+        .with_remote_policy(support::embeddings_server::no_wait());
     let store = MemoryStore::new();
     let workflow = Workflow::new(&graph, &store, &SystemClock);
     let mut request = RunRequest::new("What causes bark lesions?");
@@ -131,14 +107,14 @@ async fn concurrent_batches_are_in_flight_together_and_resume_still_works() {
     let server = ScriptedEmbeddings::start([slow()]).await;
     let work = tempfile::tempdir().unwrap();
     let src = work.path().join("src");
-    write_docs(&src);
+    support::write_files(&src, DOCS);
     let out = work.path().join("bundle");
-    let embedder = client(&server);
+    let embedder = server.client(MODEL);
     let options = IngestOptions {
         embedder: Some(&embedder),
         batch_size: 3,
         concurrency: 3,
-        retry: no_wait(),
+        retry: support::embeddings_server::no_wait(),
         ..IngestOptions::default()
     };
     let summary = ingest(&src, &out, &options).await.unwrap();
@@ -174,16 +150,16 @@ async fn a_timed_out_batch_names_the_setting_to_raise_and_the_ingest_resumes() {
     .await;
     let work = tempfile::tempdir().unwrap();
     let src = work.path().join("src");
-    write_docs(&src);
+    support::write_files(&src, DOCS);
     let out = work.path().join("bundle");
-    let embedder = client(&server);
+    let embedder = server.client(MODEL);
     let options = IngestOptions {
         embedder: Some(&embedder),
         batch_size: 3,
         call_timeout: Duration::from_millis(200),
         retry: RetryPolicy {
             max_retries: 0,
-            ..no_wait()
+            ..support::embeddings_server::no_wait()
         },
         ..IngestOptions::default()
     };
@@ -191,7 +167,7 @@ async fn a_timed_out_batch_names_the_setting_to_raise_and_the_ingest_resumes() {
     assert!(
         matches!(
             err,
-            RetrievalError::Interrupted {
+            IngestError::Interrupted {
                 done: 3,
                 total: 7,
                 ..

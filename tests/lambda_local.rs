@@ -7,6 +7,7 @@
 
 use crate::support;
 
+use crate::support::happy_path::QUESTION;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Value};
 use support::lambda_watch::{processes_for, HttpResponse, LambdaWatch, Launch};
@@ -20,7 +21,6 @@ const SQS_NEW_RUN: &str = include_str!("../events/sqs-new-run.json");
 
 /// The run id in `events/apigw-runs-get.json`; no test creates it.
 const UNKNOWN_RUN_ID: &str = "00000000-0000-4000-8000-000000000001";
-const QUESTION: &str = "What causes patch canker in durian?";
 
 fn event(text: &str) -> Value {
     serde_json::from_str(text).expect("event JSON")

@@ -8,13 +8,14 @@
 
 use crate::support;
 
+use crate::support::happy_path::QUESTION;
 use serde_json::{json, Value};
 use std::time::Duration;
 use support::lambda_watch::LambdaWatch;
 use support::llm_server::{Reply, Script, ScriptedLlm};
 use support::moto::{moto, Moto};
+use support::sse::{Event, Events};
 
-const QUESTION: &str = "What causes patch canker in durian?";
 const ANSWER: &str = "Patch canker is caused by Phytophthora palmivora [1].";
 const SECOND: &str = "Phytophthora palmivora causes patch canker on the trunk [2].";
 
@@ -29,65 +30,6 @@ fn env(moto: &Moto, table: &str, llm: &ScriptedLlm) -> Vec<(&'static str, String
         ("RUST_LOG", "bounded_rag=debug,warn".to_owned()),
     ]);
     env
-}
-
-/// One server-sent event.
-#[derive(Debug, Clone)]
-struct Event {
-    name: String,
-    data: Value,
-}
-
-/// Reads server-sent events from a streamed body as they arrive.
-struct Events {
-    response: reqwest::Response,
-    buffer: String,
-}
-
-impl Events {
-    fn new(response: reqwest::Response) -> Self {
-        Self {
-            response,
-            buffer: String::new(),
-        }
-    }
-
-    /// The next event, or `None` at the end of the body.
-    async fn next(&mut self) -> Option<Event> {
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let frame: String = self.buffer.drain(..end + 2).collect();
-                let mut name = String::new();
-                let mut data = String::new();
-                for line in frame.lines() {
-                    if let Some(v) = line.strip_prefix("event: ") {
-                        name = v.to_owned();
-                    } else if let Some(v) = line.strip_prefix("data: ") {
-                        data.push_str(v);
-                    }
-                }
-                let data = serde_json::from_str(&data)
-                    .unwrap_or_else(|e| panic!("event {name} data is not JSON ({e}): {data}"));
-                return Some(Event { name, data });
-            }
-            let chunk = self.response.chunk().await.expect("read the stream")?;
-            self.buffer
-                .push_str(std::str::from_utf8(&chunk).expect("UTF-8 stream"));
-        }
-    }
-
-    async fn all(mut self) -> Vec<Event> {
-        let mut events = Vec::new();
-        while let Some(event) = self.next().await {
-            events.push(event);
-        }
-        assert!(
-            self.buffer.trim().is_empty(),
-            "trailing bytes: {:?}",
-            self.buffer
-        );
-        events
-    }
 }
 
 /// Event names, with the step name for `step` events (`step:generate`).

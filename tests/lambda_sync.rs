@@ -9,27 +9,21 @@
 use crate::support;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use aws_sdk_s3::primitives::ByteStream;
-use bounded_rag::aws::S3Location;
 use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
-use bounded_rag::ingest::sync::job::{reason_of, summary_of, Ledger};
+use bounded_rag::ingest::sync::job::{reason_of, summary_of};
 use bounded_rag::ingest::sync::FailReason;
 use bounded_rag::ingest::{ingest, IngestOptions};
-use bounded_rag::kb::s3::{self, BundleStore};
-use bounded_rag::store::{DocPhase, DynamoStore, JobRecord, SyncControl};
+use bounded_rag::store::{DocPhase, JobRecord, SyncControl};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use support::embeddings_server::{EmbedReply, ScriptedEmbeddings};
 use support::lambda_watch::LambdaWatch;
-use support::moto::{moto, unique_name};
+use support::moto::moto;
 use support::scripted_http::Hold;
-use support::sync_pump::pump;
+use support::sync_stack::{SyncStack, MODEL};
 
-const CREATED: &str = include_str!("../events/s3-object-created.json");
-const REMOVED: &str = include_str!("../events/s3-object-removed.json");
 const TEST_EVENT: &str = include_str!("../events/s3-test-event.json");
-const MODEL: &str = "concepts-7";
 
 /// A section of 90 words (a passage closes at 80 words and a new heading).
 fn section(heading: &str, words: &str) -> String {
@@ -45,152 +39,6 @@ fn guide(drainage: &str) -> String {
         section("Mealybugs", "white insects cluster on fruit stalks"),
         section("Drainage", drainage),
     )
-}
-
-/// One moto stack for one test: source bucket, destination, table, queue, embeddings.
-struct Stack {
-    s3: aws_sdk_s3::Client,
-    sqs: aws_sdk_sqs::Client,
-    source: String,
-    dest: S3Location,
-    table: String,
-    queue: String,
-    ledger: Ledger,
-    server: ScriptedEmbeddings,
-    sequencer: std::sync::atomic::AtomicU64,
-}
-
-impl Stack {
-    async fn new(replies: Vec<EmbedReply>) -> Self {
-        let moto = moto().await;
-        let sdk = moto.sdk_config().await;
-        let s3 = s3::client(&sdk);
-        let source = unique_name("docs").to_lowercase();
-        let kb = unique_name("kb").to_lowercase();
-        for bucket in [&source, &kb] {
-            s3.create_bucket().bucket(bucket).send().await.unwrap();
-        }
-        let sqs = moto.sqs().await;
-        let queue = sqs
-            .create_queue()
-            .queue_name(unique_name("sync"))
-            .attributes(
-                aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout,
-                "2",
-            )
-            .send()
-            .await
-            .unwrap()
-            .queue_url
-            .unwrap();
-        let table = moto.create_table().await;
-        let dest: S3Location = format!("s3://{kb}/durian").parse().unwrap();
-        let records = DynamoStore::for_sync(moto.dynamodb().await, table.clone());
-        let ledger = Ledger::new(std::sync::Arc::new(records), &dest.to_string());
-        Self {
-            s3,
-            sqs,
-            source,
-            dest,
-            table,
-            queue,
-            ledger,
-            server: ScriptedEmbeddings::start(replies).await,
-            sequencer: std::sync::atomic::AtomicU64::new(0x10),
-        }
-    }
-
-    fn env(&self, extra: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
-        let mut env = futures::executor::block_on(moto()).function_env();
-        env.extend([
-            ("SYNC_TABLE", self.table.clone()),
-            ("SYNC_QUEUE_URL", self.queue.clone()),
-            ("SYNC_SOURCE_URI", format!("s3://{}/docs", self.source)),
-            ("SYNC_DEST_URI", self.dest.to_string()),
-            ("SYNC_DEBOUNCE_SECONDS", "1".into()),
-            ("SYNC_LEASE_SECONDS", "3".into()),
-            ("EMBEDDINGS_BASE_URL", self.server.base_url()),
-            ("EMBEDDINGS_MODEL", MODEL.into()),
-            ("RUST_LOG", "bounded_rag=info,warn".into()),
-        ]);
-        env.extend(extra.iter().cloned());
-        env
-    }
-
-    /// Puts `docs/NAME`; returns its ETag.
-    async fn put(&self, name: &str, body: impl Into<Vec<u8>>) -> String {
-        let out = self
-            .s3
-            .put_object()
-            .bucket(&self.source)
-            .key(format!("docs/{name}"))
-            .body(ByteStream::from(body.into()))
-            .send()
-            .await
-            .unwrap();
-        out.e_tag().unwrap().trim_matches('"').to_owned()
-    }
-
-    fn next_sequencer(&self) -> String {
-        let n = self
-            .sequencer
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        format!("0055AED6DCD9{n:06X}")
-    }
-
-    /// The S3 notification (as S3 sends it to the queue) of a put of `docs/NAME`.
-    fn created(&self, name: &str, etag: &str) -> String {
-        let mut event: Value = serde_json::from_str(CREATED).unwrap();
-        let record = &mut event["Records"][0]["s3"];
-        record["bucket"]["name"] = self.source.clone().into();
-        record["object"]["key"] = format!("docs/{name}").into();
-        record["object"]["eTag"] = etag.into();
-        record["object"]["sequencer"] = self.next_sequencer().into();
-        event.to_string()
-    }
-
-    fn removed(&self, name: &str) -> String {
-        let mut event: Value = serde_json::from_str(REMOVED).unwrap();
-        let record = &mut event["Records"][0]["s3"];
-        record["bucket"]["name"] = self.source.clone().into();
-        record["object"]["key"] = format!("docs/{name}").into();
-        record["object"]["sequencer"] = self.next_sequencer().into();
-        event.to_string()
-    }
-
-    async fn send(&self, body: &str) {
-        self.sqs
-            .send_message()
-            .queue_url(&self.queue)
-            .message_body(body)
-            .send()
-            .await
-            .unwrap();
-    }
-
-    async fn pump(&self, watches: &[&LambdaWatch]) -> usize {
-        let pumped = pump(
-            &self.sqs,
-            &self.queue,
-            watches,
-            Duration::from_secs(4),
-            Duration::from_secs(300),
-        )
-        .await;
-        pumped.deliveries.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    fn embedded(&self) -> usize {
-        self.server.batches().iter().map(Vec::len).sum()
-    }
-
-    fn store(&self) -> BundleStore {
-        BundleStore::new(self.s3.clone(), self.dest.clone())
-    }
-
-    async fn jobs(&self) -> Vec<JobRecord> {
-        self.ledger.jobs().await.unwrap()
-    }
 }
 
 /// The version `ingest` gives `docs` (embedded at a server of its own, same model).
@@ -257,7 +105,7 @@ fn debounced(jobs: &[JobRecord], control: &SyncControl, changes: u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_sync_add_modify_delete_and_duplicates_or_redeliveries_do_nothing_twice() {
-    let stack = Stack::new(vec![]).await;
+    let stack = SyncStack::new(vec![]).await;
     let watch = LambdaWatch::start(&stack.env(&[])).await;
     let borer = "# Stem borer\n\nLarvae dig tunnels inside branches.";
     let guide_v1 = guide("raised beds keep roots out of standing water");
@@ -388,7 +236,7 @@ async fn events_sync_add_modify_delete_and_duplicates_or_redeliveries_do_nothing
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_mid_document_is_recovered_and_a_poisoned_file_fails_alone() {
     let hold = Hold::new();
-    let stack = Stack::new(vec![
+    let stack = SyncStack::new(vec![
         EmbedReply::vectors().held(&hold),
         EmbedReply::vectors(),
     ])
@@ -489,7 +337,7 @@ async fn a_crash_mid_document_is_recovered_and_a_poisoned_file_fails_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_200_events_ends_in_a_few_publishes_never_concurrent() {
-    let stack = Stack::new(vec![]).await;
+    let stack = SyncStack::new(vec![]).await;
     // Leases as long as production's outlast any step of a loaded machine: nothing here is
     // taken over, so every passage is embedded once and no two publishes overlap.
     let env = stack.env(&[("SYNC_LEASE_SECONDS", "120".into())]);
@@ -529,7 +377,7 @@ async fn a_burst_of_200_events_ends_in_a_few_publishes_never_concurrent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_sync_fans_out_over_the_queue_and_finds_deletions() {
-    let stack = Stack::new(vec![]).await;
+    let stack = SyncStack::new(vec![]).await;
     let env = stack.env(&[("SYNC_LEASE_SECONDS", "120".into())]);
     let mut docs = Vec::new();
     for i in 0..20 {

@@ -4,16 +4,16 @@
 
 use crate::support;
 
-use bounded_rag::engine::{Meter, Usage};
 use bounded_rag::error::{Classify, ErrorClass};
 use bounded_rag::llm::{
-    ask, write_answer, BedrockConfig, BedrockModel, BinaryScore, ChatModel, ChatRequest,
-    Completion, LlmError, Message, Role, Task, TaskInputs, TokenCount,
+    ask, BedrockConfig, BedrockModel, BinaryScore, ChatModel, LlmError, Task, TokenCount,
 };
+use bounded_rag::usage::Usage;
 use serde_json::json;
-use std::sync::Mutex;
 use std::time::Duration;
 use support::bedrock_server::{exception, BedrockScript, ScriptedBedrock};
+use support::chat_request::{answer, grade, request};
+use support::chat_stream::{stream, streamed_answer};
 use support::llm_server::{Reply, Script};
 
 const MODEL: &str = "anthropic.claude-3-5-haiku-20241022-v1:0";
@@ -25,47 +25,6 @@ async fn start(script: Script) -> ScriptedBedrock {
 
 fn model(server: &ScriptedBedrock) -> BedrockModel {
     BedrockModel::new(&server.sdk_config(), BedrockConfig::new(MODEL)).expect("valid config")
-}
-
-fn request(task: Task, timeout: Duration) -> ChatRequest<'static> {
-    ChatRequest {
-        task,
-        messages: vec![
-            Message::new(Role::System, "You grade documents."),
-            Message::new(Role::User, "Question: What causes patch canker?"),
-        ],
-        inputs: TaskInputs {
-            question: "What causes patch canker?",
-            documents: &[],
-            answer: None,
-        },
-        timeout,
-        max_tokens: if task == Task::GenerateAnswer {
-            1024
-        } else {
-            32
-        },
-        stop: &[],
-    }
-}
-
-fn grade() -> ChatRequest<'static> {
-    request(Task::GradeDocuments, Duration::from_secs(5))
-}
-
-fn answer() -> ChatRequest<'static> {
-    request(Task::GenerateAnswer, Duration::from_secs(5))
-}
-
-/// Streams `request` and returns the result with every delta the sink received, in order.
-async fn stream(
-    model: &BedrockModel,
-    request: &ChatRequest<'_>,
-) -> (Result<Completion, LlmError>, Vec<String>) {
-    let deltas = Mutex::new(Vec::new());
-    let sink = |delta: &str| deltas.lock().unwrap().push(delta.to_owned());
-    let result = model.complete_streaming(request, &sink).await;
-    (result, deltas.into_inner().unwrap())
 }
 
 #[tokio::test]
@@ -315,13 +274,8 @@ async fn ask_metered_with_a_sink_charges_the_reported_tokens_of_one_streamed_cal
             .usage(321, 12),
     )
     .await;
-    let meter = Meter::default();
-    let seen = Mutex::new(Vec::new());
-    let sink = |delta: &str| seen.lock().unwrap().push(delta.to_owned());
-    let reply = write_answer(&model(&server), &answer(), &meter, Some(&sink))
-        .await
-        .unwrap();
-    assert_eq!(reply.text, TEXT);
+    let (text, seen, meter) = streamed_answer(&model(&server), &answer()).await;
+    assert_eq!(text.unwrap(), TEXT);
     assert_eq!(
         meter.usage(),
         Usage {
@@ -333,7 +287,7 @@ async fn ask_metered_with_a_sink_charges_the_reported_tokens_of_one_streamed_cal
             reasoning_tokens: 0,
         }
     );
-    assert!(seen.into_inner().unwrap().len() > 1);
+    assert!(seen.len() > 1);
 }
 
 #[tokio::test]

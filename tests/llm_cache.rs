@@ -4,14 +4,13 @@
 
 use crate::support;
 
+use crate::support::happy_path::QUESTION;
 use bounded_rag::config::Settings;
 use bounded_rag::entry::App;
 use bounded_rag::rag::{RunRequest, RunResponse, RunStatus};
 use std::collections::HashMap;
 use std::path::Path;
 use support::llm_server::{Script, ScriptedLlm};
-
-const QUESTION: &str = "What causes patch canker in durian?";
 
 /// An app on `llm` with its state (checkpoints and cached replies) in `state_dir`.
 async fn app(llm: &ScriptedLlm, state_dir: &Path, model: &str, cache_ttl: &str) -> App {

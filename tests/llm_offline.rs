@@ -1,11 +1,11 @@
 //! The offline provider through the public structured-call API: deterministic replies in the
 //! DESIGN.md field shapes, read from the typed inputs only.
 
+use bounded_rag::knowledge::{DocKind, Document};
 use bounded_rag::llm::{
     ask, extractive_answer, write_answer, BinaryScore, ChatModel, ChatRequest, DataSource, Message,
     OfflineModel, Refined, Role, RouteDecision, Task, TaskInputs, NO_KNOWLEDGE_ANSWER,
 };
-use bounded_rag::search::{DocKind, Document};
 use serde::de::DeserializeOwned;
 use std::time::Duration;
 
@@ -75,7 +75,7 @@ async fn offline<T: DeserializeOwned>(
 /// The offline answer: plain text, as every provider writes it.
 async fn answer(question: &str, documents: &[Document]) -> String {
     let request = request(Task::GenerateAnswer, question, documents, None);
-    let meter = bounded_rag::engine::Meter::default();
+    let meter = bounded_rag::usage::Meter::default();
     write_answer(&OfflineModel, &request, &meter, None)
         .await
         .expect("offline never fails")

@@ -8,42 +8,26 @@
 use crate::support;
 
 use bounded_rag::config::ReasoningEffort;
-use bounded_rag::engine::Meter;
 use bounded_rag::error::{Classify, ErrorClass};
 use bounded_rag::llm::{
     ask, write_answer, BedrockConfig, BedrockModel, BinaryScore, ChatModel, ChatRequest, LlmError,
-    Message, OpenAiConfig, OpenAiModel, Role, Task, TaskInputs, TokenCount,
+    OpenAiConfig, OpenAiModel, Task, TokenCount,
 };
+use bounded_rag::usage::Meter;
 use serde_json::json;
-use std::sync::Mutex;
 use std::time::Duration;
 use support::bedrock_server::{BedrockScript, ScriptedBedrock};
+use support::chat_request::{grade, request_with};
+use support::chat_stream::streamed_answer;
 use support::llm_server::{Reply, Script, ScriptedLlm};
 
 const ANSWER: &str = "Patch canker is caused by Phytophthora palmivora [1].";
 const THOUGHT: &str = "The user asks about patch canker. Document 1 names the pathogen.";
 const CLAUDE: &str = "us.anthropic.claude-sonnet-4-20250514-v1:0";
 
+/// The request of `task` with `max_tokens`, 5 s.
 fn request(task: Task, max_tokens: u32) -> ChatRequest<'static> {
-    ChatRequest {
-        task,
-        messages: vec![
-            Message::new(Role::System, "You grade documents."),
-            Message::new(Role::User, "Question: What causes patch canker?"),
-        ],
-        inputs: TaskInputs {
-            question: "What causes patch canker?",
-            documents: &[],
-            answer: None,
-        },
-        timeout: Duration::from_secs(5),
-        max_tokens,
-        stop: &[],
-    }
-}
-
-fn grade() -> ChatRequest<'static> {
-    request(Task::GradeDocuments, 32)
+    request_with(task, Duration::from_secs(5), max_tokens)
 }
 
 fn answer() -> ChatRequest<'static> {
@@ -61,18 +45,6 @@ fn bedrock(server: &ScriptedBedrock, model: &str, effort: Option<ReasoningEffort
     config.reasoning_effort = effort;
     config.reasoning_tokens = 2048;
     BedrockModel::new(&server.sdk_config(), config).expect("valid config")
-}
-
-/// `write_answer` streamed: the written text, every delta the sink got, and the meter.
-async fn streamed_answer(
-    model: &dyn ChatModel,
-    request: &ChatRequest<'_>,
-) -> (Result<String, LlmError>, Vec<String>, Meter) {
-    let meter = Meter::default();
-    let deltas = Mutex::new(Vec::new());
-    let sink = |delta: &str| deltas.lock().unwrap().push(delta.to_owned());
-    let written = write_answer(model, request, &meter, Some(&sink)).await;
-    (written.map(|w| w.text), deltas.into_inner().unwrap(), meter)
 }
 
 /// `estimate_tokens` of the engine: a quarter of the characters, rounded up, plus four.

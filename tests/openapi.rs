@@ -4,430 +4,34 @@
 //! documented, content type listed, body valid against the schema (`$ref`s into
 //! `components` resolved, formats checked), required headers present and well-formed. Finally
 //! every documented status code of every operation must have been produced by some answer,
-//! so the document cannot describe responses that no longer exist.
+//! so the document cannot describe responses that no longer exist. The checker is
+//! `tests/support/openapi.rs`; the answers of the fork and resume routes, of failures and of the
+//! thread routes come from `openapi_fork.rs`, `openapi_resume.rs`, `openapi_faults.rs` and
+//! `openapi_threads.rs`.
 
 use crate::support;
 
-use async_trait::async_trait;
-use bounded_rag::entry::{api, stream_function, App};
+use bounded_rag::entry::App;
+use bounded_rag::runs::MemoryQueue;
 use bounded_rag::runs::RunIndexer;
-use bounded_rag::runs::{MemoryQueue, QueueError, WorkMessage, WorkQueue};
-use bounded_rag::store::{
-    CheckpointStore, Lease, ListPage, ListedStatus, MemoryStore, StoreError, Versioned,
-};
+use bounded_rag::store::MemoryStore;
 use lambda_http::http::HeaderMap;
-use serde_json::{json, Value};
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use serde_json::json;
+use std::sync::Arc;
 use std::time::Duration;
+use support::api_event::{
+    cancel_event, get_event, get_path_event, list_event, steps_event, with_body, with_header,
+    with_method,
+};
 use support::app::{app, timed_app};
-use support::llm_server::{Reply, Script, ScriptedLlm};
+use support::llm_server::{Script, ScriptedLlm};
+use support::openapi::{call, call_stream, json_of, Exchange, Spec};
 
-const SPEC: &str = include_str!("../openapi.yaml");
 const RUN: &str = include_str!("../events/apigw-run.json");
 const RUN_BAD: &str = include_str!("../events/apigw-run-bad.json");
 const RUNS_START: &str = include_str!("../events/apigw-runs-start.json");
-const RUNS_GET: &str = include_str!("../events/apigw-runs-get.json");
-const RUNS_CANCEL: &str = include_str!("../events/apigw-runs-cancel.json");
 const NOT_FOUND: &str = include_str!("../events/apigw-not-found.json");
 const URL_RUN_ANONYMOUS: &str = include_str!("../events/apigw-url-run-anonymous.json");
-
-/// Documented answers no test can produce deterministically, and why.
-const UNREACHABLE: &[(&str, &str, &str)] = &[(
-    "post",
-    "/workflow/runs",
-    "409: only when two requests with one Idempotency-Key race to create the same run",
-)];
-
-/// One answer of a handler.
-#[derive(Debug)]
-pub(crate) struct Exchange {
-    method: String,
-    path: String,
-    pub(crate) status: u16,
-    headers: HeaderMap,
-    pub(crate) body: Vec<u8>,
-}
-
-/// The document, and the (method, path template, status) triples answers used.
-pub(crate) struct Spec {
-    pub(crate) doc: Value,
-    seen: BTreeSet<(String, String, String)>,
-}
-
-impl Spec {
-    pub(crate) fn load() -> Self {
-        let doc: Value = serde_norway::from_str(SPEC).expect("openapi.yaml is YAML");
-        assert!(
-            doc["openapi"]
-                .as_str()
-                .is_some_and(|v| v.starts_with("3.1.")),
-            "OpenAPI 3.1"
-        );
-        Self {
-            doc,
-            seen: BTreeSet::new(),
-        }
-    }
-
-    /// Follows `$ref`s (`#/...` JSON pointers into this document).
-    pub(crate) fn resolve<'a>(&'a self, mut value: &'a Value) -> &'a Value {
-        while let Some(pointer) = value.get("$ref").and_then(Value::as_str) {
-            let pointer = pointer.strip_prefix('#').expect("local $ref");
-            value = self
-                .doc
-                .pointer(pointer)
-                .unwrap_or_else(|| panic!("dangling $ref {pointer}"));
-        }
-        value
-    }
-
-    /// The path template and operation that `method path` hits, if documented.
-    fn operation(&self, method: &str, path: &str) -> Option<(String, &Value)> {
-        let segments: Vec<&str> = path.trim_end_matches('/').split('/').collect();
-        let paths = self.doc["paths"].as_object().expect("paths");
-        paths.iter().find_map(|(template, item)| {
-            let parts: Vec<&str> = template.split('/').collect();
-            let matches = parts.len() == segments.len()
-                && parts
-                    .iter()
-                    .zip(&segments)
-                    .all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()));
-            let operation = item.get(method.to_ascii_lowercase())?;
-            matches.then(|| (template.clone(), operation))
-        })
-    }
-
-    /// Errors of `instance` against `schema` (a schema of this document).
-    pub(crate) fn schema_errors(&self, schema: &Value, instance: &Value) -> Vec<String> {
-        let mut schema = schema.clone();
-        // `$ref`s point into `#/components/...`: carry the components along so they resolve.
-        schema
-            .as_object_mut()
-            .expect("schema object")
-            .insert("components".into(), self.doc["components"].clone());
-        let validator = jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft202012)
-            .should_validate_formats(true)
-            .build(&schema)
-            .unwrap_or_else(|e| panic!("bad schema: {e}"));
-        validator
-            .iter_errors(instance)
-            .map(|e| format!("{} at {}", e, e.instance_path()))
-            .collect()
-    }
-
-    /// Checks one answer against the document; panics naming everything that does not fit.
-    fn check(&mut self, x: &Exchange) {
-        let context = format!(
-            "{} {} -> {}: {}",
-            x.method,
-            x.path,
-            x.status,
-            String::from_utf8_lossy(&x.body)
-        );
-        let Some(content_type) = x.headers.get("content-type") else {
-            // Only a documented answer without content (`204`) has no content type.
-            let (template, operation) = self.operation(&x.method, &x.path).expect(&context);
-            let status = x.status.to_string();
-            let response = self.resolve(&operation["responses"][&status]);
-            assert!(
-                response.get("content").is_none() && x.body.is_empty(),
-                "{context}"
-            );
-            self.seen
-                .insert((x.method.to_ascii_lowercase(), template, status));
-            return;
-        };
-        let content_type = content_type.to_str().unwrap().to_owned();
-        let Some((template, operation)) = self.operation(&x.method, &x.path) else {
-            // Not an operation (unknown route, another method): still the documented Error.
-            assert!(matches!(x.status, 404 | 405), "{context}");
-            assert_eq!(content_type, "application/json", "{context}");
-            let error = self.doc["components"]["schemas"]["Error"].clone();
-            let errors = self.schema_errors(&error, &serde_json::from_slice(&x.body).unwrap());
-            assert!(errors.is_empty(), "{context}\n{errors:#?}");
-            return;
-        };
-        let status = x.status.to_string();
-        let responses = &operation["responses"];
-        let documented = responses.get(&status).is_some();
-        let response = self.resolve(
-            responses
-                .get(&status)
-                .or_else(|| responses.get("default"))
-                .unwrap_or_else(|| panic!("undocumented status: {context}")),
-        );
-        let media = response["content"]
-            .get(&content_type)
-            .unwrap_or_else(|| panic!("content type {content_type} not listed: {context}"));
-        let schema = self.resolve(&media["schema"]).clone();
-        // A text/event-stream body is checked event by event, as an SSE client (and
-        // schemathesis) reads it.
-        let instances = match content_type.as_str() {
-            "application/json" => {
-                vec![serde_json::from_slice(&x.body).unwrap_or_else(|e| panic!("{e}: {context}"))]
-            }
-            "text/event-stream" => events_of(&String::from_utf8(x.body.clone()).unwrap()),
-            _ => vec![Value::String(String::from_utf8(x.body.clone()).unwrap())],
-        };
-        assert!(!instances.is_empty(), "{context}");
-        for instance in &instances {
-            let errors = self.schema_errors(&schema, instance);
-            assert!(errors.is_empty(), "{context}\n{errors:#?}");
-        }
-        if let Some(headers) = response["headers"].as_object() {
-            for (name, header) in headers {
-                let header = self.resolve(header);
-                match x.headers.get(name.as_str()) {
-                    Some(value) => {
-                        let value = Value::String(value.to_str().unwrap().to_owned());
-                        let errors = self.schema_errors(&header["schema"], &value);
-                        assert!(errors.is_empty(), "header {name}: {context}\n{errors:#?}");
-                    }
-                    None => assert!(
-                        header["required"] != true,
-                        "required header {name} missing: {context}"
-                    ),
-                }
-            }
-        }
-        if documented {
-            self.seen
-                .insert((x.method.to_ascii_lowercase(), template, status));
-        }
-    }
-
-    /// Every documented status of every operation that no answer produced.
-    fn never_seen(&self) -> Vec<String> {
-        let mut missing = Vec::new();
-        for (template, item) in self.doc["paths"].as_object().unwrap() {
-            for (method, operation) in item.as_object().unwrap() {
-                for status in operation["responses"].as_object().unwrap().keys() {
-                    let key = (method.clone(), template.clone(), status.clone());
-                    let excused = UNREACHABLE.iter().any(|(m, t, why)| {
-                        *m == method && *t == template && why.starts_with(status.as_str())
-                    });
-                    if status != "default" && !excused && !self.seen.contains(&key) {
-                        missing.push(format!("{method} {template} {status}"));
-                    }
-                }
-            }
-        }
-        missing
-    }
-}
-
-// ---- events ----
-
-/// A `/threads` request of the IAM caller of `events/apigw-runs-get.json`.
-fn thread_event(method: &str, path: &str, query: &[(&str, &str)]) -> String {
-    let mut v: Value = serde_json::from_str(RUNS_GET).unwrap();
-    v["rawPath"] = json!(path);
-    v["requestContext"]["http"]["method"] = json!(method);
-    v["requestContext"]["http"]["path"] = json!(path);
-    v["routeKey"] = json!(format!("{method} {path}"));
-    v.as_object_mut().unwrap().remove("pathParameters");
-    if !query.is_empty() {
-        let map: serde_json::Map<String, Value> = query
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), json!(v)))
-            .collect();
-        v["queryStringParameters"] = Value::Object(map);
-        let raw: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        v["rawQueryString"] = json!(raw.join("&"));
-    }
-    v.to_string()
-}
-
-/// The caller of `events/apigw-runs-get.json`.
-fn iam_caller() -> bounded_rag::rag::Caller {
-    let v: Value = serde_json::from_str(RUNS_GET).unwrap();
-    let arn = v["requestContext"]["authorizer"]["iam"]["userArn"]
-        .as_str()
-        .unwrap();
-    bounded_rag::rag::Caller::Iam(arn.to_owned())
-}
-
-pub(crate) fn with_body(event: &str, body: &str) -> String {
-    let mut v: Value = serde_json::from_str(event).unwrap();
-    v["body"] = Value::String(body.to_owned());
-    v["headers"]["content-length"] = Value::String(body.len().to_string());
-    v.to_string()
-}
-
-fn with_header(event: &str, name: &str, value: &str) -> String {
-    let mut v: Value = serde_json::from_str(event).unwrap();
-    v["headers"][name] = Value::String(value.to_owned());
-    v.to_string()
-}
-
-fn get_event(run_id: &str) -> String {
-    RUNS_GET.replace("00000000-0000-4000-8000-000000000001", run_id)
-}
-
-/// `GET {path}?{query}` as API Gateway sends it (the IAM caller of `apigw-runs-get.json`).
-fn get_path_event(route: &str, path: &str, query: &[(&str, &str)]) -> String {
-    let mut v: Value = serde_json::from_str(RUNS_GET).unwrap();
-    let raw: Vec<String> = query.iter().map(|(k, val)| format!("{k}={val}")).collect();
-    v["routeKey"] = json!(format!("GET {route}"));
-    v["requestContext"]["routeKey"] = json!(format!("GET {route}"));
-    v["rawPath"] = json!(path);
-    v["requestContext"]["http"]["path"] = json!(path);
-    v["rawQueryString"] = json!(raw.join("&"));
-    if !query.is_empty() {
-        let params: serde_json::Map<String, Value> = query
-            .iter()
-            .map(|(k, val)| ((*k).to_owned(), json!(val)))
-            .collect();
-        v["queryStringParameters"] = Value::Object(params);
-    }
-    v.to_string()
-}
-
-fn steps_event(run_id: &str, query: &[(&str, &str)]) -> String {
-    let path = format!("/workflow/runs/{run_id}/steps");
-    get_path_event("/workflow/runs/{run_id}/steps", &path, query)
-}
-
-fn list_event(query: &[(&str, &str)]) -> String {
-    get_path_event("/workflow/runs", "/workflow/runs", query)
-}
-
-fn cancel_event(run_id: &str) -> String {
-    RUNS_CANCEL.replace("00000000-0000-4000-8000-000000000001", run_id)
-}
-
-fn with_method(event: &str, method: &str) -> String {
-    let mut v: Value = serde_json::from_str(event).unwrap();
-    v["requestContext"]["http"]["method"] = method.into();
-    v.to_string()
-}
-
-pub(crate) async fn call(app: &App, queue: Option<&dyn WorkQueue>, event: &str) -> Exchange {
-    let request = lambda_http::request::from_str(event).expect("event parses");
-    let method = request.method().to_string();
-    let path = request.uri().path().to_owned();
-    let response = api::handle(app, queue, request).await;
-    Exchange {
-        method,
-        path,
-        status: response.status().as_u16(),
-        headers: response.headers().clone(),
-        body: response.body().as_ref().to_vec(),
-    }
-}
-
-pub(crate) async fn call_stream(app: &'static App, event: &str) -> Exchange {
-    let request = lambda_http::request::from_str(event).expect("event parses");
-    let method = request.method().to_string();
-    let path = request.uri().path().to_owned();
-    let response = stream_function::handle(app, None, request).await;
-    let (parts, body) = response.into_parts();
-    let body = body
-        .collect()
-        .await
-        .expect("stream body")
-        .to_bytes()
-        .to_vec();
-    Exchange {
-        method,
-        path,
-        status: parts.status.as_u16(),
-        headers: parts.headers,
-        body,
-    }
-}
-
-pub(crate) fn json_of(x: &Exchange) -> Value {
-    serde_json::from_slice(&x.body).unwrap_or(Value::Null)
-}
-
-// ---- faults ----
-
-/// What [`Faulty`] breaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fault {
-    None,
-    /// Every read fails, retryable.
-    GetTransient,
-    /// Every write fails for good.
-    PutPermanent,
-    /// Every write of an existing run loses to "another writer".
-    LoseRunWrites,
-}
-
-/// A memory store that fails on demand.
-struct Faulty {
-    inner: MemoryStore,
-    fault: Mutex<Fault>,
-}
-
-impl Faulty {
-    fn set(&self, fault: Fault) {
-        *self.fault.lock().unwrap() = fault;
-    }
-    fn fault(&self) -> Fault {
-        *self.fault.lock().unwrap()
-    }
-}
-
-#[async_trait]
-impl CheckpointStore for Faulty {
-    async fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
-        match self.fault() {
-            Fault::GetTransient => Err(StoreError::Transient("injected timeout".into())),
-            _ => self.inner.get(key).await,
-        }
-    }
-    async fn put(
-        &self,
-        key: &str,
-        expected: u64,
-        body: &[u8],
-        lease: Option<&Lease>,
-    ) -> Result<u64, StoreError> {
-        match self.fault() {
-            Fault::PutPermanent => Err(StoreError::Permanent("injected: access denied".into())),
-            Fault::LoseRunWrites if key.starts_with("run#") && expected > 0 => {
-                Err(StoreError::Conflict {
-                    key: key.to_owned(),
-                    expected,
-                })
-            }
-            _ => self.inner.put(key, expected, body, lease).await,
-        }
-    }
-    async fn list_owned(
-        &self,
-        owner: &str,
-        status: Option<ListedStatus>,
-        limit: usize,
-        cursor: Option<&str>,
-    ) -> Result<ListPage, StoreError> {
-        match self.fault() {
-            Fault::GetTransient => Err(StoreError::Transient("injected timeout".into())),
-            _ => self.inner.list_owned(owner, status, limit, cursor).await,
-        }
-    }
-    fn name(&self) -> &'static str {
-        "faulty"
-    }
-}
-
-/// A queue that refuses every message.
-struct RefusingQueue(bool);
-
-#[async_trait]
-impl WorkQueue for RefusingQueue {
-    async fn send(&self, _: &WorkMessage) -> Result<(), QueueError> {
-        Err(if self.0 {
-            QueueError::Transient("injected: throttled".into())
-        } else {
-            QueueError::Permanent("injected: queue does not exist".into())
-        })
-    }
-}
 
 #[test]
 fn every_answer_of_the_handlers_fits_openapi_yaml_and_every_documented_one_occurs() {
@@ -554,6 +158,9 @@ async fn every_answer_fits_and_every_documented_one_occurs() {
     // Forks: every documented answer of the fork route.
     let forks = tokio::spawn(crate::openapi_fork::fork_answers());
     answers.extend(forks.await.expect("the fork answers"));
+    // Waiting runs and their answers: every documented answer of the resume route.
+    let resumes = tokio::spawn(crate::openapi_resume::resume_answers());
+    answers.extend(resumes.await.expect("the resume answers"));
 
     // No queue: asynchronous runs are 501.
     let no_queue = app(&llm, Arc::new(MemoryStore::new()), false);
@@ -640,146 +247,12 @@ async fn every_answer_fits_and_every_documented_one_occurs() {
     let (timed, _clock) = timed_app(&llm, Duration::from_millis(200), Duration::from_millis(700));
     answers.push(call(&timed, Some(&queue), RUN).await);
 
-    // Failed runs: permanent (502), transient (503), and how GET shows them.
-    let refusing =
-        ScriptedLlm::start(Script::defaults().on("route_query", [Reply::status(400)])).await;
-    let failing = app(&refusing, Arc::new(MemoryStore::new()), false);
-    let failed = call(&failing, None, RUN).await;
-    let failed_id = json_of(&failed)["run_id"].as_str().unwrap().to_owned();
-    answers.push(failed);
-    answers.push(call(&failing, None, &get_event(&failed_id)).await);
-    let down = ScriptedLlm::start(Script::defaults().on("route_query", [Reply::status(500)])).await;
-    answers.push(call(&app(&down, Arc::new(MemoryStore::new()), false), None, RUN).await);
-
-    // Store and queue faults.
-    let faulty = Arc::new(Faulty {
-        inner: MemoryStore::new(),
-        fault: Mutex::new(Fault::None),
-    });
-    let shaky = app(&llm, faulty.clone(), true);
-    let stored = call(&shaky, None, RUN).await;
-    let stored_id = json_of(&stored)["run_id"].as_str().unwrap().to_owned();
-    faulty.set(Fault::GetTransient);
-    answers.push(call(&shaky, None, &get_event(&stored_id)).await);
-    answers.push(call(&shaky, None, &cancel_event(&stored_id)).await);
-    answers.push(call(&shaky, None, &steps_event(&stored_id, &[])).await);
-    answers.push(call(&shaky, None, &list_event(&[])).await);
-    faulty.set(Fault::PutPermanent);
-    answers.push(call(&shaky, None, RUN).await);
-    answers.push(call(&shaky, Some(&queue), RUNS_START).await);
-    faulty.set(Fault::LoseRunWrites);
-    answers.push(call(&shaky, None, RUN).await);
-    faulty.set(Fault::None);
-    let corrupt = "00000000-0000-4000-8000-0000000000cc";
-    faulty
-        .put(&format!("run#{corrupt}"), 0, b"{not a checkpoint", None)
-        .await
-        .unwrap();
-    answers.push(call(&shaky, None, &get_event(corrupt)).await);
-    answers.push(call(&shaky, None, &cancel_event(corrupt)).await);
-    answers.push(call(&shaky, None, &steps_event(corrupt, &[])).await);
-    answers.push(call(&shaky, Some(&RefusingQueue(true)), RUNS_START).await);
-    answers.push(call(&shaky, Some(&RefusingQueue(false)), RUNS_START).await);
-
-    // A repeat while another invocation holds the run: 202 running.
-    let same_body = with_body(
-        RUNS_START,
-        r#"{"question":"What causes patch canker in durian?"}"#,
-    );
-    let held = with_header(&same_body, "idempotency-key", "held");
-    let queued = call(&shaky, Some(&queue), &held).await;
-    let held_id = json_of(&queued)["run_id"].as_str().unwrap().to_owned();
-    let key = format!("run#{held_id}");
-    let item = faulty.get(&key).await.unwrap().unwrap();
-    let lease = Lease {
-        owner: "another-invocation".into(),
-        expires_at_ms: u64::MAX / 2,
-    };
-    faulty
-        .put(&key, item.version, &item.body, Some(&lease))
-        .await
-        .unwrap();
-    let repeat = call(&shaky, None, &with_header(RUN, "idempotency-key", "held")).await;
-    assert_eq!(
-        (repeat.status, json_of(&repeat)["status"].clone()),
-        (202, json!("running"))
-    );
-    answers.push(repeat);
-
-    // Threads: two turns, the routes, a busy thread and the deletion path.
-    let chat = app(&llm, Arc::new(MemoryStore::new()), false);
-    let turn = |q: &str| {
-        with_body(
-            RUN,
-            &json!({ "question": q, "thread_id": "chat" }).to_string(),
-        )
-    };
-    answers.push(call(&chat, None, &turn("What causes patch canker in durian?")).await);
-    answers.push(call(&chat, None, &turn("How is it treated?")).await);
-    answers.push(call(&chat, None, &thread_event("GET", "/threads", &[])).await);
-    for cursor in ["", "bm90LWEtY3Vyc29y"] {
-        let page = call(
-            &chat,
-            None,
-            &thread_event("GET", "/threads", &[("cursor", cursor)]),
-        )
-        .await;
-        assert_eq!(page.status, 400, "{page:?}");
-        answers.push(page);
-    }
-    let page = call(
-        &chat,
-        None,
-        &thread_event("GET", "/threads", &[("limit", "0")]),
-    )
-    .await;
-    assert_eq!(page.status, 400);
-    answers.push(page);
-    answers.push(
-        call(
-            &chat,
-            None,
-            &thread_event("GET", "/threads/chat", &[("limit", "1")]),
-        )
-        .await,
-    );
-    answers.push(call(&chat, None, &thread_event("GET", "/threads/no.such", &[])).await);
-    answers.push(call(&chat, None, &thread_event("GET", "/threads/bad%20id", &[])).await);
-    answers.push(
-        call(
-            &chat,
-            None,
-            &thread_event("DELETE", "/threads/no.such", &[]),
-        )
-        .await,
-    );
-    answers.push(
-        call(
-            &chat,
-            None,
-            &thread_event("DELETE", "/threads/bad%20id", &[]),
-        )
-        .await,
-    );
-    chat.runs()
-        .threads()
-        .begin(&iam_caller(), "held", "held-run", "q")
-        .await
-        .unwrap();
-    let busy = with_body(
-        RUN,
-        r#"{"question":"How is it treated?","thread_id":"held"}"#,
-    );
-    let refused = call(&chat, None, &busy).await;
-    assert_eq!(
-        (refused.status, json_of(&refused)["error"].clone()),
-        (409, json!("thread_busy"))
-    );
-    answers.push(refused);
-    answers.push(call(&chat, None, &thread_event("DELETE", "/threads/held", &[])).await);
-    let deleted = call(&chat, None, &thread_event("DELETE", "/threads/chat", &[])).await;
-    assert_eq!(deleted.status, 204);
-    answers.push(deleted);
+    // Failed runs, store and queue faults: `openapi_faults.rs`.
+    let faults = tokio::spawn(crate::openapi_faults::fault_answers());
+    answers.extend(faults.await.expect("the fault answers"));
+    // Threads: `openapi_threads.rs`.
+    let threads = tokio::spawn(crate::openapi_threads::thread_answers());
+    answers.extend(threads.await.expect("the thread answers"));
 
     for answer in &answers {
         spec.check(answer);
@@ -839,20 +312,4 @@ fn the_checker_refuses_answers_that_do_not_fit() {
     };
     let caught = std::panic::catch_unwind(move || Spec::load().check(&exchange));
     assert!(caught.is_err(), "a 429 without Retry-After was accepted");
-}
-
-/// The events of a `text/event-stream` body: `{id, event, data}` per frame, as read by a
-/// client.
-fn events_of(text: &str) -> Vec<Value> {
-    text.split("\n\n")
-        .filter(|frame| !frame.trim().is_empty())
-        .map(|frame| {
-            let mut event = serde_json::Map::new();
-            for line in frame.lines() {
-                let (field, value) = line.split_once(": ").unwrap_or((line, ""));
-                event.insert(field.to_owned(), Value::String(value.to_owned()));
-            }
-            Value::Object(event)
-        })
-        .collect()
 }

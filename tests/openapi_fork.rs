@@ -2,7 +2,6 @@
 //! contract test in `openapi.rs` (which checks each against `openapi.yaml` and that every
 //! documented status occurred).
 
-use crate::openapi::{call, Exchange};
 use crate::support;
 
 use bounded_rag::runs::MemoryQueue;
@@ -12,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use support::app::{app, timed_app_on};
 use support::llm_server::{Reply, Script, ScriptedLlm};
+use support::openapi::{call, Exchange};
 
 const RUN: &str = include_str!("../events/apigw-run.json");
 const RUNS_START: &str = include_str!("../events/apigw-runs-start.json");

@@ -7,7 +7,6 @@
 //! list kept here, so a field whose contract and handler disagree fails, whichever side is
 //! wrong (issue 37: `filters: null` was answered `200` while the contract refused it).
 
-use crate::openapi::{call, call_stream, json_of, with_body, Exchange, Spec};
 use crate::support;
 
 use bounded_rag::entry::App;
@@ -16,8 +15,11 @@ use bounded_rag::store::MemoryStore;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use support::api_event::with_body;
 use support::app::app;
 use support::llm_server::{Script, ScriptedLlm};
+use support::openapi::{call, call_stream, json_of, Exchange, Spec};
+use support::web_server::ScriptedWeb;
 
 const RUN: &str = include_str!("../events/apigw-run.json");
 const RUNS_START: &str = include_str!("../events/apigw-runs-start.json");
@@ -31,6 +33,8 @@ enum Handler {
     Stream,
     /// The `api` function's fork route, on a run of `event` made first.
     Fork,
+    /// The `api` function's resume route, on a run made first that waits (asks back).
+    Resume,
 }
 
 /// Every operation with a JSON body: its `operationId`, the event that calls it, the handlers
@@ -40,6 +44,7 @@ const OPERATIONS: &[(&str, &str, Handler, u16)] = &[
     ("runWorkflow", RUN, Handler::Stream, 200),
     ("startRun", RUNS_START, Handler::Api { queue: true }, 202),
     ("forkRun", RUN, Handler::Fork, 200),
+    ("resumeRun", RUN, Handler::Resume, 200),
 ];
 
 /// One property sent as `null`: its dotted path (as the error's `field` names it), the valid
@@ -54,6 +59,10 @@ struct Site {
 /// The handlers of one test, over the scripted model.
 struct Handlers {
     api: App,
+    /// Asks back when a question's subject is not named (`CLARIFY`).
+    asking: App,
+    /// Waits for approval of its web search, with its own scripted servers.
+    approving: (App, ScriptedLlm, ScriptedWeb),
     stream: &'static App,
     queue: MemoryQueue,
 }
@@ -72,6 +81,20 @@ impl Handlers {
                 let run_id = json_of(&done)["run_id"].as_str().unwrap().to_owned();
                 let fork = crate::openapi_fork::fork_event(&run_id, &body.to_string());
                 call(&self.api, None, &fork).await
+            }
+            Handler::Resume => {
+                // A run asking what the body answers: a clarification or an approval.
+                let (app, question) = if body.get("approve").is_some() {
+                    (&self.approving.0, "What does durian cost today?")
+                } else {
+                    (&self.asking, "How do I treat it?")
+                };
+                let ask = with_body(RUN, &json!({ "question": question }).to_string());
+                let waiting = json_of(&call(app, None, &ask).await);
+                assert_eq!(waiting["status"], "waiting", "{waiting}");
+                let run_id = waiting["run_id"].as_str().unwrap();
+                let resume = crate::openapi_resume::resume_event(run_id, &body.to_string());
+                call(app, None, &resume).await
             }
         }
     }
@@ -196,6 +219,8 @@ async fn null_in_each_request_field_is_accepted_exactly_where_openapi_yaml_allow
     let llm = ScriptedLlm::start(Script::defaults()).await;
     let handlers = Handlers {
         api: app(&llm, Arc::new(MemoryStore::new()), true),
+        asking: crate::openapi_resume::asking_app(&llm),
+        approving: crate::openapi_resume::approving_app().await,
         stream: Box::leak(Box::new(app(&llm, Arc::new(MemoryStore::new()), false))),
         queue: MemoryQueue::default(),
     };
@@ -232,7 +257,10 @@ async fn null_in_each_request_field_is_accepted_exactly_where_openapi_yaml_allow
         let body = spec.resolve(&operation["requestBody"]);
         let schema = spec.resolve(&body["content"]["application/json"]["schema"]);
         let mut sites = Vec::new();
-        walk(&spec, schema, &minimal(&spec, schema), &[], &mut sites);
+        // A body that is one of several shapes (a resume's answer or approval): each walked.
+        for variant in object_variants(&spec, schema) {
+            walk(&spec, variant, &minimal(&spec, variant), &[], &mut sites);
+        }
 
         // The bases are valid and succeed: the null is the only thing wrong with a body.
         let bases: BTreeSet<String> = sites.iter().map(|s| s.base.to_string()).collect();

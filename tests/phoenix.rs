@@ -13,6 +13,7 @@
 
 mod support;
 
+use crate::support::happy_path::QUESTION;
 use bounded_rag::entry::{api, sqs};
 use bounded_rag::otlp::{ExportSettings, Exporter, SpanContext};
 use bounded_rag::runs::MemoryQueue;
@@ -24,7 +25,6 @@ use support::moto::moto;
 use support::phoenix::{document_sources, of_kind, project, server_url, spans_until};
 use tracing_subscriber::layer::SubscriberExt;
 
-const QUESTION: &str = "What causes patch canker in durian?";
 const RUN: &str = include_str!("../events/apigw-run.json");
 
 /// The checks every answered run's spans must pass in Phoenix: as many LLM spans as model

@@ -7,44 +7,15 @@
 //! stopped. With `PLAYGROUND_SCREENSHOTS=DIR` it also saves the README's screenshots there.
 
 use crate::playground::browser;
+use crate::playground::page::{ask, click, get_json};
 use crate::playground::proxy;
 use crate::playground::server;
 
+use crate::support::happy_path::{QUESTION, SPECULATED_STEPS as STEPS};
 use browser::Browser;
 use fantoccini::Locator;
 use serde_json::Value;
 use server::Serve;
-
-const QUESTION: &str = "What causes patch canker in durian?";
-
-/// The offline path with speculation on: retrieval first, then the fork's three branches, then
-/// the two checks.
-const STEPS: [&str; 6] = [
-    "kg_retrieval",
-    "route_question",
-    "grade_documents",
-    "generate",
-    "grade_hallucinations",
-    "grade_answer",
-];
-
-/// The page's link for `question` with extra query parameters.
-pub(crate) fn link(base: &str, question: &str, extra: &str) -> String {
-    let q: String = question
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    format!("{base}?q={q}{extra}")
-}
-
-/// A GET of `url`'s JSON.
-async fn get_json(url: &str) -> Value {
-    let client = bounded_rag::tls::reqwest_builder().build().unwrap();
-    client.get(url).send().await.unwrap().json().await.unwrap()
-}
 
 /// The run the page shows, as the API gives it.
 async fn api_run(serve: &Serve, browser: &Browser) -> Value {
@@ -75,11 +46,7 @@ async fn the_playground_shows_a_streamed_run_its_citations_timeline_and_limits()
     let browser = Browser::start().await;
 
     // A completed run, asked by the link.
-    browser
-        .client
-        .goto(&link(&serve.url, QUESTION, ""))
-        .await
-        .unwrap();
+    ask(&browser, &serve.url, QUESTION, "").await;
     browser.wait_for_state("done").await;
     let run = api_run(&serve, &browser).await;
     assert_eq!(run["status"], "completed");
@@ -112,14 +79,7 @@ async fn the_playground_shows_a_streamed_run_its_citations_timeline_and_limits()
     );
     assert_eq!(browser.texts("#citations summary").await, citations);
     // A citation opens to its source.
-    browser
-        .client
-        .find(Locator::Css("#citations li:first-child summary"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "#citations li:first-child summary").await;
     assert_eq!(
         browser.text("#citations li:first-child .source").await,
         "kb://patch-canker.md#1"
@@ -170,11 +130,7 @@ async fn the_playground_shows_a_streamed_run_its_citations_timeline_and_limits()
     browser.screenshot("playground-completed.png").await;
 
     // A run over its token budget ends best_effort, and the page names the limit.
-    browser
-        .client
-        .goto(&link(&serve.url, QUESTION, "&max_tokens=600"))
-        .await
-        .unwrap();
+    ask(&browser, &serve.url, QUESTION, "&max_tokens=600").await;
     browser.wait_for_state("done").await;
     let run = api_run(&serve, &browser).await;
     assert_eq!(run["status"], "best_effort");
@@ -199,11 +155,7 @@ async fn the_playground_shows_a_streamed_run_its_citations_timeline_and_limits()
 
     // A thread's turn: the sidebar lists the thread, and every run with its status as the API
     // lists them (newest first).
-    browser
-        .client
-        .goto(&link(&serve.url, QUESTION, "&thread=chat-1"))
-        .await
-        .unwrap();
+    ask(&browser, &serve.url, QUESTION, "&thread=chat-1").await;
     browser.wait_for_state("done").await;
     let wait = || browser.client.wait().at_most(browser::WAIT);
     wait()
@@ -243,11 +195,7 @@ async fn a_dropped_stream_is_picked_back_up_after_its_last_event() {
     let serve = Serve::start(&[]);
     let proxy = proxy::CutProxy::start(serve.authority()).await;
     let browser = Browser::start().await;
-    browser
-        .client
-        .goto(&link(&proxy.url, QUESTION, ""))
-        .await
-        .unwrap();
+    ask(&browser, &proxy.url, QUESTION, "").await;
     browser.wait_for_state("done").await;
     let run = api_run(&serve, &browser).await;
     let run_id = run["run_id"].as_str().unwrap();
@@ -311,11 +259,13 @@ async fn a_discarded_answer_is_struck_through_and_marked_in_the_timeline() {
     let browser = Browser::start().await;
     // Offline, grading keeps 1 of the 3 passages found for this question: the speculative
     // answer (attempt 1) is discarded and a second one is written from the kept passage.
-    browser
-        .client
-        .goto(&link(&serve.url, "How do I grow mangoes in Iceland?", ""))
-        .await
-        .unwrap();
+    ask(
+        &browser,
+        &serve.url,
+        "How do I grow mangoes in Iceland?",
+        "",
+    )
+    .await;
     browser.wait_for_state("done").await;
     let run = api_run(&serve, &browser).await;
     assert_eq!(run["status"], "completed");
@@ -356,11 +306,7 @@ async fn a_bad_request_is_explained_on_the_page() {
     let serve = Serve::start(&[]);
     let browser = Browser::start().await;
     // Checked on the page: a filter that is not KEY=VALUE is never sent.
-    browser
-        .client
-        .goto(&link(&serve.url, QUESTION, "&filters=durian"))
-        .await
-        .unwrap();
+    ask(&browser, &serve.url, QUESTION, "&filters=durian").await;
     let notice = browser.client.wait().at_most(browser::WAIT);
     notice
         .for_element(Locator::Css("#notice:not([hidden])"))
@@ -371,11 +317,7 @@ async fn a_bad_request_is_explained_on_the_page() {
         "The filter \"durian\" is not KEY=VALUE (e.g. product=durian)."
     );
     // Refused by the server before the run starts: its status and message are shown.
-    browser
-        .client
-        .goto(&link(&serve.url, QUESTION, "&thread=not%20an%20id"))
-        .await
-        .unwrap();
+    ask(&browser, &serve.url, QUESTION, "&thread=not%20an%20id").await;
     browser.wait_for_state("error").await;
     let shown = browser.text("#notice").await;
     assert!(

@@ -5,39 +5,18 @@
 //! edited in the box is asked from that step.
 
 use crate::playground::browser::Browser;
+use crate::playground::page::{ask, click, get_json, shown};
 use crate::playground::server::Serve;
-use crate::playground_browser::link;
 
+use crate::support::happy_path::QUESTION;
 use fantoccini::Locator;
 use serde_json::{json, Value};
-
-const QUESTION: &str = "What causes patch canker in durian?";
-
-async fn get_json(url: &str) -> Value {
-    let client = bounded_rag::tls::reqwest_builder().build().unwrap();
-    client.get(url).send().await.unwrap().json().await.unwrap()
-}
-
-/// The id of the run the page shows.
-async fn shown(browser: &Browser) -> String {
-    let id = browser
-        .eval("return JSON.parse(sessionStorage.getItem('bounded-rag.run')).id")
-        .await;
-    id.as_str().unwrap_or_default().to_owned()
-}
 
 /// Clicks "Fork from here" after step `step`, then waits until the page shows a finished run
 /// other than `before`.
 async fn fork(browser: &Browser, step: u32, before: &str) -> String {
     let css = format!("#timeline button[data-fork-step='{step}']");
-    browser
-        .client
-        .find(Locator::Css(&css))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(browser, &css).await;
     for _ in 0..600 {
         let now = shown(browser).await;
         let state = browser.attr("body", "data-state").await;
@@ -60,11 +39,7 @@ fn steps(run: &Value) -> Vec<Value> {
 async fn a_fork_from_a_timeline_row_is_linked_to_its_run_and_asks_an_edited_question() {
     let serve = Serve::start(&[]);
     let browser = Browser::start().await;
-    browser
-        .client
-        .goto(&link(&serve.url, QUESTION, ""))
-        .await
-        .unwrap();
+    ask(&browser, &serve.url, QUESTION, "").await;
     browser.wait_for_state("done").await;
     let original_id = shown(&browser).await;
     let api = |id: &str| {
@@ -106,14 +81,7 @@ async fn a_fork_from_a_timeline_row_is_linked_to_its_run_and_asks_an_edited_ques
     assert_eq!(browser.text("#answer").await, forked["answer"]);
 
     // The link opens the original again, as it was.
-    browser
-        .client
-        .find(Locator::Css("#open-original"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "#open-original").await;
     browser.wait_for_state("done").await;
     for _ in 0..100 {
         if shown(&browser).await == original_id {

@@ -5,6 +5,7 @@
 //! `cancelled`.
 
 use crate::playground::browser;
+use crate::playground::page::get_json;
 use crate::playground::proxy;
 use crate::playground::server;
 use crate::support;
@@ -32,11 +33,6 @@ fn serve_with(llm: &ScriptedLlm) -> Serve {
         ("LLM_BASE_URL", llm.base_url().as_str()),
         ("LLM_MODEL", "scripted"),
     ])
-}
-
-async fn get_json(url: &str) -> Value {
-    let client = bounded_rag::tls::reqwest_builder().build().unwrap();
-    client.get(url).send().await.unwrap().json().await.unwrap()
 }
 
 /// The page's saved run.

@@ -5,13 +5,11 @@
 //! says the stack refused them.
 
 use crate::playground::browser::Browser;
+use crate::playground::page::{ask, get_json};
 use crate::playground::server::Serve;
 use crate::playground::signing::{self, SigningServer};
-use crate::playground_browser::link;
 
-use serde_json::Value;
-
-const QUESTION: &str = "What causes patch canker in durian?";
+use crate::support::happy_path::QUESTION;
 
 /// `serve --remote URL --remote-service lambda`, signing with `secret`.
 fn remote(url: &str, secret: &'static str) -> Serve {
@@ -19,11 +17,6 @@ fn remote(url: &str, secret: &'static str) -> Serve {
         &signing::credentials_env(secret),
         &["--remote", url, "--remote-service", "lambda"],
     )
-}
-
-async fn get_json(url: &str) -> Value {
-    let client = bounded_rag::tls::reqwest_builder().build().unwrap();
-    client.get(url).send().await.unwrap().json().await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -35,11 +28,7 @@ async fn the_page_watches_a_deployed_stack_and_says_when_it_refuses() {
     let browser = Browser::start().await;
 
     // The page names the stack, and a run completes through it.
-    browser
-        .client
-        .goto(&link(&local.url, QUESTION, ""))
-        .await
-        .unwrap();
+    ask(&browser, &local.url, QUESTION, "").await;
     browser.wait_for_state("done").await;
     assert_eq!(
         browser.attr("#stack", "data-remote").await.as_deref(),
@@ -85,11 +74,7 @@ async fn the_page_watches_a_deployed_stack_and_says_when_it_refuses() {
 
     // With the wrong secret the stack refuses the signature, and the page says so.
     let wrong = remote(&stack.url, "not-the-secret-key-of-this-access-key-id");
-    browser
-        .client
-        .goto(&link(&wrong.url, QUESTION, ""))
-        .await
-        .unwrap();
+    ask(&browser, &wrong.url, QUESTION, "").await;
     browser.wait_for_state("error").await;
     assert_eq!(
         browser.text("#notice").await,

@@ -6,13 +6,13 @@
 
 use crate::support;
 
+use crate::support::happy_path::QUESTION;
 use serde_json::Value;
 use std::process::Output;
 use support::bedrock_server::{BedrockScript, ScriptedBedrock};
 use support::llm_server::{Reply, Script, ScriptedLlm};
 use support::scripted_http::Scripted;
 
-const QUESTION: &str = "What causes patch canker in durian?";
 const ANSWER: &str = "Scripted answer [1].";
 const THOUGHT: &str = "The user asks about durian; document 1 names the cause.";
 

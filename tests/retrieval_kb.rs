@@ -1,9 +1,10 @@
 //! The knowledge base through the public API: the embedded sample, kind toggles, limits,
 //! loading user folders, ingest, and the errors a user sees.
 use bounded_rag::error::{Classify, ErrorClass};
-use bounded_rag::ingest::ingest_dir;
+use bounded_rag::ingest::{ingest_dir, IngestError};
 use bounded_rag::kb::Retriever;
-use bounded_rag::search::{DocKind, RetrievalError, RetrievalOptions};
+use bounded_rag::knowledge::DocKind;
+use bounded_rag::search::{RetrievalError, RetrievalOptions};
 use std::fs;
 use std::path::Path;
 
@@ -205,7 +206,7 @@ fn a_bad_jsonl_line_is_reported_with_file_and_line() {
         bounded_rag::ingest::load_kb(source.path()).unwrap_err(),
         ingest_dir(source.path(), &out.path().join("kb")).unwrap_err(),
     ] {
-        let RetrievalError::Parse { path, line, .. } = &err else {
+        let IngestError::Parse { path, line, .. } = &err else {
             panic!("expected a parse error, got {err}");
         };
         assert!(path.ends_with("graph/edges.jsonl"), "{path:?}");
@@ -227,11 +228,11 @@ fn a_bad_jsonl_line_is_reported_with_file_and_line() {
 fn an_empty_folder_is_an_error_saying_so() {
     let empty = tempfile::tempdir().unwrap();
     let err = bounded_rag::ingest::load_kb(empty.path()).unwrap_err();
-    assert!(matches!(err, RetrievalError::NoDocuments { .. }), "{err}");
+    assert!(matches!(err, IngestError::NoDocuments { .. }), "{err}");
     assert!(err.to_string().starts_with("no documents in "), "{err}");
     let out = tempfile::tempdir().unwrap();
     let err = ingest_dir(empty.path(), &out.path().join("kb")).unwrap_err();
-    assert!(matches!(err, RetrievalError::NoDocuments { .. }), "{err}");
+    assert!(matches!(err, IngestError::NoDocuments { .. }), "{err}");
 
     let err = bounded_rag::ingest::load_kb(&empty.path().join("missing")).unwrap_err();
     assert!(err.to_string().contains("missing"), "{err}");
@@ -243,7 +244,10 @@ fn ingest_refuses_a_foreign_non_empty_target() {
     let target = tempfile::tempdir().unwrap();
     write(target.path(), "important.txt", "do not delete");
     let err = ingest_dir(source.path(), target.path()).unwrap_err();
-    assert!(matches!(err, RetrievalError::Target { .. }), "{err}");
+    assert!(
+        matches!(err, IngestError::Kb(RetrievalError::Target { .. })),
+        "{err}"
+    );
     assert!(
         err.to_string().contains("not a previous ingest output"),
         "{err}"

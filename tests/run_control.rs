@@ -6,14 +6,13 @@
 
 use crate::support;
 
+use crate::support::happy_path::QUESTION;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use support::lambda_watch::LambdaWatch;
 use support::llm_server::{Reply, Script, ScriptedLlm};
 use support::moto::{moto, receive, Moto};
 use support::scripted_http::Hold;
-
-const QUESTION: &str = "What causes patch canker in durian?";
 
 /// The functions' environment: moto, a fresh table and queue, the scripted model.
 async fn env(moto: &Moto, llm: &ScriptedLlm) -> (Vec<(&'static str, String)>, String) {

@@ -118,24 +118,8 @@ async fn one_run_finished_event_across_a_crash_a_failed_put_a_duplicate_and_swee
     let original = drain(&sqs, &work_url).await;
     assert_eq!(original.len(), 1);
     let original = serde_json::to_value(sqs_event(&original)).unwrap();
-    let invoke = format!(
-        "{}/2015-03-31/functions/worker/invocations",
-        first.endpoint()
-    );
-    let body = original.clone();
-    let pending = tokio::spawn(async move {
-        let http = bounded_rag::tls::reqwest_builder()
-            .no_proxy()
-            .build()
-            .unwrap();
-        http.post(invoke).json(&body).send().await
-    });
-    for _ in 0..1_500 {
-        if llm.calls("generate_answer") == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let pending = first.invoke_in_background("worker", original.clone());
+    support::wait_until(|| llm.calls("generate_answer") == 1).await;
     assert_eq!(llm.calls("generate_answer"), 1, "{}", first.logs());
     let worker = first.function_pid("worker").expect("the worker process");
     // SAFETY: kill(2) on a pid this test's emulator started; no memory is involved.

@@ -5,6 +5,7 @@
 
 use crate::support;
 
+use crate::support::happy_path::STEPS;
 use bounded_rag::entry::{api, App};
 use bounded_rag::runs::{MemoryQueue, WorkQueue};
 use bounded_rag::store::{CheckpointStore, MemoryStore};
@@ -81,17 +82,7 @@ async fn a_fork_after_grading_runs_only_the_steps_after_it_and_leaves_the_origin
     let app = app(&llm, Arc::new(MemoryStore::new()), false);
     let run = completed(&app, &llm).await;
     let run_id = run["run_id"].as_str().unwrap();
-    assert_eq!(
-        names(&run),
-        [
-            "route_question",
-            "kg_retrieval",
-            "grade_documents",
-            "generate",
-            "grade_hallucinations",
-            "grade_answer"
-        ]
-    );
+    assert_eq!(names(&run), STEPS);
     llm.script(
         "generate_answer",
         [support::llm_server::Reply::answer("Forked answer [1].")],

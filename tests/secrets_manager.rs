@@ -6,7 +6,7 @@ use crate::support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bounded_rag::engine::FakeClock;
+use bounded_rag::clock::FakeClock;
 use bounded_rag::error::{Classify, ErrorClass};
 use bounded_rag::secrets::{SecretsError, SecretsProvider};
 use support::moto::moto;

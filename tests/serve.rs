@@ -5,21 +5,13 @@
 
 use crate::playground::server;
 
+use crate::support::happy_path::SPECULATED_STEPS as STEPS;
 use serde_json::Value;
 use server::Serve;
 use std::process::Command;
 use std::time::Duration;
 
 const QUESTION: &str = r#"{"question":"What causes patch canker in durian?"}"#;
-
-const STEPS: [&str; 6] = [
-    "kg_retrieval",
-    "route_question",
-    "grade_documents",
-    "generate",
-    "grade_hallucinations",
-    "grade_answer",
-];
 
 fn http() -> reqwest::Client {
     bounded_rag::tls::reqwest_builder().build().unwrap()
@@ -237,7 +229,7 @@ fn graph_prints_the_versioned_shape_as_mermaid_or_dot() {
     let mermaid = graph(&[]);
     assert_eq!(mermaid, graph(&["--format", "mermaid"]));
     assert!(mermaid.starts_with("flowchart TD\n    start([start])\n    finish([end])\n"));
-    assert_eq!(mermaid.lines().filter(|l| l.contains("-->")).count(), 34);
+    assert_eq!(mermaid.lines().filter(|l| l.contains("-->")).count(), 38);
     assert_eq!(
         mermaid
             .matches("|\"query_transformation_retry_count < MAX_RETRIES\"|")
@@ -248,5 +240,5 @@ fn graph_prints_the_versioned_shape_as_mermaid_or_dot() {
     assert!(mermaid.contains("    speculate -.->|branch| grade_documents\n"));
     let dot = graph(&["--format", "dot"]);
     assert!(dot.starts_with("digraph bounded_rag {\n"));
-    assert_eq!(dot.matches(" -> ").count(), 34 + 3);
+    assert_eq!(dot.matches(" -> ").count(), 38 + 3);
 }

@@ -8,53 +8,14 @@
 
 use crate::support;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Duration;
 use support::happy_path::{QUESTION, SPECULATED_STEPS};
 use support::lambda_watch::LambdaWatch;
 use support::llm_server::{Reply, Script, ScriptedLlm};
 use support::moto::moto;
 use support::scripted_http::Hold;
-
-/// One server-sent event.
-#[derive(Debug, Clone)]
-struct Event {
-    id: String,
-    name: String,
-    data: Value,
-}
-
-/// Reads server-sent events from a streamed body as they arrive.
-struct Events {
-    response: reqwest::Response,
-    buffer: String,
-}
-
-impl Events {
-    /// The next event, or `None` at the end of the body.
-    async fn next(&mut self) -> Option<Event> {
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let frame: String = self.buffer.drain(..end + 2).collect();
-                let (mut id, mut name, mut data) = (String::new(), String::new(), String::new());
-                for line in frame.lines() {
-                    if let Some(v) = line.strip_prefix("id: ") {
-                        id = v.to_owned();
-                    } else if let Some(v) = line.strip_prefix("event: ") {
-                        name = v.to_owned();
-                    } else if let Some(v) = line.strip_prefix("data: ") {
-                        data.push_str(v);
-                    }
-                }
-                let data = serde_json::from_str(&data).expect("JSON data");
-                return Some(Event { id, name, data });
-            }
-            let chunk = self.response.chunk().await.expect("read the stream")?;
-            self.buffer
-                .push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
-        }
-    }
-}
+use support::sse::Events;
 
 #[tokio::test]
 async fn a_stream_resumed_with_last_event_id_gets_each_step_exactly_once() {
@@ -86,10 +47,7 @@ async fn a_stream_resumed_with_last_event_id_gets_each_step_exactly_once() {
         .await;
     assert_eq!(response.status(), 200);
     let run_id = response.headers()["x-run-id"].to_str().unwrap().to_owned();
-    let mut first = Events {
-        response,
-        buffer: String::new(),
-    };
+    let mut first = Events::new(response);
     let mut seen = Vec::new();
     while seen.len() < 2 {
         let event = first.next().await.expect("a step before the held call");
@@ -105,12 +63,7 @@ async fn a_stream_resumed_with_last_event_id_gets_each_step_exactly_once() {
     assert_eq!(last_id, "2");
     drop(first);
     // The run goes on to its held `generate` call (step 3 is checkpointed by then).
-    for _ in 0..1_500 {
-        if llm.calls("generate_answer") == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    support::wait_until(|| llm.calls("generate_answer") == 1).await;
     assert_eq!(llm.calls("generate_answer"), 1);
 
     // Resume: step 3 is replayed, the run is followed live once released, and ends `final`.
@@ -134,10 +87,7 @@ async fn a_stream_resumed_with_last_event_id_gets_each_step_exactly_once() {
         response.headers()["content-type"].to_str().unwrap(),
         "text/event-stream"
     );
-    let mut second = Events {
-        response,
-        buffer: String::new(),
-    };
+    let mut second = Events::new(response);
     let replayed = second.next().await.expect("step 3 replayed");
     assert_eq!(
         (replayed.name.as_str(), replayed.id.as_str()),
@@ -178,10 +128,7 @@ async fn a_stream_resumed_with_last_event_id_gets_each_step_exactly_once() {
         .send()
         .await
         .unwrap();
-    let mut replay = Events {
-        response: replay,
-        buffer: String::new(),
-    };
+    let mut replay = Events::new(replay);
     let six = replay.next().await.unwrap();
     assert_eq!((six.name.as_str(), six.id.as_str()), ("step", "6"));
     assert_eq!(replay.next().await.unwrap().name, "final");

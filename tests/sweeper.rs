@@ -6,7 +6,7 @@
 use crate::support;
 
 use async_trait::async_trait;
-use bounded_rag::engine::{Clock, SystemClock};
+use bounded_rag::clock::{Clock, SystemClock};
 use bounded_rag::entry::adapters::SqsQueue;
 use bounded_rag::entry::sqs;
 use bounded_rag::entry::sweeper::Sweeper;

@@ -12,20 +12,18 @@
 use crate::support;
 
 use aws_sdk_s3::primitives::ByteStream;
-use bounded_rag::aws::S3Location;
 use bounded_rag::embed::{EmbeddingsClient, EmbeddingsConfig};
-use bounded_rag::ingest::sync::job::Ledger;
 use bounded_rag::ingest::sync::{sync, SyncSource};
 use bounded_rag::ingest::IngestOptions;
 use bounded_rag::kb::s3::{self, BundleStore};
 use bounded_rag::kb::{LiveKnowledge, LoadOptions, Retriever};
-use bounded_rag::store::DynamoStore;
 use futures::StreamExt;
 use std::time::{Duration, Instant, SystemTime};
 use support::embeddings_server::ScriptedEmbeddings;
 use support::lambda_watch::LambdaWatch;
 use support::moto::{moto, unique_name};
 use support::sync_pump::pump;
+use support::sync_stack::SyncStack;
 
 const MODEL: &str = "concepts-7";
 
@@ -91,28 +89,15 @@ async fn bench_lambda_sync() {
     let s3c = s3::client(&sdk);
     let sqs = moto.sqs().await;
     for &n in &instances {
-        let server = ScriptedEmbeddings::start([]).await;
-        let source = unique_name("docs").to_lowercase();
-        let kb = unique_name("kb").to_lowercase();
-        for b in [&source, &kb] {
-            s3c.create_bucket().bucket(b).send().await.unwrap();
-        }
-        let queue = sqs
-            .create_queue()
-            .queue_name(unique_name("sync"))
-            .attributes(
-                aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout,
-                "30",
-            )
-            .send()
-            .await
-            .unwrap()
-            .queue_url
-            .unwrap();
-        let table = moto.create_table().await;
-        let dest: S3Location = format!("s3://{kb}/kb").parse().unwrap();
-        let records = DynamoStore::for_sync(moto.dynamodb().await, table.clone());
-        let ledger = Ledger::new(std::sync::Arc::new(records), &dest.to_string());
+        let SyncStack {
+            source,
+            dest,
+            table,
+            queue,
+            ledger,
+            server,
+            ..
+        } = SyncStack::create(Vec::new(), "30", "kb").await;
         let store = BundleStore::new(s3c.clone(), dest.clone());
         futures::stream::iter(&docs)
             .map(|(rel, body)| {

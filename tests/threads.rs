@@ -4,8 +4,8 @@
 //! requests, deletion that leaves nothing readable, and a 1,000-turn thread.
 
 use async_trait::async_trait;
+use bounded_rag::clock::SystemClock;
 use bounded_rag::config::Settings;
-use bounded_rag::engine::SystemClock;
 use bounded_rag::entry::{api, App};
 use bounded_rag::llm::{ChatModel, ChatRequest, Completion, LlmError, OfflineModel, Task};
 use bounded_rag::rag::{Caller, RagGraph, RagLimits, RunRequest};

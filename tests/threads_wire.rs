@@ -6,8 +6,8 @@
 use crate::support;
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use bounded_rag::clock::SystemClock;
 use bounded_rag::config::Settings;
-use bounded_rag::engine::SystemClock;
 use bounded_rag::entry::{api, App};
 use bounded_rag::llm::OfflineModel;
 use bounded_rag::rag::{Caller, RagGraph, RagLimits};

@@ -3,7 +3,8 @@
 use crate::support;
 
 use bounded_rag::error::{Classify, ErrorClass};
-use bounded_rag::search::{DocKind, RetrievalError, TavilyClient, TavilyConfig, WebSearch};
+use bounded_rag::knowledge::DocKind;
+use bounded_rag::search::{TavilyClient, TavilyConfig, WebSearch, WebSearchError};
 use bounded_rag::secrets::Secret;
 use serde_json::json;
 use std::time::Duration;
@@ -97,7 +98,7 @@ async fn server_errors_are_transient_and_not_retried_by_the_client() {
     let search = client(&web, Some(KEY));
     let err = search.search("q", 2, TIMEOUT).await.unwrap_err();
     assert!(
-        matches!(err, RetrievalError::Http { status: 500, .. }),
+        matches!(err, WebSearchError::Http { status: 500, .. }),
         "{err}"
     );
     assert_eq!(err.class(), ErrorClass::Transient);
@@ -119,7 +120,7 @@ async fn unauthorized_is_permanent_and_never_leaks_the_key() {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, RetrievalError::Http { status: 401, .. }),
+        matches!(err, WebSearchError::Http { status: 401, .. }),
         "{err}"
     );
     assert_eq!(err.class(), ErrorClass::Permanent);
@@ -160,7 +161,7 @@ async fn slow_servers_time_out_as_transient() {
         .search("q", 2, Duration::from_millis(200))
         .await
         .unwrap_err();
-    assert!(matches!(err, RetrievalError::Timeout { .. }), "{err}");
+    assert!(matches!(err, WebSearchError::Timeout { .. }), "{err}");
     assert!(err.is_transient());
     assert!(started.elapsed() < Duration::from_secs(2));
 }
@@ -172,7 +173,7 @@ async fn malformed_bodies_and_bad_requests_are_permanent() {
         .search("q", 2, TIMEOUT)
         .await
         .unwrap_err();
-    assert!(matches!(err, RetrievalError::InvalidResponse(_)), "{err}");
+    assert!(matches!(err, WebSearchError::InvalidResponse(_)), "{err}");
     assert_eq!(err.class(), ErrorClass::Permanent);
 
     web.script([WebReply::status(400)]);

@@ -5,15 +5,14 @@
 use crate::support;
 
 use crate::for_each_provider;
-use bounded_rag::engine::{Budget, Clock, FakeClock, SystemClock};
+use bounded_rag::clock::{Clock, FakeClock, SystemClock};
+use bounded_rag::engine::Budget;
 use bounded_rag::rag::{RunRequest, RunStatus};
 use std::time::Duration;
 use support::bedrock_server::exception;
-use support::happy_path::{CANKER_REWRITES, REWRITES, VAGUE};
+use support::happy_path::{CANKER_REWRITES, QUESTION, REWRITES, STEPS, VAGUE};
 use support::llm_server::{Reply, Script};
 use support::providers::{steps, Harness, Provider};
-
-const QUESTION: &str = "What causes patch canker in durian?";
 
 for_each_provider!(
     happy_path_makes_one_call_per_step_and_grades_each_document,
@@ -41,17 +40,7 @@ async fn happy_path_makes_one_call_per_step_and_grades_each_document(provider: P
     let r = h.run(RunRequest::new(QUESTION), 50).await;
     assert_eq!(r.status, RunStatus::Completed);
     assert!(r.success);
-    assert_eq!(
-        steps(&r),
-        [
-            "route_question",
-            "kg_retrieval",
-            "grade_documents",
-            "generate",
-            "grade_hallucinations",
-            "grade_answer"
-        ]
-    );
+    assert_eq!(steps(&r), STEPS);
     assert_eq!(h.calls("route_query"), 1);
     assert_eq!(
         h.calls("grade_documents"),

@@ -3,20 +3,21 @@
 
 use crate::support;
 
-use bounded_rag::engine::{Budget, Clock, EngineError, FakeClock, RetryPolicy, SystemClock};
+use bounded_rag::clock::{Clock, FakeClock, SystemClock};
+use bounded_rag::engine::{Budget, EngineError};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{LimitHit, RagGraph, RagLimits, RunRequest, RunStatus};
+use bounded_rag::retry::RetryPolicy;
 use bounded_rag::runs::Workflow;
 use bounded_rag::store::{MemoryStore, StoreError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use support::app::Timed;
-use support::happy_path::CANKER_REWRITES;
+use support::happy_path::{CANKER_REWRITES, QUESTION};
 use support::llm_server::{Reply, Script, ScriptedLlm};
 use support::tap::Tap;
 
-const QUESTION: &str = "What causes patch canker in durian?";
 const SCHEMAS: [&str; 6] = [
     "route_query",
     "grade_documents",

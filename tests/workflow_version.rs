@@ -5,7 +5,9 @@
 
 use crate::support;
 
-use bounded_rag::engine::{run_key, Budget, Clock, FakeClock, Shape, WorkflowVersion};
+use crate::support::happy_path::QUESTION;
+use bounded_rag::clock::{Clock, FakeClock};
+use bounded_rag::engine::{run_key, Budget, Shape, WorkflowVersion};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunStatus};
 use bounded_rag::runs::Workflow;
@@ -14,8 +16,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use support::app::Timed;
 use support::llm_server::{Script, ScriptedLlm};
-
-const QUESTION: &str = "What causes patch canker in durian?";
 
 /// A graph whose every model call costs 200 ms on `clock`.
 fn timed_graph(llm: &ScriptedLlm, clock: &Arc<FakeClock>) -> RagGraph {

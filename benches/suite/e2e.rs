@@ -4,8 +4,9 @@
 use super::llm_server::LlmServer;
 use super::process::{ms, Samples};
 use aws_lambda_events::event::sqs::SqsEvent;
+use bounded_rag::clock::{Clock, SystemClock};
 use bounded_rag::config::Settings;
-use bounded_rag::engine::{Budget, Clock, SystemClock};
+use bounded_rag::engine::Budget;
 use bounded_rag::entry::{sqs, App};
 use bounded_rag::llm::{OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunStatus};

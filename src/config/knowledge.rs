@@ -12,7 +12,7 @@
 use super::env::{Env, Num};
 use super::error::ConfigError;
 use super::kb_location::KbLocation;
-use crate::engine::RetryPolicy;
+use crate::retry::RetryPolicy;
 use crate::secrets::Secret;
 use reqwest::Url;
 use std::time::Duration;

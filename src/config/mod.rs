@@ -15,6 +15,7 @@ mod env;
 mod error;
 
 pub use error::ConfigError;
+mod interrupts;
 mod kb_location;
 mod knowledge;
 mod model_window;
@@ -22,6 +23,7 @@ mod reasoning;
 mod speculation;
 mod sql_location;
 
+pub use interrupts::{Gated, Interrupts, DEFAULT_INTERRUPT_TIMEOUT};
 pub use kb_location::{BedrockKbLocation, BedrockSearch, KbLocation};
 pub(crate) use knowledge::{
     kb_description_text, DEFAULT_INGEST_RETRY, DEFAULT_KB_CACHE_DIR, DEFAULT_KB_MEMORY_LIMIT,
@@ -101,6 +103,8 @@ pub struct Settings {
     pub limits: Limits,
     /// `SPECULATION`: `on` (default) or `off`.
     pub speculation: Speculation,
+    /// `CLARIFY`, `APPROVE_STEPS`, `INTERRUPT_TIMEOUT_SECONDS`: when a run waits for a person.
+    pub interrupts: Interrupts,
     /// Wall-clock budgets.
     pub budgets: Budgets,
     /// AWS resources.
@@ -303,6 +307,7 @@ impl Settings {
             web,
             limits,
             speculation: speculation::from_env(&env)?,
+            interrupts: interrupts::from_env(&env)?,
             budgets,
             aws,
             kb_path: env.text("KB_PATH").map(PathBuf::from),

@@ -11,9 +11,9 @@
 use super::embedder::{Embedder, Embeddings};
 use super::error::EmbedError;
 use crate::bedrock_client::{self, Failure, Purpose};
-use crate::engine::Usage;
 use crate::error::ErrorClass;
 use crate::outbound::status_is_transient;
+use crate::usage::Usage;
 use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_bedrockruntime::primitives::Blob;
@@ -121,7 +121,7 @@ impl Embedder for BedrockEmbeddings {
             prompt_tokens: reported.unwrap_or_else(|| {
                 inputs
                     .iter()
-                    .map(|t| crate::engine::estimate_tokens(t))
+                    .map(|t| crate::usage::estimate_tokens(t))
                     .sum()
             }),
             estimated: reported.is_none(),

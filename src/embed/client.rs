@@ -4,9 +4,9 @@
 //! input order and checked (one vector per input, one length for all, finite numbers).
 use super::embedder::{Embedder, Embeddings};
 use super::error::EmbedError;
-use crate::engine::{estimate_tokens, Usage};
-use crate::outbound::json_endpoint::JsonEndpoint;
+use crate::outbound::JsonEndpoint;
 use crate::secrets::Secret;
+use crate::usage::{estimate_tokens, Usage};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;

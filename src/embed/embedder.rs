@@ -1,6 +1,6 @@
 //! The [`Embedder`] seam: texts in, vectors out, with what the call cost.
 use super::error::EmbedError;
-use crate::engine::Usage;
+use crate::usage::Usage;
 use async_trait::async_trait;
 use std::time::Duration;
 

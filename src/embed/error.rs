@@ -2,7 +2,7 @@
 //! 5xx are transient (with the server's `Retry-After`); any other status, a malformed answer
 //! and a misconfiguration are permanent.
 //! `Classify` and `From<CallFailure>` are the shared `call_error_impls!`.
-use crate::outbound::json_endpoint::call_error_impls;
+use crate::outbound::call_error_impls;
 use std::time::Duration;
 
 /// A failed embeddings call.

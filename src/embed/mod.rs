@@ -3,7 +3,7 @@
 //! Amazon Bedrock's Titan Text Embeddings v2 ([`BedrockEmbeddings`], `InvokeModel`).
 //!
 //! One call per batch, one attempt per call: the caller owns retries (the engine's policy
-//! during a run, a bounded loop at ingest). Every call reports its [`Usage`](crate::engine::Usage) as one model call,
+//! during a run, a bounded loop at ingest). Every call reports its [`Usage`](crate::usage::Usage) as one model call,
 //! with the server's `usage.prompt_tokens` or an estimate marked as such.
 
 mod bedrock;

@@ -1,7 +1,8 @@
 //! Admission: whether a node may start now (the step limit, the deadline budget, the token
 //! budget), and stopping a run at the limit that refused it. Shared by the run loop and forks.
 
-use super::{Budget, Checkpoint, Clock, Graph, Limit, NodeId, Phase};
+use super::{Budget, Checkpoint, Graph, Limit, NodeId, Phase};
+use crate::clock::Clock;
 use std::time::Duration;
 
 /// Steps and tokens already promised to branches started alongside the one being admitted:

@@ -13,10 +13,12 @@
 
 use super::admit::{admit, stop, InFlight};
 use super::{
-    BranchOutput, Budget, Checkpoint, Clock, EngineError, FailedAt, Fork, Graph, Limit,
-    NodeFailure, NodeId, Persist, Phase, StepCtx, StepRecord, Transition, Usage,
+    BranchOutput, Branching, Budget, Checkpoint, EngineError, FailedAt, Graph, Limit, NodeFailure,
+    NodeId, Persist, Phase, StepCtx, StepRecord,
 };
+use crate::clock::Clock;
 use crate::error::Classify;
+use crate::usage::Usage;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tracing::Instrument;
 
@@ -37,14 +39,14 @@ pub(super) fn forks_at<G: Graph>(
     cp: &mut Checkpoint<G::State, G::Node>,
     node: G::Node,
 ) -> bool {
-    if cp.fork.is_some() {
+    if cp.branching.is_some() {
         return true;
     }
     let branches = graph.branches(node, &cp.state);
     if branches.is_empty() {
         return false;
     }
-    cp.fork = Some(Fork {
+    cp.branching = Some(Branching {
         branches,
         done: Vec::new(),
         first_record: cp.records.len(),
@@ -69,11 +71,18 @@ where
     G: Graph,
     P: Persist<Checkpoint<G::State, G::Node>> + ?Sized,
 {
-    let pending = cp.fork.as_ref().map(Fork::pending).unwrap_or_default();
+    let pending = cp
+        .branching
+        .as_ref()
+        .map(Branching::pending)
+        .unwrap_or_default();
     if pending.is_empty() {
         // Recorded but not joined (not written by this engine, which joins in the last
         // branch's write): join now; the next write persists it.
-        join(graph, cp, node);
+        if join(graph, cp, node, wait_until(graph, clock)) {
+            super::wait::save(persist, cp, true).await?;
+            return Ok(Flow::Finished);
+        }
         return Ok(Flow::Continue);
     }
     let mut in_flight = InFlight::default();
@@ -141,9 +150,10 @@ where
         match result {
             Ok(out) => {
                 let timing = (started, elapsed);
-                let last = record_branch(graph, cp, node, branch, Ok(out), timing, used);
+                let complete = record_branch(graph, cp, branch, Ok(out), timing, used);
+                let last = complete && join(graph, cp, node, wait_until(graph, clock));
                 cp.trail_step();
-                persist.save(cp, last).await?;
+                super::wait::save(persist, cp, last).await?;
                 if last {
                     return Ok(Flow::Finished);
                 }
@@ -166,22 +176,15 @@ where
         let mut last = false;
         for (branch, error, _, timing, used) in moot {
             tracing::warn!(branch = branch.name(), %error, "branch failed, not needed: abandoned");
-            last = record_branch(
-                graph,
-                cp,
-                node,
-                branch,
-                Err(error.to_string()),
-                timing,
-                used,
-            );
+            let complete = record_branch(graph, cp, branch, Err(error.to_string()), timing, used);
+            last = complete && join(graph, cp, node, wait_until(graph, clock));
         }
         if let Some(limit) = refused {
             stop(graph, cp, limit);
             return Ok(Flow::Stopped);
         }
         cp.trail_step();
-        persist.save(cp, last).await?;
+        super::wait::save(persist, cp, last).await?;
         return Ok(if last { Flow::Finished } else { Flow::Continue });
     }
     if let Some((branch, error, out_of_budget, ..)) = needed.into_iter().next() {
@@ -190,7 +193,7 @@ where
             stop(graph, cp, Limit::Deadline);
         } else if graph.on_unavailable(&mut cp.state, branch, &error) {
             tracing::warn!(branch = branch.name(), %error, "unavailable after its retries: ending with the best answer so far");
-            cp.fork = None;
+            cp.branching = None;
             cp.next = None;
             cp.phase = Phase::Finished;
         } else {
@@ -211,13 +214,11 @@ where
     Ok(Flow::Continue)
 }
 
-/// Merges a finished branch (or notes an abandoned one: `Err` with its error), records it in
-/// its declared place and, when it was the last one, joins; `true` when the join ended the
-/// run.
+/// Merges a finished branch (or notes an abandoned one: `Err` with its error) and records it
+/// in its declared place; `true` when it was the last one (the fork joins then).
 fn record_branch<G: Graph>(
     graph: &G,
     cp: &mut Checkpoint<G::State, G::Node>,
-    node: G::Node,
     branch: G::Node,
     out: Result<BranchOutput<G::Merge>, String>,
     (started_micros, elapsed_micros): (u64, u64),
@@ -232,12 +233,12 @@ fn record_branch<G: Graph>(
     };
     let seconds = elapsed_micros as f64 / 1e6;
     let record = StepRecord::new(branch, started_micros, seconds, details, used);
-    let Some(fork) = cp.fork.as_mut() else {
+    let Some(branching) = cp.branching.as_mut() else {
         return false;
     };
-    let slot = fork.slot(branch).min(cp.records.len());
-    fork.done.push(branch);
-    let complete = fork.complete();
+    let slot = branching.slot(branch).min(cp.records.len());
+    branching.done.push(branch);
+    let complete = branching.complete();
     cp.records.insert(slot, record);
     cp.latest = Some(slot);
     cp.steps += 1;
@@ -247,21 +248,27 @@ fn record_branch<G: Graph>(
         seconds,
         "branch done"
     );
-    complete && join(graph, cp, node)
+    complete
 }
 
-/// Ends the fork at `node`: the graph chooses where the run goes; `true` when it ended.
-fn join<G: Graph>(graph: &G, cp: &mut Checkpoint<G::State, G::Node>, node: G::Node) -> bool {
-    cp.fork = None;
-    cp.next = match graph.join(node, &mut cp.state) {
-        Transition::Next(next) => Some(next),
-        Transition::End => None,
-    };
-    let ended = cp.next.is_none();
-    if ended {
-        cp.phase = Phase::Finished;
-    }
-    ended
+/// When a wait for a person that starts now runs out ([`Graph::wait_limit`]).
+fn wait_until<G: Graph>(graph: &G, clock: &dyn Clock) -> u64 {
+    clock
+        .now_ms()
+        .saturating_add(super::wait::millis(graph.wait_limit()))
+}
+
+/// Ends the fork at `node`: the graph chooses where the run goes; `true` when this invocation
+/// stops there (the run ended, or waits for a person until `wait_until_ms`).
+fn join<G: Graph>(
+    graph: &G,
+    cp: &mut Checkpoint<G::State, G::Node>,
+    node: G::Node,
+    wait_until_ms: u64,
+) -> bool {
+    cp.branching = None;
+    let transition = graph.join(node, &mut cp.state);
+    super::wait::go_on(cp, transition, wait_until_ms)
 }
 
 #[cfg(test)]

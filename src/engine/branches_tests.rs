@@ -1,8 +1,10 @@
 //! Forks: concurrency, one checkpoint per branch, admission and resume.
 
 use super::*;
-use crate::engine::{advance, FakeClock, RetryPolicy};
+use crate::clock::FakeClock;
+use crate::engine::{advance, Transition};
 use crate::error::ErrorClass;
+use crate::retry::RetryPolicy;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
@@ -215,7 +217,7 @@ async fn branches_are_in_flight_together_and_recorded_in_declared_order() {
     assert_eq!(saves.writes[3], (4, true, "after"));
     assert_eq!(cp.state.last().map(String::as_str), Some("joined"));
     assert_eq!(cp.state.len(), 4, "three merges and the join");
-    assert!(cp.fork.is_none());
+    assert!(cp.branching.is_none());
     assert_eq!(cp.usage.model_calls, 3);
     // every branch read the state as it was when the fork started
     assert!(cp.records[..3].iter().all(|r| r.details["saw"] == 0));
@@ -235,13 +237,15 @@ async fn each_branch_is_checkpointed_with_the_fork_until_it_joins() {
     let stored = saves.stored.clone().unwrap();
     assert_eq!(saves.writes.iter().map(|w| w.0).collect::<Vec<_>>(), [1, 2]);
     assert_eq!((stored.steps, stored.records.len()), (2, 2));
-    let fork = stored.fork.as_ref().expect("fork kept until it joins");
+    let fork = stored.branching.as_ref().expect("fork kept until it joins");
     assert_eq!(fork.done.len(), 2);
     assert_eq!(stored.next, Some(N::Fork));
     // the fork survives a store round trip
     let text = serde_json::to_string(&stored).unwrap();
     let back: Cp = serde_json::from_str(&text).unwrap();
-    assert_eq!(back.fork, stored.fork);
+    assert_eq!(back.branching, stored.branching);
+    // stored under the name checkpoints written before the rename used
+    assert!(text.contains(r#""fork":{"branches":["#), "{text}");
 }
 
 #[tokio::test]
@@ -360,7 +364,7 @@ async fn a_failed_branch_lets_its_siblings_finish_and_a_resume_runs_it_alone() {
 
 #[test]
 fn only_records_ahead_of_every_running_branch_are_settled() {
-    let fork = |done: Vec<N>| Fork {
+    let fork = |done: Vec<N>| Branching {
         branches: vec![N::A, N::B, N::C],
         done,
         first_record: 2,

@@ -1,8 +1,9 @@
 //! The checkpoint: everything needed to resume a run, written after every step.
 
 use super::trail::Trail;
-use super::{Budget, Fork, Limit, NodeId, StepRecord, Usage, WorkflowVersion};
+use super::{Branching, Budget, Limit, NodeId, StepRecord, WorkflowVersion};
 use crate::error::ErrorClass;
+use crate::usage::Usage;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Where a run stands, as far as the engine knows.
@@ -17,6 +18,9 @@ pub(crate) enum Phase {
     Stopped,
     /// A node failed; transient failures keep `next` and can be resumed.
     Failed,
+    /// Waiting for a person ([`super::Transition::Wait`]): `next` runs once answered, and
+    /// `waiting_until_ms` bounds the wait.
+    Waiting,
 }
 
 /// Where a run failed: in one of its nodes, or in its queue before any node ran (a message
@@ -120,10 +124,18 @@ pub struct Checkpoint<S, N> {
     pub usage: Usage,
     /// Set when a node failed.
     pub(crate) failure: Option<NodeFailure<N>>,
-    /// The fork at `next` while its branches run: which ones are recorded already.
+    /// While waiting for a person: when the wait runs out (epoch ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) waiting_until_ms: Option<u64>,
+    /// The branches of `next` while they run: which ones are recorded already. Stored as
+    /// `fork`, its name in checkpoints written before it was renamed.
     // A default function, not `default`: serde would require `N: Default` for that.
-    #[serde(default = "Option::default", skip_serializing_if = "Option::is_none")]
-    pub(crate) fork: Option<Fork<N>>,
+    #[serde(
+        rename = "fork",
+        default = "Option::default",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) branching: Option<Branching<N>>,
     /// Index of the record the latest step added (branches are recorded in their declared
     /// order, so it need not be the last one). Not stored: it describes the last write.
     #[serde(skip)]
@@ -150,7 +162,8 @@ impl<S, N> Checkpoint<S, N> {
             infra_retries: 0,
             usage: Usage::default(),
             failure: None,
-            fork: None,
+            waiting_until_ms: None,
+            branching: None,
             latest: None,
             trail: Trail::new(),
             state,
@@ -176,14 +189,31 @@ impl<S, N> Checkpoint<S, N> {
                 Some(Limit::StepLimit) => self.steps < budget.max_steps,
                 // What the run may spend was its caller's decision; its answer is final.
                 Some(Limit::TokenBudget) => false,
+                // Nobody answered in time: the best answer so far is final.
+                Some(Limit::InterruptTimeout) => false,
                 None => false,
             },
             Phase::Failed => self
                 .failure
                 .as_ref()
                 .is_some_and(|f| f.class == ErrorClass::Transient),
-            Phase::Finished => false,
+            // Only an answer moves it on ([`Checkpoint::answer_wait`]).
+            Phase::Finished | Phase::Waiting => false,
         }
+    }
+
+    /// True when the run waits for a person and its wait ran out at `now_ms`.
+    pub(crate) fn wait_expired(&self, now_ms: u64) -> bool {
+        self.phase == Phase::Waiting && self.waiting_until_ms.is_some_and(|until| now_ms >= until)
+    }
+
+    /// The waiting run was answered: it goes on at `next` (the node its wait named, or
+    /// another the answer chose) when next advanced. The wait's step is not run again.
+    pub(crate) fn answer_wait(&mut self, next: N) {
+        debug_assert_eq!(self.phase, Phase::Waiting);
+        self.phase = Phase::Running;
+        self.next = Some(next);
+        self.waiting_until_ms = None;
     }
 
     /// Total seconds spent in steps; `0.0` before the first step.
@@ -198,12 +228,14 @@ impl<S, N> Checkpoint<S, N> {
 impl<S, N: NodeId> Checkpoint<S, N> {
     /// How many records, from the first, are in their final place: a branch still running is
     /// recorded in its declared place, before siblings that finished earlier, so only the
-    /// records before it are settled. Every record is settled outside a fork. Step events are
+    /// records before it are settled. Every record is settled outside branching. Step events are
     /// numbered by these places, so a live stream and a replay number each step alike.
     pub(crate) fn settled_records(&self) -> usize {
-        self.fork.as_ref().map_or(self.records.len(), |fork| {
-            fork.settled().min(self.records.len())
-        })
+        self.branching
+            .as_ref()
+            .map_or(self.records.len(), |branching| {
+                branching.settled().min(self.records.len())
+            })
     }
 }
 

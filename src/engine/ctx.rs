@@ -1,8 +1,11 @@
 //! What a running step may use from the engine: the remaining budget and the node's retry
 //! policy for its remote calls.
 
-use super::{Budget, Clock, Meter, RetryPolicy, Usage};
+use super::Budget;
+use crate::clock::Clock;
 use crate::error::Classify;
+use crate::retry::RetryPolicy;
+use crate::usage::{Meter, Usage};
 use std::fmt::Display;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -112,7 +115,7 @@ impl<'a> StepCtx<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::FakeClock;
+    use crate::clock::FakeClock;
     use crate::error::ErrorClass;
     use std::sync::atomic::AtomicUsize;
 

@@ -21,7 +21,7 @@ pub enum EngineError {
     /// Another invocation holds the run's lease.
     #[error(
         "run {run_id} is being advanced by another invocation until {}; retry after that",
-        super::utc_seconds(*.until_ms)
+        crate::clock::utc_seconds(*.until_ms)
     )]
     Busy {
         /// Run id.

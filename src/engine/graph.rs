@@ -1,8 +1,9 @@
 //! What a workflow gives the engine: typed node ids, one async step per node, and the
 //! transition each step chooses. The engine loop owns every limit; nodes own none.
 
-use super::{Limit, RetryPolicy, StepCtx};
+use super::{Limit, StepCtx};
 use crate::error::Classify;
+use crate::retry::RetryPolicy;
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -22,6 +23,10 @@ pub enum Transition<N> {
     Next(N),
     /// The workflow is finished.
     End,
+    /// Wait for a person: the invocation ends here, holding no lease, and the run goes on at
+    /// this node once it is answered ([`super::Checkpoint::answer_wait`]), or ends with
+    /// [`Limit::InterruptTimeout`] when nobody answers within [`Graph::wait_limit`].
+    Wait(N),
 }
 
 /// A step's result: the transition and what to show in its step record.
@@ -38,6 +43,14 @@ impl<N> StepOutput<N> {
     pub fn next(node: N, details: serde_json::Value) -> Self {
         Self {
             next: Transition::Next(node),
+            details,
+        }
+    }
+
+    /// Wait for a person, then go on at `node` ([`Transition::Wait`]).
+    pub fn wait(node: N, details: serde_json::Value) -> Self {
+        Self {
+            next: Transition::Wait(node),
             details,
         }
     }
@@ -127,6 +140,12 @@ pub trait Graph: Send + Sync {
     /// Called once every branch of the fork at `node` is merged: chooses where the run goes.
     /// Must not do I/O.
     fn join(&self, node: Self::Node, state: &mut Self::State) -> Transition<Self::Node>;
+
+    /// How long a run may wait for a person ([`Transition::Wait`]) before it ends with
+    /// [`Limit::InterruptTimeout`]. Default: a day.
+    fn wait_limit(&self) -> Duration {
+        Duration::from_secs(24 * 60 * 60)
+    }
 
     /// Called once when a limit stops the run, before the final checkpoint, to leave the best
     /// answer so far in the state. Must not do I/O.

@@ -12,6 +12,8 @@ pub enum Limit {
     Deadline,
     /// The run's token budget could not cover the next node.
     TokenBudget,
+    /// A run waiting for a person ([`super::Transition::Wait`]) was not answered in time.
+    InterruptTimeout,
 }
 
 impl Limit {
@@ -21,6 +23,7 @@ impl Limit {
             Limit::StepLimit => "step_limit",
             Limit::Deadline => "deadline",
             Limit::TokenBudget => "token_budget",
+            Limit::InterruptTimeout => "interrupt_timeout",
         }
     }
 }

@@ -4,7 +4,8 @@
 //! [`Checkpoint::from_rewound`] makes that the first checkpoint of a new run.
 
 use super::trail::{RewindError, Trail};
-use super::{Checkpoint, NodeId, StepRecord, Usage};
+use super::{Checkpoint, NodeId, StepRecord};
+use crate::usage::Usage;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -36,7 +37,7 @@ impl<S: Serialize + DeserializeOwned, N: NodeId> Checkpoint<S, N> {
 
     /// Notes what the step (or fork) just recorded changed, unless a fork is still running.
     pub(super) fn trail_step(&mut self) {
-        if self.fork.is_some() || !self.trail.started() {
+        if self.branching.is_some() || !self.trail.started() {
             return;
         }
         let records = u32::try_from(self.records.len()).unwrap_or(u32::MAX);

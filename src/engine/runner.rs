@@ -3,11 +3,14 @@
 
 use super::admit::{admit, stop, InFlight};
 use super::branches::{self, Flow};
+use super::wait::{go_on, millis, save};
 use super::{
-    Budget, Checkpoint, Clock, EngineError, FailedAt, Graph, Limit, NodeFailure, NodeId, Persist,
-    Phase, StepCtx, StepOutput, StepRecord, Transition, Usage,
+    Budget, Checkpoint, EngineError, FailedAt, Graph, Limit, NodeFailure, NodeId, Persist, Phase,
+    StepCtx, StepOutput, StepRecord,
 };
+use crate::clock::Clock;
 use crate::error::Classify;
+use crate::usage::Usage;
 use tracing::Instrument;
 
 /// Advances a run until it ends, a limit stops it, or a node fails; the checkpoint is saved
@@ -75,9 +78,10 @@ where
         match result {
             Ok(out) => {
                 let elapsed = clock.now_micros().saturating_sub(started);
-                let last = record_step(cp, node, out, started, elapsed, used);
+                let wait_until = clock.now_ms().saturating_add(millis(graph.wait_limit()));
+                let last = record_step(cp, node, out, (started, elapsed), used, wait_until);
                 cp.trail_step();
-                persist.save(cp, last).await?;
+                save(persist, cp, last).await?;
                 if last {
                     return Ok(());
                 }
@@ -109,14 +113,14 @@ where
 }
 
 /// Counts a successful step, records it and moves to its transition; `true` when it was the
-/// last (the run is finished).
+/// last of this invocation (the run is finished, or waits for a person until `wait_until_ms`).
 fn record_step<S, N: NodeId>(
     cp: &mut Checkpoint<S, N>,
     node: N,
     out: StepOutput<N>,
-    started_micros: u64,
-    elapsed_micros: u64,
+    (started_micros, elapsed_micros): (u64, u64),
     used: Usage,
+    wait_until_ms: u64,
 ) -> bool {
     let seconds = elapsed_micros as f64 / 1e6;
     cp.steps += 1;
@@ -129,22 +133,16 @@ fn record_step<S, N: NodeId>(
     ));
     cp.latest = Some(cp.records.len() - 1);
     tracing::info!(node = node.name(), step = cp.steps, seconds, "step done");
-    cp.next = match out.next {
-        Transition::Next(next) => Some(next),
-        Transition::End => None,
-    };
-    let last = cp.next.is_none();
-    if last {
-        cp.phase = Phase::Finished;
-    }
-    last
+    go_on(cp, out.next, wait_until_ms)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{FakeClock, RetryPolicy};
+    use crate::clock::FakeClock;
+    use crate::engine::Transition;
     use crate::error::ErrorClass;
+    use crate::retry::RetryPolicy;
     use async_trait::async_trait;
     use serde::{Deserialize, Serialize};
     use std::sync::atomic::{AtomicU32, Ordering};
@@ -183,6 +181,8 @@ mod tests {
         calls: AtomicU32,
         fail_at: Option<(u32, ErrorClass)>,
         tokens_per_step: u64,
+        /// The state value at which a step waits for a person instead of going on.
+        wait_at: Option<u32>,
     }
 
     impl Toy {
@@ -194,6 +194,7 @@ mod tests {
                 calls: AtomicU32::new(0),
                 fail_at: None,
                 tokens_per_step: 0,
+                wait_at: None,
             }
         }
     }
@@ -237,7 +238,9 @@ mod tests {
             if node == N::Loop {
                 *state += 1;
             }
-            Ok(if *state >= self.loops {
+            Ok(if self.wait_at == Some(*state) {
+                StepOutput::wait(N::Loop, serde_json::json!({ "asked": *state }))
+            } else if *state >= self.loops {
                 StepOutput::end(serde_json::json!({}))
             } else {
                 StepOutput::next(N::Loop, serde_json::json!({ "count": *state }))
@@ -264,12 +267,20 @@ mod tests {
     }
 
     #[derive(Default)]
-    struct Saves(Vec<(u32, bool)>);
+    struct Saves(Vec<(u32, bool)>, Vec<u64>);
     #[async_trait]
     impl<S: Send + Sync, Nn: Send + Sync> Persist<Checkpoint<S, Nn>> for Saves {
         async fn save(&mut self, cp: &Checkpoint<S, Nn>, release: bool) -> Result<(), EngineError> {
             self.0.push((cp.steps, release));
             Ok(())
+        }
+        async fn park_until(
+            &mut self,
+            cp: &Checkpoint<S, Nn>,
+            until: u64,
+        ) -> Result<(), EngineError> {
+            self.1.push(until);
+            self.save(cp, true).await
         }
     }
 
@@ -374,6 +385,68 @@ mod tests {
             !cp.can_advance(&budget(&clock, 50, 60)),
             "a token-budget stop is final"
         );
+    }
+
+    #[tokio::test]
+    async fn a_wait_ends_the_invocation_and_an_answer_goes_on_without_rerunning_its_step() {
+        let clock = Arc::new(FakeClock::at_ms(0));
+        let mut g = Toy::new(clock.clone(), 3);
+        g.wait_at = Some(1);
+        let mut cp = Checkpoint::new("r", N::Start, 0);
+        let mut saves = Saves::default();
+        let b = budget(&clock, 50, 60);
+        advance(&g, &mut cp, &b, &*clock, &mut saves).await.unwrap();
+        // start, loop (state 1: asks). One write per step; the last parks until the wait's end.
+        assert_eq!(
+            (cp.phase, cp.steps, cp.next),
+            (Phase::Waiting, 2, Some(N::Loop))
+        );
+        assert_eq!(saves.0, vec![(1, false), (2, true)]);
+        let day = 24 * 60 * 60 * 1_000;
+        assert_eq!(
+            saves.1,
+            vec![200 + day],
+            "the wait's limit, from when it started"
+        );
+        assert!(!cp.can_advance(&b), "only an answer moves a waiting run");
+        advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            g.calls.load(Ordering::SeqCst),
+            2,
+            "nothing ran while waiting"
+        );
+        assert!(!cp.wait_expired(200 + day - 1) && cp.wait_expired(200 + day));
+
+        g.wait_at = None;
+        cp.answer_wait(N::Loop);
+        advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
+            .await
+            .unwrap();
+        assert_eq!((cp.phase, cp.steps, cp.state), (Phase::Finished, 4, 3));
+        assert_eq!(
+            g.calls.load(Ordering::SeqCst),
+            4,
+            "the asking step was not run again"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_wait_nobody_answers_ends_with_its_limit_and_the_best_answer_so_far() {
+        let clock = Arc::new(FakeClock::at_ms(0));
+        let mut g = Toy::new(clock.clone(), 3);
+        g.wait_at = Some(1);
+        let mut cp = Checkpoint::new("r", N::Start, 0);
+        let b = budget(&clock, 50, 60);
+        advance(&g, &mut cp, &b, &*clock, &mut Saves::default())
+            .await
+            .unwrap();
+        crate::engine::end_wait(&g, &mut cp);
+        assert_eq!(cp.phase, Phase::Stopped);
+        assert_eq!(cp.limits_hit, vec![Limit::InterruptTimeout]);
+        assert_eq!(cp.state, 1001, "on_limit left the best answer");
+        assert!(!cp.can_advance(&b), "final");
     }
 
     #[tokio::test]

@@ -24,6 +24,14 @@ pub trait Persist<C: Sync>: Send {
     async fn park(&mut self, checkpoint: &C) -> Result<(), EngineError> {
         self.save(checkpoint, true).await
     }
+
+    /// The last write of an invocation whose run waits for a person until `until_ms`: no
+    /// invocation holds the run, but a parked lease lapses then, so the sweeper finds a wait
+    /// nobody answered and ends it. By default, a release.
+    async fn park_until(&mut self, checkpoint: &C, until_ms: u64) -> Result<(), EngineError> {
+        let _ = until_ms;
+        self.save(checkpoint, true).await
+    }
 }
 
 /// The store key of a run.
@@ -41,6 +49,19 @@ pub struct Loaded<C> {
     /// Current lease, if any.
     pub lease: Option<Lease>,
     body: Vec<u8>,
+}
+
+impl<C: Serialize> Loaded<C> {
+    /// The same stored run (version, lease) holding `checkpoint` instead: locking it writes
+    /// `checkpoint` in the write that takes the lease (an answer to a waiting run).
+    pub(crate) fn replaced(self, run_id: &str, checkpoint: C) -> Result<Self, EngineError> {
+        Ok(Self {
+            body: encode(run_id, &checkpoint)?,
+            checkpoint,
+            version: self.version,
+            lease: self.lease,
+        })
+    }
 }
 
 /// An invocation holding a run's lease.
@@ -202,5 +223,9 @@ impl<C: Serialize + Sync> Persist<C> for Session<'_> {
     async fn park(&mut self, checkpoint: &C) -> Result<(), EngineError> {
         let parked = self.lease.to_parked();
         self.write(checkpoint, Some(&parked)).await
+    }
+
+    async fn park_until(&mut self, checkpoint: &C, until_ms: u64) -> Result<(), EngineError> {
+        self.write(checkpoint, Some(&Lease::parked(until_ms))).await
     }
 }

@@ -4,9 +4,10 @@
 
 use super::adapters::{EventBridgeSink, SqsQueue};
 use crate::aws;
+use crate::clock::{Clock, SystemClock};
 use crate::config::{EmbeddingsProvider, LlmProvider, RerankProvider, Settings};
 use crate::embed::{BedrockEmbeddings, Embedder, EmbeddingsClient, EmbeddingsConfig};
-use crate::engine::{Budget, Clock, SystemClock};
+use crate::engine::Budget;
 use crate::kb::Retriever;
 use crate::llm::{
     BedrockConfig, BedrockModel, CachingModel, ChatModel, OfflineModel, OpenAiConfig, OpenAiModel,
@@ -87,6 +88,7 @@ impl App {
             .with_tenant_key(settings.kb_tenant_key.clone())
             .with_kb_description(settings.kb_description.clone())
             .with_speculation(settings.speculation)
+            .with_interrupts(settings.interrupts.clone())
             .with_model_window(settings.llm.window);
         if let Some(embedder) = embedder {
             graph = graph.with_embedder(embedder);
@@ -118,6 +120,12 @@ impl App {
             runs: Runs::new(&settings, graph, store, clock),
             queue: None,
         }
+    }
+
+    /// The same app sending run events (`Run Finished`, `Run Waiting`) as `events` says.
+    pub fn with_completion_events(mut self, events: crate::runs::CompletionEvents) -> Self {
+        self.runs = self.runs.with_completion_events(events);
+        self
     }
 
     /// This app with another `MAX_ACTIVE_RUNS_PER_CALLER` (tests).
@@ -359,8 +367,13 @@ fn completion_events(settings: &Settings, sdk: &aws_config::SdkConfig) -> Option
         .timeout_config(aws::timeouts(sdk, timeout))
         .build();
     let client = aws_sdk_eventbridge::Client::from_conf(config);
-    let sink = EventBridgeSink::new(client, bus, crate::events::EventKind::RunFinished);
-    Some(CompletionEvents::new(Box::new(sink)))
+    let sink = EventBridgeSink::new(
+        client.clone(),
+        bus.clone(),
+        crate::events::EventKind::RunFinished,
+    );
+    let waiting = EventBridgeSink::new(client, bus, crate::events::EventKind::RunWaiting);
+    Some(CompletionEvents::new(Box::new(sink)).with_waiting(Box::new(waiting)))
 }
 
 /// The SQS work queue of `settings`, when `WORK_QUEUE_URL` is set; each send (SDK retries
@@ -383,9 +396,12 @@ pub(crate) async fn build_kb(
     settings: &Settings,
     aws: Option<&aws_config::SdkConfig>,
 ) -> Result<std::sync::Arc<dyn crate::kb::Retriever>, StartupError> {
-    let local = |path: Option<&std::path::Path>| match path {
-        Some(path) => crate::ingest::load_kb(path),
-        None => crate::ingest::sample_kb(),
+    if let Some(store) = crate::kb::open_store(settings, aws).await? {
+        return Ok(store);
+    }
+    let kb = match settings.kb_path.as_deref() {
+        Some(path) => crate::ingest::load_kb(path)?,
+        None => crate::ingest::sample_kb()?,
     };
-    Ok(crate::kb::open_store(settings, aws, local).await?)
+    Ok(crate::kb::serve_local(kb, settings)?)
 }

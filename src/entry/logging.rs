@@ -40,7 +40,7 @@ fn export_filter(default: &str) -> Targets {
 /// [`filter`] for the recorder of the GenAI metrics when no span is exported: the model and
 /// embeddings calls' spans only.
 fn metrics_filter() -> Targets {
-    Targets::new().with_target(crate::spans::genai::TARGET, LevelFilter::INFO)
+    Targets::new().with_target(crate::genai::TARGET, LevelFilter::INFO)
 }
 
 /// The export settings the environment gives ([`crate::otlp::ExportSettings::from_env`]).

@@ -2,7 +2,8 @@
 //! do next, with times in UTC and waits in seconds (never epoch milliseconds). The HTTP API and
 //! the CLI share these texts; only the "how to look at a run" part differs.
 
-use crate::engine::{utc_seconds, EngineError};
+use crate::clock::utc_seconds;
+use crate::engine::EngineError;
 use crate::error::{Classify, ErrorClass};
 
 /// Where the message is shown, which decides how a run is looked at.

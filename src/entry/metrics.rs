@@ -4,8 +4,8 @@
 use crate::rag::{LimitHit, RagNode, RunResponse};
 use serde_json::{json, Map, Value};
 
-/// Metric namespace.
-pub(crate) const NAMESPACE: &str = "BoundedRag";
+/// Metric namespace, shared with the GenAI metrics.
+const NAMESPACE: &str = crate::otlp::METRICS_NAMESPACE;
 
 /// The EMF document for one run invocation: steps, retries, rewrites, regenerations,
 /// fallbacks, limits hit, model latency (summed over steps, so concurrent branches add up),
@@ -98,6 +98,7 @@ fn limit_metric(limit: LimitHit) -> &'static str {
         LimitHit::NoSources => "LimitNoSources",
         LimitHit::AnswerLength => "LimitAnswerLength",
         LimitHit::ModelUnavailable => "LimitModelUnavailable",
+        LimitHit::InterruptTimeout => "LimitInterruptTimeout",
         LimitHit::ModelUnusable => "LimitModelUnusable",
     }
 }
@@ -143,7 +144,7 @@ mod tests {
             timestamp: String::new(),
             processing_time: t,
             details: serde_json::Value::Null,
-            usage: crate::engine::Usage::default(),
+            usage: crate::usage::Usage::default(),
         };
         let response = RunResponse {
             success: true,
@@ -189,9 +190,12 @@ mod tests {
                 thread_id: None,
                 turn: None,
                 standalone_question: None,
+                clarified_question: None,
+                approvals: Vec::new(),
                 forked_from: None,
             },
             error: None,
+            interrupt: None,
         };
         let doc = run_metrics(&response, 42);
         let declared: Vec<&str> = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]

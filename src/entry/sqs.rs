@@ -135,7 +135,11 @@ fn outcome(ran: Ran, now_ms: u64) -> RecordOutcome {
         return RecordOutcome::Retry(format!("completion event not sent: {e}"));
     }
     match response.status {
-        RunStatus::Completed | RunStatus::BestEffort | RunStatus::Cancelled => RecordOutcome::Done,
+        // A waiting run is answered through the API; nothing is left for this record.
+        RunStatus::Completed
+        | RunStatus::BestEffort
+        | RunStatus::Cancelled
+        | RunStatus::Waiting => RecordOutcome::Done,
         RunStatus::Running => RecordOutcome::Retry("run is still running".into()),
         RunStatus::Suspended => match continuation {
             Some(Continuation::Queued) => RecordOutcome::Done,

@@ -1,6 +1,6 @@
 //! Server-sent events as the stream function sends them: the frame of one event (`id`,
 //! `event`, one `data:` line), the ids of a run's events, the last event of a streamed run, and
-//! the response that carries them. Shared by a streamed run (`stream.rs`) and a resumed stream
+//! the response that carries them. Shared by a streamed run (`stream_function.rs`) and a resumed stream
 //! (`stream_resume.rs`).
 
 use crate::rag::RunEvent;
@@ -61,14 +61,17 @@ pub(crate) fn last_step_seen(id: &str) -> Option<u32> {
 }
 
 /// The last event of a streamed run, from the buffered answer's status and body: `suspended`
-/// for a run that will be continued, `cancelled` for a run its caller cancelled, `final` for
-/// everything else.
+/// for a run that will be continued, `cancelled` for a run its caller cancelled, `interrupt`
+/// for a run that waits for a person (its body says what it asks), `final` for everything
+/// else.
 pub(crate) fn last_event(id: &str, status: StatusCode, body: &Value) -> String {
     let suspended = status == StatusCode::ACCEPTED && body["status"] == "suspended";
     let name = if suspended {
         "suspended"
     } else if body["status"] == "cancelled" {
         "cancelled"
+    } else if body["status"] == "waiting" {
+        "interrupt"
     } else {
         "final"
     };

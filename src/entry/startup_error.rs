@@ -12,6 +12,12 @@ pub enum StartupError {
          `bounded-rag ingest`), or unset it for the bundled sample"
     )]
     Kb(#[from] crate::search::RetrievalError),
+    /// The `KB_PATH` folder (or the sample) could not be read.
+    #[error(
+        "knowledge base: {0}; check KB_PATH (a folder of documents, or the output of \
+         `bounded-rag ingest`), or unset it for the bundled sample"
+    )]
+    KbSources(#[from] crate::ingest::IngestError),
     /// The knowledge base published at `KB_URI` could not be loaded.
     #[error(
         "knowledge base: cannot load KB_URI={uri}: {source}; check the AWS credentials, the region and \
@@ -36,6 +42,9 @@ pub enum StartupError {
         /// What failed.
         source: crate::search::RetrievalError,
     },
+    /// The web search client could not be built.
+    #[error("web search: {0}; check WEB_SEARCH_BASE_URL")]
+    WebSearch(#[from] crate::search::WebSearchError),
     /// A model client could not be built.
     #[error("model client: {0}; check LLM_PROVIDER, LLM_BASE_URL and LLM_MODEL")]
     Llm(#[from] crate::llm::LlmError),
@@ -54,7 +63,6 @@ impl From<crate::kb::OpenError> for StartupError {
     fn from(e: crate::kb::OpenError) -> Self {
         use crate::kb::OpenError;
         match e {
-            OpenError::Local(source) => Self::Kb(source),
             OpenError::Bundle { uri, source } => Self::KbUri { uri, source },
             OpenError::Store { uri, source } => Self::KbStore { uri, source },
         }

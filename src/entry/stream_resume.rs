@@ -102,6 +102,7 @@ fn last_frame(run: &RunResponse, seen: u32) -> Option<String> {
             }),
         )),
         RunStatus::Cancelled => Some(sse(&id, "cancelled", &body)),
+        RunStatus::Waiting => Some(sse(&id, "interrupt", &body)),
         RunStatus::Completed | RunStatus::BestEffort | RunStatus::Failed => {
             Some(sse(&id, "final", &body))
         }

@@ -3,8 +3,8 @@
 //! an EMF metrics line).
 
 use super::app;
+use crate::clock::{Clock, SystemClock};
 use crate::config::Settings;
-use crate::engine::{Clock, SystemClock};
 use crate::runs::{sweep, SweepReport, WorkQueue};
 use crate::store::{LeaseIndex, StoreError};
 use std::sync::Arc;

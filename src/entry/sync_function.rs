@@ -14,9 +14,9 @@ use crate::embed::Embedder;
 use crate::entry::adapters::{EventBridgeSink, SqsQueue};
 use crate::entry::app::{build_embedder, load_secrets};
 use crate::events::EventKind;
-use crate::ingest::sync::job::{DocOutcome, Ledger, SyncJob, SyncMessage, SyncSettings};
 use crate::ingest::IngestOptions;
-use crate::kb::bundle::s3::{self, BundleStore};
+use crate::ingest::{DocOutcome, Ledger, SyncJob, SyncMessage, SyncSettings};
+use crate::kb::{s3_client, BundleStore};
 use crate::store::DynamoStore;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use std::sync::Arc;
@@ -94,7 +94,7 @@ impl SyncFunction {
             });
         Ok(Self {
             dynamodb: aws_sdk_dynamodb::Client::new(&sdk),
-            s3: s3::client(&sdk),
+            s3: s3_client(&sdk),
             table: var("SYNC_TABLE")?,
             queue: SqsQueue::new(aws_sdk_sqs::Client::new(&sdk), var("SYNC_QUEUE_URL")?),
             source,
@@ -142,7 +142,7 @@ pub async fn handle_batch(job: &SyncJob<'_>, event: SqsEvent) -> SqsBatchRespons
 }
 
 /// The reason a record comes back, with its class.
-fn reason(e: crate::ingest::sync::job::JobError) -> String {
+fn reason(e: crate::ingest::JobError) -> String {
     let class = if e.is_transient() {
         "transient"
     } else {

@@ -7,15 +7,18 @@
 //! base); then the section headings shared by the most documents. Both are cut to a budget of
 //! characters, saying how many were left out. The same documents give the same description.
 
-use crate::search::{DocKind, Document};
+use crate::knowledge::{DocKind, Document, TITLE_SEPARATOR};
 use std::collections::HashMap;
 
 /// Most characters of a derived description (about 200 tokens).
 pub(crate) const MAX_CHARS: usize = 700;
 /// Of [`MAX_CHARS`], the part the titles may take.
 const TITLE_CHARS: usize = 460;
-/// Separates a passage's document title from its section headings ("Doc — Section").
-const SEPARATOR: &str = " — ";
+
+/// The operator's description when given, else the one derived from `docs`.
+pub(crate) fn given_or_derived(given: Option<&str>, docs: &[Document]) -> Option<String> {
+    given.map(str::to_owned).or_else(|| derive(docs))
+}
 
 /// The description of the passages among `docs`; `None` when there are none.
 pub(crate) fn derive(docs: &[Document]) -> Option<String> {
@@ -25,7 +28,7 @@ pub(crate) fn derive(docs: &[Document]) -> Option<String> {
     let mut heading_at: HashMap<String, usize> = HashMap::new();
     for doc in docs.iter().filter(|d| d.kind == DocKind::Episode) {
         let source = doc.url.split('#').next().unwrap_or_default();
-        let mut parts = doc.title.split(SEPARATOR);
+        let mut parts = doc.title.split(TITLE_SEPARATOR);
         let title = parts.next().unwrap_or_default().trim();
         if title.is_empty() {
             continue;
@@ -120,15 +123,13 @@ mod tests {
 
     fn passage(source: &str, title: &str) -> Document {
         Document {
-            id: format!("{source}/{title}"),
-            title: title.into(),
-            url: format!("kb://{source}#p"),
-            content: "text".into(),
             score: 0.0,
-            kind: DocKind::Episode,
-            clear_match: false,
-            from_graph: false,
-            vector_rank: None,
+            ..Document::passage(
+                format!("{source}/{title}"),
+                title,
+                format!("kb://{source}#p"),
+                "text",
+            )
         }
     }
 

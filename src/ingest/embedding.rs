@@ -10,8 +10,9 @@ use super::plan::Plan;
 use crate::embed::{EmbedError, Embedder};
 use crate::error::Classify;
 use crate::ingest::options::IngestOptions;
-use crate::kb::bundle::format::{hex, EmbeddingInfo};
-use crate::search::RetrievalError;
+use crate::ingest::IngestError;
+use crate::knowledge::hex;
+use crate::knowledge::EmbeddingInfo;
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -45,8 +46,8 @@ pub(crate) async fn embed_passages(
     plan: &Plan,
     embedder: &dyn Embedder,
     options: &IngestOptions<'_>,
-) -> Result<Embedded, RetrievalError> {
-    fs::create_dir_all(&plan.staging).map_err(|e| RetrievalError::io(&plan.staging, e))?;
+) -> Result<Embedded, IngestError> {
+    fs::create_dir_all(&plan.staging).map_err(|e| IngestError::io(&plan.staging, e))?;
     let model = embedder.model();
     let cache_path = plan.staging.join(format!(
         "embeddings-{}.bin",
@@ -82,7 +83,7 @@ pub(crate) async fn embed_passages(
         })
         .buffer_unordered(options.concurrency.max(1));
     while let Some((batch, result)) = pending.next().await {
-        let (vectors, attempts) = result.map_err(|source| RetrievalError::Interrupted {
+        let (vectors, attempts) = result.map_err(|source| IngestError::Interrupted {
             done: total - todo.len() + embedded,
             total,
             staging: plan.staging.clone(),
@@ -106,7 +107,7 @@ pub(crate) async fn embed_passages(
         .iter()
         .any(|v| v.len() != dimensions || v.is_empty())
     {
-        return Err(RetrievalError::Invalid {
+        return Err(IngestError::Invalid {
             path: cache_path,
             message: format!(
                 "the model `{model}` returned vectors of different lengths; delete {} and \
@@ -161,8 +162,8 @@ struct Cache {
 }
 
 impl Cache {
-    fn open(path: &Path) -> Result<Self, RetrievalError> {
-        let io = |e| RetrievalError::io(path, e);
+    fn open(path: &Path) -> Result<Self, IngestError> {
+        let io = |e| IngestError::io(path, e);
         let bytes = match fs::read(path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -191,18 +192,18 @@ impl Cache {
         cache
             .file
             .seek(std::io::SeekFrom::End(0))
-            .map_err(|e| RetrievalError::io(&cache.path, e))?;
+            .map_err(|e| IngestError::io(&cache.path, e))?;
         Ok(cache)
     }
 
-    fn append(&mut self, key: Key, vector: Vec<f32>) -> Result<(), RetrievalError> {
+    fn append(&mut self, key: Key, vector: Vec<f32>) -> Result<(), IngestError> {
         let mut bytes = Vec::with_capacity(36 + vector.len() * 4);
         bytes.extend_from_slice(&key);
         bytes.extend_from_slice(&(vector.len() as u32).to_le_bytes());
         for x in &vector {
             bytes.extend_from_slice(&x.to_le_bytes());
         }
-        let io = |e| RetrievalError::io(&self.path, e);
+        let io = |e| IngestError::io(&self.path, e);
         self.file.write_all(&bytes).map_err(io)?;
         self.file.sync_data().map_err(io)?;
         self.vectors.insert(key, vector);

@@ -3,11 +3,11 @@
 //! load, or a bundle opened as is). Ingest reads the sources; the knowledge base is
 //! [`crate::kb`]'s.
 use super::describe;
-use super::sources::{self, Corpus, SourceFile};
-use crate::kb::bundle::format::MANIFEST;
-use crate::kb::bundle::InMemory;
+use super::sources::{self, SourceFile};
+use crate::ingest::IngestError;
+use crate::kb::InMemory;
 use crate::kb::KnowledgeBase;
-use crate::search::RetrievalError;
+use crate::knowledge::Corpus;
 use std::path::{Path, PathBuf};
 
 /// The `kb/` sample, compiled in: (relative path, text).
@@ -41,7 +41,7 @@ const EMBEDDED: &[(&str, &str)] = &[
 ];
 
 /// The sample knowledge base compiled into the binary (durian pests and diseases).
-pub fn sample_kb() -> Result<KnowledgeBase, RetrievalError> {
+pub fn sample_kb() -> Result<KnowledgeBase, IngestError> {
     let root = Path::new("<embedded kb>");
     let files: Vec<SourceFile> = EMBEDDED
         .iter()
@@ -53,30 +53,30 @@ pub fn sample_kb() -> Result<KnowledgeBase, RetrievalError> {
 
 /// Loads a folder: a previous `bounded-rag ingest` output (a bundle) is opened as is (no
 /// re-indexing); any other folder is read and indexed in memory.
-pub fn load_kb(path: &Path) -> Result<KnowledgeBase, RetrievalError> {
-    let meta = std::fs::metadata(path).map_err(|e| RetrievalError::io(path, e))?;
+pub fn load_kb(path: &Path) -> Result<KnowledgeBase, IngestError> {
+    let meta = std::fs::metadata(path).map_err(|e| IngestError::io(path, e))?;
     if !meta.is_dir() {
-        return Err(RetrievalError::Invalid {
+        return Err(IngestError::Invalid {
             path: path.to_path_buf(),
             message: "not a folder".into(),
         });
     }
-    if path.join(MANIFEST).is_file() {
-        return KnowledgeBase::open(path);
+    if crate::kb::holds_bundle(path) {
+        return Ok(KnowledgeBase::open(path)?);
     }
     let corpus = sources::load_dir(path)?;
     from_corpus(corpus, Some(path.to_path_buf()))
 }
 
 /// The corpus indexed in memory; `origin` is the folder it was read from.
-fn from_corpus(corpus: Corpus, origin: Option<PathBuf>) -> Result<KnowledgeBase, RetrievalError> {
-    KnowledgeBase::index_in_memory(InMemory {
+fn from_corpus(corpus: Corpus, origin: Option<PathBuf>) -> Result<KnowledgeBase, IngestError> {
+    Ok(KnowledgeBase::index_in_memory(InMemory {
         docs: &corpus.docs,
         meta: corpus.meta,
         stats: corpus.stats,
         description: describe::derive(&corpus.docs),
         origin,
-    })
+    })?)
 }
 
 #[cfg(test)]

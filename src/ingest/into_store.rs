@@ -4,14 +4,12 @@
 use super::describe;
 use super::embedding::embed_passages;
 use super::options::IngestOptions;
-use super::plan::Plan;
+use super::plan::{canonical, Plan};
 use super::sources::enable_parsers;
-use super::sources::Corpus;
-use crate::kb::bundle::format::{EmbeddingInfo, KbStats, SkippedFile};
-use crate::kb::postgres::{schema, schema_error, write, Sql, SqlError};
-use crate::search::{DocKind, RetrievalError};
+use crate::ingest::IngestError;
+use crate::kb::Mirror;
+use crate::knowledge::{EmbeddingInfo, KbStats, SkippedFile};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// What an ingest into a database wrote.
@@ -62,44 +60,43 @@ impl std::fmt::Display for StoreIngestSummary {
     }
 }
 
-/// Ingests `source` into the database `sql`, creating its tables when missing.
+/// Ingests `source` into the database of `store`, creating its tables when missing.
 pub(crate) async fn ingest_into_store(
     source: &Path,
-    sql: &dyn Sql,
+    store: &dyn Mirror,
     options: &IngestOptions<'_>,
-) -> Result<StoreIngestSummary, RetrievalError> {
+) -> Result<StoreIngestSummary, IngestError> {
     enable_parsers();
-    let staging = std::env::temp_dir().join(format!(
-        "bounded-rag-ingest-{}",
-        &crate::kb::bundle::format::hex(&Sha256::digest(
-            format!("{}\n{}", source.display(), sql.name()).as_bytes()
-        ))[..16]
-    ));
-    let plan = Plan::for_store(source, staging, options.strict)?;
+    let staging = store.staging_for(source);
+    let source = canonical(source)?;
+    let plan = Plan::read(source, staging, options.strict)?;
     let embedded = match options.embedder {
         Some(embedder) => Some(embed_passages(&plan, embedder, options).await?),
         None => None,
     };
     let info = embedded.as_ref().map(|e| e.info.clone());
-    schema::ensure(sql, info.as_ref(), options.tenant_key.as_deref())
-        .await
-        .map_err(|e| schema_error(sql.name(), e))?;
+    store
+        .prepare(info.as_ref(), options.tenant_key.as_deref())
+        .await?;
 
     let corpus = &plan.corpus;
     let vectors = embedded.as_ref().map(|e| &e.vectors);
     // Passages come first in a corpus, in the order of their vectors.
-    let groups = documents(corpus, |_| true);
-    let rows_deleted = write_documents(
-        sql,
-        corpus,
-        &groups,
-        |i| vectors.and_then(|v| v.get(i)).map(Vec::as_slice),
-        options,
-    )
-    .await?;
+    let groups = corpus.groups(|_| true);
+    let description = describe::given_or_derived(options.description.as_deref(), &corpus.docs);
+    let rows_deleted = store
+        .write(
+            corpus,
+            &groups,
+            &|i| vectors.and_then(|v| v.get(i)).map(Vec::as_slice),
+            options.progress,
+            options.tenant_index_rows,
+            description.as_deref(),
+        )
+        .await?;
     Ok(StoreIngestSummary {
         source: plan.source.clone(),
-        store: sql.name().to_owned(),
+        store: store.name().to_owned(),
         stats: corpus.stats,
         documents_written: groups.len(),
         rows_deleted,
@@ -108,75 +105,4 @@ pub(crate) async fn ingest_into_store(
         embedded: embedded.as_ref().map_or(0, |e| e.embedded),
         embedding_calls: embedded.as_ref().map_or(0, |e| e.calls),
     })
-}
-
-/// The documents of `corpus` for which `selected(path)` holds, each with its items' corpus
-/// positions; the graph items (entities, relations, communities) as one document,
-/// [`write::GRAPH_DOCUMENT`], when it is selected.
-pub(crate) fn documents(
-    corpus: &Corpus,
-    selected: impl Fn(&str) -> bool,
-) -> Vec<(String, Vec<usize>)> {
-    let mut groups = Vec::new();
-    let mut at = 0;
-    for info in &corpus.documents {
-        if selected(&info.path) {
-            groups.push((info.path.clone(), (at..at + info.passages).collect()));
-        }
-        at += info.passages;
-    }
-    let graph: Vec<usize> = (at..corpus.docs.len())
-        .filter(|i| corpus.docs[*i].kind != DocKind::Episode)
-        .collect();
-    if !graph.is_empty() && selected(write::GRAPH_DOCUMENT) {
-        groups.push((write::GRAPH_DOCUMENT.to_owned(), graph));
-    }
-    groups
-}
-
-/// Writes `groups` of `corpus` (each document in one transaction, the vector of position `i`
-/// being `vector(i)`), deletes the documents `corpus` no longer holds, brings the store's
-/// counts up to date and records the description (`options.description`, else derived).
-/// Returns the rows deleted.
-pub(crate) async fn write_documents<'v>(
-    sql: &dyn Sql,
-    corpus: &Corpus,
-    groups: &[(String, Vec<usize>)],
-    vector: impl Fn(usize) -> Option<&'v [f32]>,
-    options: &IngestOptions<'_>,
-) -> Result<i64, RetrievalError> {
-    let fail = |e: SqlError| schema_error(sql.name(), schema::SchemaError::Sql(e));
-    options.progress.stage("writing", groups.len() as u64);
-    for (document, positions) in groups {
-        let items: Vec<write::Item<'_>> = positions
-            .iter()
-            .map(|i| write::Item {
-                doc: &corpus.docs[*i],
-                meta: corpus.meta.get(*i as u32),
-                vector: vector(*i),
-            })
-            .collect();
-        write::write_document(sql, document, &items)
-            .await
-            .map_err(fail)?;
-        options.progress.advance(1);
-    }
-    options.progress.finish();
-    let names: Vec<String> = documents(corpus, |_| true)
-        .into_iter()
-        .map(|g| g.0)
-        .collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let rows_deleted = write::keep_only(sql, &names).await.map_err(fail)?;
-    write::restate(sql, options.tenant_index_rows)
-        .await
-        .map_err(fail)?;
-    let description = options
-        .description
-        .clone()
-        .or_else(|| describe::derive(&corpus.docs));
-    write::describe(sql, description.as_deref())
-        .await
-        .map_err(fail)?;
-    Ok(rows_deleted)
 }

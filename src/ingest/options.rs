@@ -1,30 +1,10 @@
 //! How an ingest runs: its options (the embedder, batches, retries, prefixes, `--strict`) and
-//! where its progress goes.
+//! where its progress goes ([`Progress`](crate::knowledge::Progress), shared with the writers).
 use crate::config::{EmbeddingsTuning, DEFAULT_INGEST_RETRY};
 use crate::embed::Embedder;
-use crate::engine::RetryPolicy;
+use crate::knowledge::{NoProgress, Progress};
+use crate::retry::RetryPolicy;
 use std::time::Duration;
-
-/// Reports the progress of an ingest (the CLI draws a bar on a terminal).
-pub trait Progress: Send + Sync {
-    /// A stage starts (`embedding`, `indexing`) with `total` units of work.
-    fn stage(&self, _name: &'static str, _total: u64) {}
-    /// `n` more units of the current stage are done.
-    fn advance(&self, _n: u64) {}
-    /// `n` units of the current stage were done by an earlier, interrupted run: done, but not
-    /// part of this run's rate.
-    fn resumed(&self, n: u64) {
-        self.advance(n);
-    }
-    /// The current stage is over.
-    fn finish(&self) {}
-}
-
-/// Reports nothing.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct NoProgress;
-
-impl Progress for NoProgress {}
 
 /// How an ingest embeds passages.
 pub struct IngestOptions<'a> {

@@ -1,6 +1,8 @@
 //! What an ingest wrote: counts, skipped files, the manifest, the embeddings calls; printed by
 //! the CLI and serialized by `ingest --json`.
-use crate::kb::bundle::format::{KbStats, Manifest, SkippedFile};
+use crate::kb::Manifest;
+use crate::knowledge::KbStats;
+use crate::knowledge::SkippedFile;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 

@@ -1,11 +1,11 @@
 //! The knowledge-store seam: [`Retriever`], searched by the workflow, implemented by the
 //! knowledge base ([`super::knowledge_base::KnowledgeBase`]) and the refreshed S3 bundle
 //! ([`super::bundle::LiveKnowledge`]).
-use crate::kb::bundle::format::EmbeddingInfo;
-use crate::search::document::Document;
-use crate::search::options::RetrievalOptions;
-use crate::search::ranking::Ranking;
+use crate::knowledge::Document;
+use crate::knowledge::EmbeddingInfo;
+use crate::search::Ranking;
 use crate::search::RetrievalError;
+use crate::search::RetrievalOptions;
 use async_trait::async_trait;
 
 /// A document a search returned, with how it ranked (`None` where the store cannot tell).

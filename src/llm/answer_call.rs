@@ -9,7 +9,7 @@
 use super::call::call;
 use super::structured::MAX_REASKS;
 use super::{ChatModel, ChatRequest, DeltaSink, Finish, LlmError, Message, Role};
-use crate::engine::Meter;
+use crate::usage::Meter;
 use std::time::Instant;
 
 /// A written answer.

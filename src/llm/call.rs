@@ -1,11 +1,11 @@
-//! One model call: its GenAI client span ([`crate::spans::genai::chat`]) and what it cost,
+//! One model call: its GenAI client span ([`crate::genai::chat`]) and what it cost,
 //! charged to the step's meter. Every call the `llm` layer makes goes through [`call`] (the
 //! first of a request and each re-ask), so the spans of a run are its model calls, one each,
 //! and their tokens add up to the run's `usage`.
 
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, Finish, LlmError};
-use crate::engine::{estimate_tokens, Meter, Usage};
-use crate::spans::genai::{self, Reply};
+use crate::genai::{self, Reply};
+use crate::usage::{estimate_tokens, Meter, Usage};
 use tracing::Instrument;
 
 /// Calls `model` once (streamed to `on_delta` when given) in its own span, and charges the

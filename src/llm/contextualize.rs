@@ -13,7 +13,7 @@
 //! - anything else (a new subject, or one already named) is kept as asked.
 
 use super::lexical::{content_words, stem, words};
-use crate::search::Document;
+use crate::knowledge::Document;
 
 /// Words that point back at the conversation's subject.
 const REFERRING: &[&str] = &[
@@ -149,7 +149,7 @@ fn replace_reference(question: &str, subject: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::DocKind;
+    use crate::knowledge::DocKind;
 
     fn turn(question: &str) -> Document {
         Document {

@@ -38,7 +38,7 @@ pub(crate) use structured::ask_metered;
 pub(crate) use task::Contextualized;
 pub use task::{Answer, BinaryScore, DataSource, Refined, RouteDecision, Task};
 
-use crate::search::Document;
+use crate::knowledge::Document;
 use async_trait::async_trait;
 use std::time::Duration;
 

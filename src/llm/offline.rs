@@ -23,7 +23,7 @@
 
 use super::lexical::{content_words, sentences, shorten, stem, stems, strip_markers, words};
 use super::{ChatModel, ChatRequest, Completion, DataSource, LlmError, Task};
-use crate::search::Document;
+use crate::knowledge::Document;
 use async_trait::async_trait;
 use serde_json::json;
 use std::collections::HashSet;
@@ -232,7 +232,6 @@ fn yes_no(yes: bool) -> &'static str {
 mod tests {
     use super::*;
     use crate::llm::{ask, BinaryScore, Refined, RouteDecision, TaskInputs};
-    use crate::search::DocKind;
     use std::time::Duration;
 
     const PATCH_CANKER: &str = "Patch canker is the most destructive disease of durian (Durio \
@@ -249,17 +248,12 @@ mod tests {
         through the tree in both directions and strengthens the tree's own defence.";
 
     fn doc(title: &str, content: &str) -> Document {
-        Document {
-            id: title.to_lowercase(),
-            title: title.into(),
-            url: format!("kb://{title}"),
-            content: content.into(),
-            score: 1.0,
-            kind: DocKind::Episode,
-            clear_match: false,
-            from_graph: false,
-            vector_rank: None,
-        }
+        Document::passage(
+            title.to_lowercase(),
+            title,
+            format!("kb://{title}"),
+            content,
+        )
     }
 
     async fn call<T: serde::de::DeserializeOwned>(

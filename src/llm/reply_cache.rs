@@ -141,10 +141,11 @@ impl ChatModel for CachingModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{FakeClock, Meter};
+    use crate::clock::FakeClock;
     use crate::llm::{ask_metered, Message, ScriptedModel, TaskInputs};
     use crate::llm::{BinaryScore, Role};
     use crate::store::{MemoryStore, StoreError};
+    use crate::usage::Meter;
     use serde_json::json;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;

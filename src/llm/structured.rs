@@ -7,7 +7,7 @@
 use super::call::call;
 use super::error::excerpt;
 use super::{ChatModel, ChatRequest, DeltaSink, LlmError, Message, Role};
-use crate::engine::Meter;
+use crate::usage::Meter;
 use serde::de::DeserializeOwned;
 use std::time::Instant;
 
@@ -140,9 +140,9 @@ fn strip_fences(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::estimate_tokens;
     use crate::error::Classify;
     use crate::llm::{BinaryScore, Completion, DataSource, RouteDecision, Task, TaskInputs};
+    use crate::usage::estimate_tokens;
     use async_trait::async_trait;
     use std::collections::VecDeque;
     use std::sync::Mutex;

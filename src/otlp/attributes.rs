@@ -1,5 +1,5 @@
 //! A span's attributes as recorded (typed `tracing` fields) and as exported: the GenAI
-//! conventions' names the call sites record ([`crate::spans::genai`]), with OpenInference's
+//! conventions' names the call sites record ([`crate::genai`]), with OpenInference's
 //! `openinference.span.kind` where the conventions have no word (a workflow step is a `CHAIN`,
 //! a run an `AGENT`, a web search that returns documents a `RETRIEVER`), text content dropped
 //! unless content capture is on, and the conventions' structured values (the finish reasons as
@@ -7,7 +7,7 @@
 //! only OpenInference's own names (Arize Phoenix among them) translate the GenAI ones
 //! themselves.
 
-use crate::spans::genai::CONTENT;
+use crate::genai::CONTENT;
 use serde_json::Value as Json;
 
 /// One attribute value.

@@ -10,8 +10,8 @@ use super::span_data::SpanData;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// Metric namespace (the run metrics' own).
-const NAMESPACE: &str = crate::entry::metrics::NAMESPACE;
+/// The CloudWatch namespace of every metric: the run metrics' ([`crate::entry::metrics`]) and these.
+pub(crate) const METRICS_NAMESPACE: &str = "BoundedRag";
 
 /// What one call of a model adds to its metrics.
 #[derive(Debug, Default)]
@@ -105,7 +105,7 @@ fn document(
         "_aws": {
             "Timestamp": timestamp_ms,
             "CloudWatchMetrics": [{
-                "Namespace": NAMESPACE,
+                "Namespace": METRICS_NAMESPACE,
                 "Dimensions": [dimensions],
                 "Metrics": [{ "Name": name, "Unit": unit }],
             }],

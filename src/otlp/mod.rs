@@ -29,6 +29,7 @@ mod settings;
 mod span_data;
 
 pub use context::SpanContext;
+pub(crate) use metrics::METRICS_NAMESPACE;
 pub use settings::ExportSettings;
 
 use context::{new_span_id, new_trace_id, now_nanos};

@@ -8,6 +8,8 @@
 
 pub(crate) mod json_endpoint;
 
+pub(crate) use json_endpoint::{call_error_impls, CallFailure, JsonEndpoint};
+
 use crate::secrets::Secret;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use std::time::{Duration, SystemTime};

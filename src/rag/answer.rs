@@ -9,8 +9,8 @@ use super::quoted::Quoted;
 use super::{RagError, RagGraph, RagState, RunEvent};
 use crate::engine::StepCtx;
 use crate::error::Classify;
+use crate::knowledge::Document;
 use crate::llm::{write_answer, LlmError, Task, Written};
-use crate::search::Document;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// An answer the model wrote that passed the floor.

@@ -20,8 +20,8 @@
 //! sentences it supports. Deterministic, and needs no model.
 
 use super::sentences::units;
+use crate::knowledge::Document;
 use crate::llm::{citation_markers, stems};
-use crate::search::Document;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;

@@ -1,18 +1,7 @@
 use super::*;
-use crate::search::DocKind;
 
 fn doc(url: &str, title: &str, content: &str) -> Document {
-    Document {
-        id: url.into(),
-        title: title.into(),
-        url: url.into(),
-        content: content.into(),
-        score: 1.0,
-        kind: DocKind::Episode,
-        clear_match: false,
-        from_graph: false,
-        vector_rank: None,
-    }
+    Document::passage(url, title, url, content)
 }
 
 fn docs() -> Vec<Document> {

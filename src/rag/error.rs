@@ -2,7 +2,7 @@
 
 use crate::error::{Classify, ErrorClass};
 use crate::llm::LlmError;
-use crate::search::RetrievalError;
+use crate::search::{RetrievalError, WebSearchError};
 use std::time::Duration;
 
 /// A failed workflow step.
@@ -11,9 +11,12 @@ pub enum RagError {
     /// The model call failed.
     #[error("model call failed: {0}")]
     Llm(#[from] LlmError),
-    /// Knowledge base or web search failed.
+    /// The knowledge base failed.
     #[error("retrieval failed: {0}")]
     Retrieval(#[from] RetrievalError),
+    /// The web search failed.
+    #[error("retrieval failed: {0}")]
+    WebSearch(#[from] WebSearchError),
 }
 
 impl Classify for RagError {
@@ -21,6 +24,7 @@ impl Classify for RagError {
         match self {
             RagError::Llm(e) => e.class(),
             RagError::Retrieval(e) => e.class(),
+            RagError::WebSearch(e) => e.class(),
         }
     }
 
@@ -28,6 +32,7 @@ impl Classify for RagError {
         match self {
             RagError::Llm(e) => e.retry_after(),
             RagError::Retrieval(e) => e.retry_after(),
+            RagError::WebSearch(e) => e.retry_after(),
         }
     }
 }

@@ -5,8 +5,9 @@ use super::nodes::{decide_to_generate, same_passages, Step};
 use super::rerank::Reranked;
 use super::{RagGraph, RagNode, RagState};
 use crate::engine::{StepCtx, StepOutput};
-use crate::search::{Document, RetrievalError, RetrievalMode};
-use crate::spans::genai;
+use crate::genai;
+use crate::knowledge::Document;
+use crate::search::{RetrievalError, RetrievalMode};
 use serde_json::json;
 use tracing::Instrument;
 
@@ -122,6 +123,9 @@ pub(super) async fn kg_retrieval(
 }
 
 pub(super) async fn web_search(graph: &RagGraph, state: &mut RagState, ctx: &StepCtx<'_>) -> Step {
+    if state.person.consent(crate::config::Gated::WebSearch) == Some(false) {
+        return Ok(web_search_denied(state));
+    }
     let Some(web) = &graph.web else {
         tracing::warn!("web search wanted but not configured (WEB_SEARCH_BASE_URL unset)");
         state.web_search_unavailable = true;
@@ -152,6 +156,26 @@ pub(super) async fn web_search(graph: &RagGraph, state: &mut RagState, ctx: &Ste
         RagNode::Generate,
         json!({ "configured": true, "fallback": state.web_fallback, "results": found }),
     ))
+}
+
+/// Web search without the consent it waits for (`APPROVE_STEPS`): nothing leaves the
+/// deployment. A question routed to the web goes to the knowledge base instead; the fallback
+/// after the rewrites answers with no sources, as when web search is not configured.
+fn web_search_denied(state: &mut RagState) -> StepOutput<RagNode> {
+    tracing::info!("web search not approved: going on without it");
+    if !state.web_fallback && state.route == Some(crate::llm::DataSource::WebSearch) {
+        state.route = Some(crate::llm::DataSource::KgRetrieval);
+        return StepOutput::next(
+            RagNode::KgRetrieval,
+            json!({ "approved": false, "then": "kg_retrieval" }),
+        );
+    }
+    state.documents.clear();
+    state.graded_out.clear();
+    StepOutput::next(
+        RagNode::Generate,
+        json!({ "approved": false, "fallback": state.web_fallback, "results": 0 }),
+    )
 }
 
 /// A retrieved document as its span records it.

@@ -25,10 +25,10 @@
 //! `best_effort` with `model_unusable` and the extractive answer ([`super::answer`]).
 
 use super::prompts;
+use crate::knowledge::Document;
 use crate::llm::{
     citation_markers, content_words, stems, strip_markers as without_citations, words,
 };
-use crate::search::Document;
 use std::collections::HashSet;
 
 /// Consecutive words of an instruction that make an echo.

@@ -3,20 +3,9 @@
 
 use super::*;
 use crate::llm::Task;
-use crate::search::DocKind;
 
 fn doc(title: &str, content: &str) -> Document {
-    Document {
-        id: "1".into(),
-        title: title.into(),
-        url: format!("kb://{title}.md"),
-        content: content.into(),
-        score: 1.0,
-        kind: DocKind::Episode,
-        clear_match: false,
-        from_graph: false,
-        vector_rank: None,
-    }
+    Document::passage("1", title, format!("kb://{title}.md"), content)
 }
 
 fn docs() -> Vec<Document> {

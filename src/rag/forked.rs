@@ -75,8 +75,8 @@ pub(crate) fn fork_state(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::knowledge::{DocKind, Document};
     use crate::rag::RunRequest;
-    use crate::search::{DocKind, Document};
 
     fn graded() -> RagState {
         let mut state = RagState::new(RunRequest::new("What kills durian trees?"));

@@ -7,11 +7,11 @@ use super::speculation;
 use super::{
     fetch, nodes, prompts, BestEffortReason, Outcome, RagError, RagGraph, RagNode, RagState,
 };
-use crate::engine::{
-    estimate_tokens, BranchOutput, Graph, Limit, RetryPolicy, StepCtx, StepOutput, Transition,
-};
+use crate::engine::{BranchOutput, Graph, Limit, StepCtx, StepOutput, Transition};
+use crate::knowledge::Document;
 use crate::llm::Task;
-use crate::search::Document;
+use crate::retry::RetryPolicy;
+use crate::usage::estimate_tokens;
 use async_trait::async_trait;
 use std::time::Duration;
 
@@ -27,7 +27,15 @@ impl Graph for RagGraph {
         if state.thread.as_ref().is_some_and(|t| !t.history.is_empty()) {
             return RagNode::ContextualizeQuestion;
         }
+        // A question whose subject nothing names is asked back, not guessed at.
+        if super::clarify::needed(self, state) {
+            return RagNode::Clarify;
+        }
         self.entry(state)
+    }
+
+    fn wait_limit(&self) -> Duration {
+        self.interrupts.timeout
     }
 
     fn retry_policy(&self, node: RagNode) -> RetryPolicy {
@@ -71,7 +79,7 @@ impl Graph for RagGraph {
                 Some(mode) if mode.is_hybrid() => estimate_tokens(&state.query),
                 _ => 0,
             },
-            RagNode::WebSearch | RagNode::Speculate => 0,
+            RagNode::WebSearch | RagNode::Speculate | RagNode::Clarify => 0,
             RagNode::ContextualizeQuestion => {
                 one(Task::ContextualizeQuestion, &[], None) + super::thread::estimate_history(state)
             }
@@ -105,10 +113,11 @@ impl Graph for RagGraph {
         state: &mut RagState,
         ctx: &StepCtx<'_>,
     ) -> Result<StepOutput<RagNode>, RagError> {
-        match node {
+        let out = match node {
             RagNode::ContextualizeQuestion => {
                 super::thread::contextualize_question(self, state, ctx).await
             }
+            RagNode::Clarify => super::clarify::clarify(self, state).await,
             // A fork always has branches; run as a step, it would start by routing.
             RagNode::RouteQuestion | RagNode::Speculate => {
                 nodes::route_question(self, state, ctx).await
@@ -120,7 +129,9 @@ impl Graph for RagGraph {
             RagNode::Generate => nodes::generate(self, state, ctx).await,
             RagNode::GradeHallucinations => nodes::grade_hallucinations(self, state, ctx).await,
             RagNode::GradeAnswer => nodes::grade_answer(self, state, ctx).await,
-        }
+        }?;
+        // A step about to run without consent it needs waits for it instead.
+        Ok(super::interrupt::gate_step(self, state, out))
     }
 
     fn branches(&self, node: RagNode, state: &RagState) -> Vec<RagNode> {
@@ -144,7 +155,8 @@ impl Graph for RagGraph {
     }
 
     fn join(&self, _node: RagNode, state: &mut RagState) -> Transition<RagNode> {
-        speculation::join(self, state)
+        let next = speculation::join(self, state);
+        super::interrupt::gate(self, state, next)
     }
 
     fn on_limit(&self, state: &mut RagState, limit: Limit) {

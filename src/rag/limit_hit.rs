@@ -33,11 +33,13 @@ pub enum LimitHit {
     /// prompt, no content, a loop, a missing citation, nothing shared with the documents); the
     /// answer was quoted from the documents found.
     ModelUnusable,
+    /// The run waited for a person longer than `INTERRUPT_TIMEOUT_SECONDS`.
+    InterruptTimeout,
 }
 
 impl LimitHit {
     /// Every limit, in the order metrics list them.
-    pub(crate) const ALL: [LimitHit; 9] = [
+    pub(crate) const ALL: [LimitHit; 10] = [
         LimitHit::StepLimit,
         LimitHit::Deadline,
         LimitHit::TokenBudget,
@@ -47,6 +49,7 @@ impl LimitHit {
         LimitHit::AnswerLength,
         LimitHit::ModelUnavailable,
         LimitHit::ModelUnusable,
+        LimitHit::InterruptTimeout,
     ];
 
     /// Wire name (`limits_hit[]`).
@@ -55,6 +58,7 @@ impl LimitHit {
             LimitHit::StepLimit => Limit::StepLimit.as_str(),
             LimitHit::Deadline => Limit::Deadline.as_str(),
             LimitHit::TokenBudget => Limit::TokenBudget.as_str(),
+            LimitHit::InterruptTimeout => Limit::InterruptTimeout.as_str(),
             LimitHit::MaxQueryRewrites => "max_retries",
             LimitHit::MaxRegenerations => "max_regenerations",
             LimitHit::NoSources => "no_sources",
@@ -71,6 +75,7 @@ impl From<Limit> for LimitHit {
             Limit::StepLimit => LimitHit::StepLimit,
             Limit::Deadline => LimitHit::Deadline,
             Limit::TokenBudget => LimitHit::TokenBudget,
+            Limit::InterruptTimeout => LimitHit::InterruptTimeout,
         }
     }
 }

@@ -17,26 +17,28 @@
 //! ```
 //!
 //! With speculation on (`SPECULATION`, the default), a run starts with `kg_retrieval`, then
-//! the fork `speculate` runs `route_question`, `grade_documents` and `generate` at once; its
+//! the parallel step `speculate` runs `route_question`, `grade_documents` and `generate` at once; its
 //! join uses the answer or discards it and goes on as above ([`speculation`](self) module).
 
 mod answer;
 mod attribution;
 mod caller;
 mod checkpoint;
-pub(crate) mod diagram;
+mod clarify;
+mod diagram;
 mod error;
-mod events;
 mod fetch;
 mod floor;
 mod forked;
 mod hooks;
 mod integral;
+mod interrupt;
 mod limit_hit;
 mod model_call;
 mod node;
 mod nodes;
 mod overrule;
+mod person;
 mod prompt_fit;
 pub(crate) mod prompts;
 mod quoted;
@@ -44,27 +46,34 @@ mod rag_graph;
 mod request;
 mod rerank;
 mod response;
+mod run_events;
 mod sentences;
 mod speculating;
 mod speculation;
 mod state;
 mod tenant;
-pub(crate) mod thread;
+mod thread;
 mod version;
 
 pub use attribution::{Citation, Report as AttributionReport};
 pub use caller::Caller;
 pub use checkpoint::RagCheckpoint;
+pub(crate) use diagram::{json as diagram_json, render as render_diagram, Format as DiagramFormat};
 pub use error::RagError;
-pub(crate) use events::{Counters, Events, RunEvent};
 pub(crate) use forked::fork_state;
 pub use forked::ForkChanges;
+pub(crate) use interrupt::{answer as answer_interrupt, ReplyError};
 pub use limit_hit::LimitHit;
 pub use node::RagNode;
+pub use person::Interrupt;
+pub(crate) use person::KeyedAnswer;
+pub(crate) use person::Reply;
 pub use rag_graph::{RagGraph, RagLimits};
 pub use request::{Mode, RunRequest, ValidationError};
 pub(crate) use response::{status_from, status_of};
-pub use response::{Metadata, RunError, RunResponse, RunStatus, Tokens};
+pub use response::{Approval, Metadata, RunError, RunResponse, RunStatus, Tokens, WaitingFor};
+pub(crate) use run_events::{Counters, Events, RunEvent};
 pub(crate) use speculating::SpeculationStats;
 pub(crate) use state::{BestEffortReason, CitedPassage, Outcome};
 pub use state::{ForkedFrom, RagState};
+pub(crate) use thread::{validate_id as validate_thread_id, PastTurn, ThreadContext};

@@ -6,8 +6,8 @@ use super::prompt_fit::{self, fit_documents, Fit, Room};
 use super::prompts::Routing;
 use super::{prompts, RagError, RagGraph};
 use crate::engine::StepCtx;
+use crate::knowledge::Document;
 use crate::llm::{ask_metered, ChatRequest, LlmError, Task, TaskInputs};
-use crate::search::Document;
 use serde::de::DeserializeOwned;
 
 /// One structured model call with the node's retry policy; its tokens go to the step's meter.

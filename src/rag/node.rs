@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 pub enum RagNode {
     /// Rewrite a thread's follow-up to stand alone (only when the thread has earlier turns).
     ContextualizeQuestion,
+    /// Ask what a question's reference means, and wait (only when nothing names it:
+    /// `CLARIFY`).
+    Clarify,
     /// Choose knowledge base, web search or the model alone.
     RouteQuestion,
     /// Route, grade and answer at once over the passages found first (an engine fork whose
@@ -35,6 +38,7 @@ impl RagNode {
     pub fn as_str(self) -> &'static str {
         match self {
             RagNode::ContextualizeQuestion => "contextualize_question",
+            RagNode::Clarify => "clarify",
             RagNode::RouteQuestion => "route_question",
             RagNode::Speculate => "speculate",
             RagNode::KgRetrieval => "kg_retrieval",

@@ -19,7 +19,7 @@
 //! Each rule only ever turns a grade the other way from the model's; a grade that agrees with
 //! the words is kept as it is.
 
-use crate::search::Document;
+use crate::knowledge::Document;
 use serde_json::{json, Value};
 
 /// The relevance grades of `documents` after the clear-match rule (applied when the model is
@@ -126,19 +126,11 @@ pub(super) fn grounded(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::DocKind;
 
     fn doc(content: &str, clear_match: bool) -> Document {
         Document {
-            id: "1".into(),
-            title: "Patch canker".into(),
-            url: "kb://patch-canker.md".into(),
-            content: content.into(),
-            score: 1.0,
-            kind: DocKind::Episode,
             clear_match,
-            from_graph: false,
-            vector_rank: None,
+            ..Document::passage("1", "Patch canker", "kb://patch-canker.md", content)
         }
     }
 

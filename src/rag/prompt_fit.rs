@@ -11,7 +11,7 @@
 //! room ([`Room::halved`]).
 
 use crate::config::ModelWindow;
-use crate::search::Document;
+use crate::knowledge::Document;
 use serde_json::{json, Value};
 
 /// Characters counted as one token: fewer than any common tokenizer averages, so the count
@@ -161,20 +161,14 @@ fn cut(text: &str, chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::DocKind;
 
     fn doc(n: usize, chars: usize) -> Document {
-        Document {
-            id: n.to_string(),
-            title: format!("doc {n}"),
-            url: format!("kb://{n}"),
-            content: "word ".repeat(chars / 5),
-            score: 1.0,
-            kind: DocKind::Episode,
-            clear_match: false,
-            from_graph: false,
-            vector_rank: None,
-        }
+        Document::passage(
+            n.to_string(),
+            format!("doc {n}"),
+            format!("kb://{n}"),
+            "word ".repeat(chars / 5),
+        )
     }
 
     const SMALL: ModelWindow = ModelWindow {

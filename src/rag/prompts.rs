@@ -11,8 +11,8 @@
 //! ever the workflow's own. The system message says that material is information, never
 //! instructions.
 
+use crate::knowledge::Document;
 use crate::llm::{Message, Role, Task};
-use crate::search::Document;
 
 /// The labels that open the prompt's own lines; material never starts a line with one.
 pub(crate) const LABELS: [&str; 10] = [
@@ -248,20 +248,9 @@ pub(crate) fn messages(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::DocKind;
 
     fn doc(title: &str, content: &str) -> Document {
-        Document {
-            id: "1".into(),
-            title: title.into(),
-            url: "kb://patch-canker.md".into(),
-            content: content.into(),
-            score: 1.0,
-            kind: DocKind::Episode,
-            clear_match: false,
-            from_graph: false,
-            vector_rank: None,
-        }
+        Document::passage("1", title, "kb://patch-canker.md", content)
     }
 
     #[test]

@@ -2,11 +2,12 @@
 //! hooks that run it are in `hooks.rs`).
 
 use super::{Events, RagNode, RagState};
-use crate::config::{ModelWindow, Speculation};
+use crate::config::{Interrupts, ModelWindow, Speculation};
 use crate::embed::Embedder;
-use crate::engine::{RetryPolicy, WorkflowVersion};
+use crate::engine::WorkflowVersion;
 use crate::kb::Retriever;
 use crate::llm::{ChatModel, DataSource, Task};
+use crate::retry::RetryPolicy;
 use crate::search::{Reranker, RetrievalMode, WebSearch};
 use std::sync::Arc;
 
@@ -49,6 +50,8 @@ pub struct RagGraph {
     pub(crate) window: ModelWindow,
     /// The workflow version its checkpoints record and the versions it resumes.
     pub(crate) versioning: crate::engine::Versioning,
+    /// When a run waits for a person (`CLARIFY`, `APPROVE_STEPS`, `INTERRUPT_TIMEOUT_SECONDS`).
+    pub(crate) interrupts: Arc<Interrupts>,
 }
 
 impl RagGraph {
@@ -73,7 +76,22 @@ impl RagGraph {
             speculation: Speculation::Off,
             window: ModelWindow::default(),
             versioning: super::version::versioning(),
+            interrupts: Arc::new(Interrupts::OFF),
         }
+    }
+
+    /// Searches the web with `web` (a graph built with [`RagGraph::new`] has the web search
+    /// it was given).
+    pub fn with_web_search(mut self, web: Arc<dyn WebSearch>) -> Self {
+        self.web = Some(web);
+        self
+    }
+
+    /// Waits for a person as `interrupts` says (a graph built with [`RagGraph::new`] never
+    /// waits until told).
+    pub fn with_interrupts(mut self, interrupts: Interrupts) -> Self {
+        self.interrupts = Arc::new(interrupts);
+        self
     }
 
     /// Speculates on knowledge-base questions when `on` (`SPECULATION`; a graph built with

@@ -9,9 +9,11 @@
 //! `rerank_failed` with the error. Reranking is an improvement of an answer that retrieval
 //! already supports, not a precondition of one.
 use super::RagGraph;
-use crate::engine::estimate_tokens;
-use crate::engine::{StepCtx, Usage};
-use crate::search::{Document, RetrievalError};
+use crate::engine::StepCtx;
+use crate::knowledge::Document;
+use crate::search::RetrievalError;
+use crate::usage::estimate_tokens;
+use crate::usage::Usage;
 
 /// Candidates retrieved for the reranker to choose from (when the request asks for fewer).
 pub(crate) const RERANK_CANDIDATES: usize = 20;

@@ -1,10 +1,11 @@
 //! The caller-facing answer (DESIGN.md "HTTP API"), built from a checkpoint.
 
 use super::{AttributionReport, Citation, LimitHit, Outcome, RagNode, RagState, SpeculationStats};
-use crate::engine::{Checkpoint, FailedAt, NodeFailure, Phase, StepRecord, Usage};
+use crate::engine::{Checkpoint, FailedAt, NodeFailure, Phase, StepRecord};
 use crate::llm::DataSource;
 use crate::search::RetrievalMode;
 use crate::store::ListedStatus;
+use crate::usage::Usage;
 use serde::{Deserialize, Serialize};
 
 /// A run's status as callers see it.
@@ -23,17 +24,21 @@ pub enum RunStatus {
     Failed,
     /// Stopped by its caller; the answer so far (if any) is kept.
     Cancelled,
+    /// Waiting for a person: `interrupt` says what it asks; answer with
+    /// `POST /workflow/runs/{run_id}/resume`.
+    Waiting,
 }
 
 impl RunStatus {
     /// Every status, in wire order.
-    pub(crate) const ALL: [RunStatus; 6] = [
+    pub(crate) const ALL: [RunStatus; 7] = [
         RunStatus::Running,
         RunStatus::Completed,
         RunStatus::BestEffort,
         RunStatus::Suspended,
         RunStatus::Failed,
         RunStatus::Cancelled,
+        RunStatus::Waiting,
     ];
 
     /// Wire name (`best_effort`, `cancelled`, ...).
@@ -45,6 +50,7 @@ impl RunStatus {
             RunStatus::Suspended => "suspended",
             RunStatus::Failed => "failed",
             RunStatus::Cancelled => "cancelled",
+            RunStatus::Waiting => "waiting",
         }
     }
 
@@ -56,7 +62,7 @@ impl RunStatus {
             | RunStatus::BestEffort
             | RunStatus::Failed
             | RunStatus::Cancelled => true,
-            RunStatus::Running | RunStatus::Suspended => false,
+            RunStatus::Running | RunStatus::Suspended | RunStatus::Waiting => false,
         }
     }
 }
@@ -71,6 +77,7 @@ impl From<RunStatus> for ListedStatus {
             RunStatus::Suspended => ListedStatus::Suspended,
             RunStatus::Failed => ListedStatus::Failed,
             RunStatus::Cancelled => ListedStatus::Cancelled,
+            RunStatus::Waiting => ListedStatus::Waiting,
         }
     }
 }
@@ -126,6 +133,12 @@ pub struct Metadata {
     /// The follow-up rewritten to stand alone (`contextualize_question`), when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub standalone_question: Option<String>,
+    /// The question as the person's answer to `clarify` completed it, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clarified_question: Option<String>,
+    /// Consent decisions on the steps that waited for one (`APPROVE_STEPS`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<Approval>,
     /// The run and step this run was forked from (`POST /workflow/runs/{run_id}/fork`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<super::ForkedFrom>,
@@ -134,6 +147,26 @@ pub struct Metadata {
     /// once a run drawn from documents has ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<AttributionReport>,
+}
+
+/// A consent decision, as the response shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    /// The step that waited (`web_search`).
+    pub step: crate::config::Gated,
+    /// Given or refused.
+    pub approved: bool,
+}
+
+/// What a waiting run asks, and until when it waits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitingFor {
+    /// `kind` (`clarify`, `approve`) and its fields.
+    #[serde(flatten)]
+    pub interrupt: super::Interrupt,
+    /// When the wait runs out (RFC 3339): the run then ends `best_effort` with
+    /// `interrupt_timeout`.
+    pub expires_at: String,
 }
 
 /// Tokens used by a run: as the provider reported them, or estimated when it reported none.
@@ -212,6 +245,9 @@ pub struct RunResponse {
     /// Set when `status` is `failed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RunError>,
+    /// Set when `status` is `waiting`: what the run asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupt: Option<WaitingFor>,
 }
 
 impl RunResponse {
@@ -239,12 +275,13 @@ impl RunResponse {
             status,
             run_id: cp.run_id.clone(),
             answer: state.answer.clone().unwrap_or_default(),
-            // As asked: a follow-up's standalone rewrite is in the metadata.
-            question: state
-                .thread
-                .as_ref()
-                .map_or(&state.request.question, |t| &t.question)
-                .clone(),
+            // As asked: a follow-up's standalone rewrite and a clarified question are in
+            // the metadata.
+            question: match (&state.thread, &state.person.clarified) {
+                (Some(thread), _) => thread.question.clone(),
+                (None, Some(clarified)) => clarified.original.clone(),
+                (None, None) => state.request.question.clone(),
+            },
             workflow_steps: cp.records[..shown_steps(cp)].to_vec(),
             // A best-effort answer extracted from the documents cites them too.
             citations: if answered {
@@ -276,6 +313,20 @@ impl RunResponse {
                     .thread
                     .as_ref()
                     .and_then(|t| t.standalone_question.clone()),
+                clarified_question: state
+                    .person
+                    .clarified
+                    .as_ref()
+                    .map(|_| state.request.question.clone()),
+                approvals: state
+                    .person
+                    .consent
+                    .iter()
+                    .map(|c| Approval {
+                        step: c.step,
+                        approved: c.approved,
+                    })
+                    .collect(),
                 forked_from: state.forked_from.clone(),
                 attribution: state.attribution.as_ref().map(|a| a.report.clone()),
             },
@@ -296,8 +347,20 @@ impl RunResponse {
                         _ => failed_run_hint(f.class).to_owned(),
                     },
                 }),
+            interrupt: waiting_for(cp),
         }
     }
+}
+
+/// What a waiting run asks; `None` unless it waits.
+fn waiting_for(cp: &Checkpoint<RagState, RagNode>) -> Option<WaitingFor> {
+    if cp.phase != Phase::Waiting {
+        return None;
+    }
+    Some(WaitingFor {
+        interrupt: cp.state.person.pending.clone()?,
+        expires_at: crate::clock::rfc3339_ms(cp.waiting_until_ms.unwrap_or_default()),
+    })
 }
 
 pub(crate) fn status_of(cp: &Checkpoint<RagState, RagNode>) -> RunStatus {
@@ -311,7 +374,7 @@ pub(crate) fn status_of(cp: &Checkpoint<RagState, RagNode>) -> RunStatus {
 /// between two reads, a live stream and a replay.
 fn shown_steps(cp: &Checkpoint<RagState, RagNode>) -> usize {
     match cp.phase {
-        Phase::Finished | Phase::Failed => cp.records.len(),
+        Phase::Finished | Phase::Failed | Phase::Waiting => cp.records.len(),
         Phase::Running | Phase::Stopped => cp.settled_records(),
     }
 }
@@ -320,6 +383,7 @@ pub(crate) fn status_from(phase: Phase, outcome: Option<Outcome>) -> RunStatus {
     match phase {
         Phase::Running => RunStatus::Running,
         Phase::Failed => RunStatus::Failed,
+        Phase::Waiting => RunStatus::Waiting,
         Phase::Finished | Phase::Stopped => match outcome {
             Some(Outcome::Completed) => RunStatus::Completed,
             Some(Outcome::Suspended) => RunStatus::Suspended,

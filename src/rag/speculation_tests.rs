@@ -2,8 +2,9 @@
 //! speculative answer is used, discarded (grading dropped a passage; the route was the model
 //! alone; the web route is in `speculation_web_tests.rs`), and when speculation is off.
 
+use crate::clock::{Clock, SystemClock};
 use crate::config::Speculation;
-use crate::engine::{Budget, Clock, SystemClock};
+use crate::engine::Budget;
 use crate::llm::{ChatModel, ChatRequest, Completion, LlmError, ScriptedModel, Task};
 use crate::rag::{Events, RagGraph, RagLimits, RunEvent, RunRequest, RunResponse};
 use crate::runs::Workflow;
@@ -156,7 +157,7 @@ pub(super) async fn run_with_web(
     let model = Arc::new(Gated::new(model, together));
     let kb = Arc::new(crate::ingest::sample_kb().unwrap());
     // One quick retry: the tests that fail a call count its two attempts exactly.
-    let quick = crate::engine::RetryPolicy {
+    let quick = crate::retry::RetryPolicy {
         max_retries: 1,
         base_delay: Duration::from_millis(1),
         max_delay: Duration::from_millis(1),

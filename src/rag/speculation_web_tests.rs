@@ -3,8 +3,9 @@
 
 use super::tests::{request, run, run_with_web, script, ANSWER};
 use crate::config::Speculation;
+use crate::knowledge::{DocKind, Document};
 use crate::llm::Task;
-use crate::search::{DocKind, Document, RetrievalError, WebSearch};
+use crate::search::{WebSearch, WebSearchError};
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +20,7 @@ impl WebSearch for OnePage {
         _query: &str,
         _max_results: usize,
         _timeout: Duration,
-    ) -> Result<Vec<Document>, RetrievalError> {
+    ) -> Result<Vec<Document>, WebSearchError> {
         Ok(vec![Document {
             id: "https://example.org/canker".into(),
             title: "Durian canker".into(),

@@ -5,8 +5,9 @@ use super::quoted::Quoted;
 use super::speculating::Speculating;
 use super::{Caller, RunRequest};
 use crate::engine::Limit;
+use crate::knowledge::Document;
 use crate::llm::DataSource;
-use crate::search::{Document, RetrievalMode};
+use crate::search::RetrievalMode;
 use serde::{Deserialize, Serialize};
 
 /// A cited source with the text of its passage (what the playground shows when a citation is
@@ -83,6 +84,9 @@ impl BestEffortReason {
             }
             BestEffortReason::Limit(Limit::TokenBudget) => {
                 "Note: the workflow reached its token budget; this is the best answer found so far."
+            }
+            BestEffortReason::Limit(Limit::InterruptTimeout) => {
+                "Note: the workflow's question to you was not answered in time; this is the best answer found so far."
             }
         }
     }
@@ -190,6 +194,9 @@ pub struct RagState {
     /// The run and step this run was forked from ([`super::forked`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkedFrom>,
+    /// What the run asked a person and was told ([`super::interrupt`]).
+    #[serde(default, skip_serializing_if = "super::person::Person::is_empty")]
+    pub(crate) person: super::person::Person,
     /// The finished answer's citations as attribution settled them ([`super::attribution`]):
     /// set when the run ends with documents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -247,6 +254,7 @@ impl RagState {
             thread: None,
             created_at_ms: 0,
             forked_from: None,
+            person: super::person::Person::default(),
             attribution: None,
         }
     }

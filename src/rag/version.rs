@@ -14,8 +14,9 @@ use crate::engine::{NodeId, Shape, Versioning, WorkflowVersion};
 pub(crate) const STATE_FORMAT: u32 = 1;
 
 /// Every node, in declaration order.
-pub(super) const NODES: [RagNode; 10] = [
+pub(super) const NODES: [RagNode; 11] = [
     RagNode::ContextualizeQuestion,
+    RagNode::Clarify,
     RagNode::RouteQuestion,
     RagNode::Speculate,
     RagNode::KgRetrieval,
@@ -28,12 +29,16 @@ pub(super) const NODES: [RagNode; 10] = [
 ];
 
 /// Every transition a step may choose (`nodes.rs`); `end` is the end of the run.
-pub(super) const EDGES: [(&str, &str); 34] = [
+pub(super) const EDGES: [(&str, &str); 38] = [
     ("start", "route_question"),
     // a thread's follow-up (issue 15), then the run's entry
     ("start", "contextualize_question"),
     ("contextualize_question", "route_question"),
     ("contextualize_question", "kg_retrieval"),
+    // asking back (issue 49): the question's subject first, then the run's entry
+    ("start", "clarify"),
+    ("clarify", "route_question"),
+    ("clarify", "kg_retrieval"),
     // speculation (issue 17): retrieve first, then route, grade and answer as branches
     ("start", "kg_retrieval"),
     ("kg_retrieval", "speculate"),
@@ -58,6 +63,8 @@ pub(super) const EDGES: [(&str, &str); 34] = [
     ("transform_query", "web_search"),
     ("transform_query", "generate"),
     ("web_search", "generate"),
+    // web search not approved (issue 49): a question routed to the web goes to the kb
+    ("web_search", "kg_retrieval"),
     ("generate", "grade_hallucinations"),
     ("generate", "grade_answer"),
     ("generate", "end"),
@@ -73,6 +80,9 @@ pub(super) const EDGES: [(&str, &str); 34] = [
 /// shape is unchanged this equals [`current`], so those runs resume; once it changes they end
 /// `failed` like any other run of an older version.
 const UNVERSIONED: &str = "0fac2f0550b069b4";
+/// The graph before a person could be in the loop (issue 49): every node and edge of it is in
+/// this one, with the same meaning, so its runs resume.
+const BEFORE_INTERRUPTS: &str = "9286fd646b9c8e01";
 
 /// The version of this build's graph.
 pub(crate) fn current() -> WorkflowVersion {
@@ -98,6 +108,9 @@ pub(crate) fn versioning() -> Versioning {
         .resumes_from
         .push(WorkflowVersion::new(UNVERSIONED));
     versioning
+        .resumes_from
+        .push(WorkflowVersion::new(BEFORE_INTERRUPTS));
+    versioning
 }
 
 #[cfg(test)]
@@ -110,10 +123,12 @@ mod tests {
     /// release.
     #[test]
     fn the_shape_is_pinned() {
-        assert_eq!(current().as_str(), "9286fd646b9c8e01");
+        assert_eq!(current().as_str(), "10c4cebf2cefd640");
         assert_eq!(versioning().check(None), Ok(()));
         let first = WorkflowVersion::new(UNVERSIONED);
         assert_eq!(versioning().check(Some(&first)), Ok(()));
+        let before = WorkflowVersion::new(BEFORE_INTERRUPTS);
+        assert_eq!(versioning().check(Some(&before)), Ok(()));
     }
 
     #[test]

@@ -170,7 +170,8 @@ fn is_active(cp: &RagCheckpoint) -> bool {
     match cp.phase {
         Phase::Running => true,
         Phase::Stopped => cp.state.outcome == Some(Outcome::Suspended),
-        Phase::Finished | Phase::Failed => false,
+        // A run waiting for a person costs nothing and holds no slot.
+        Phase::Finished | Phase::Failed | Phase::Waiting => false,
     }
 }
 

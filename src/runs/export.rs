@@ -104,7 +104,7 @@ impl Runs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::FakeClock;
+    use crate::clock::FakeClock;
     use crate::rag::{RagGraph, RagLimits, RunRequest};
     use crate::runs::{RunIndexer, RunInput};
     use crate::store::MemoryStore;

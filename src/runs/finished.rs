@@ -19,7 +19,8 @@
 //! duplicate message or a later sweep finds `sent` and sends nothing. So a duplicate is put
 //! only when an invocation dies between its put and the record of it (or that record fails).
 
-use crate::engine::{Clock, EngineError, Session, SystemClock};
+use crate::clock::{Clock, SystemClock};
+use crate::engine::{EngineError, Session};
 use crate::events::{EventSink, SinkError};
 use crate::rag::{RagCheckpoint, RunResponse};
 use crate::store::{CheckpointStore, StoreError, StoreKey};
@@ -79,6 +80,8 @@ const CLAIM_TTL: Duration = Duration::from_secs(10);
 /// Sends each finished run's event, at least once.
 pub struct CompletionEvents {
     sink: Box<dyn EventSink>,
+    /// Where `Run Waiting` events go (none: not sent).
+    waiting: Option<Box<dyn EventSink>>,
     clock: Arc<dyn Clock>,
     /// How long a claim to send lasts: longer than one put (a bounded AWS call).
     claim_ttl: Duration,
@@ -89,9 +92,49 @@ impl CompletionEvents {
     pub fn new(sink: Box<dyn EventSink>) -> Self {
         Self {
             sink,
+            waiting: None,
             clock: Arc::new(SystemClock),
             claim_ttl: CLAIM_TTL,
         }
+    }
+
+    /// The same events, with a `Run Waiting` event into `sink` each time a run starts to
+    /// wait for a person.
+    pub fn with_waiting(self, sink: Box<dyn EventSink>) -> Self {
+        Self {
+            waiting: Some(sink),
+            ..self
+        }
+    }
+
+    /// Puts the `Run Waiting` event of `response` (a run that now waits): its run and thread,
+    /// what kind of answer it waits for, the gated step, until when, and a hash of the caller;
+    /// never the question (an integration reads the run for it, as its caller). Once, when
+    /// the run starts to wait: a failed put is the caller's to log, not retried (the run stays
+    /// listed as `waiting`, `GET /workflow/runs?status=waiting`).
+    pub(crate) async fn waiting(
+        &self,
+        cp: &RagCheckpoint,
+        response: &RunResponse,
+    ) -> Result<(), SinkError> {
+        let (Some(sink), Some(waiting)) = (&self.waiting, &response.interrupt) else {
+            return Ok(());
+        };
+        let step = match &waiting.interrupt {
+            crate::rag::Interrupt::Approve { step, .. } => Some(step.as_str()),
+            crate::rag::Interrupt::Clarify { .. } => None,
+        };
+        let detail = json!({
+            "run_id": response.run_id,
+            "thread_id": response.metadata.thread_id,
+            "status": response.status.as_str(),
+            "interrupt": waiting.interrupt.kind(),
+            "step": step,
+            "expires_at": waiting.expires_at,
+            "steps": response.metadata.total_steps,
+            "caller_hash": cp.state.caller.digest(),
+        });
+        sink.put(&detail).await
     }
 
     /// The same events, whose claims are timed by `clock` and last `claim_ttl` (the runs set

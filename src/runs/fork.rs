@@ -4,12 +4,15 @@
 //! again, and runs only the steps after it. The original run is only read.
 //!
 //! A fork is admitted like a new run (the caller's request rate and active-run slots); it is
-//! not a turn of the original's thread and takes no `Idempotency-Key`.
+//! not a turn of the original's thread. An `Idempotency-Key` makes a retried fork request
+//! answer with the fork the first one made (keys are scoped to the original run, so a key
+//! reused for another run's fork, or for a new run, makes its own).
 
 use super::queue::WorkQueue;
-use super::ran::Answer;
+use super::ran::{Answer, Ran};
 use super::refusal::{ForkRefusal, Invalid, Refusal};
 use super::service::Runs;
+use super::start::Claimed;
 use crate::engine::{Budget, Checkpoint};
 use crate::rag::{fork_state, status_of, Caller, ForkChanges, ForkedFrom, Mode, ValidationError};
 use serde::de::IntoDeserializer;
@@ -90,12 +93,15 @@ impl Runs {
         caller: Option<&Caller>,
         run_id: &str,
         input: Result<ForkInput, Invalid>,
+        key: (Result<Option<&str>, Invalid>, &[u8]),
         budget: &Budget,
         queue: Option<&dyn WorkQueue>,
     ) -> Result<Answer, Refusal> {
         self.count_request(caller.unwrap_or(&Caller::Anonymous))
             .await?;
         let input = input?;
+        let (key, body) = key;
+        let key = key?.map(|key| format!("fork:{run_id}:{key}"));
         let original = self.workflow_for(caller).read(run_id).await?;
         let status = status_of(&original);
         if !status.is_final() {
@@ -117,7 +123,18 @@ impl Runs {
             .validate(&rewound.state)
             .map_err(Invalid::Field)?;
         let owner = original.state.caller.clone();
-        let fork_id = self.claim_new(&owner).await?;
+        let fork_id = match self.claim_run(&owner, key.as_deref(), body).await? {
+            Claimed::New(id) => id,
+            Claimed::Repeat(id) => {
+                // A retried fork request: the fork its first try made, as it stands.
+                let response = self.workflow_for(caller).status(&id).await?;
+                return Ok(Answer::Ran(Box::new(Ran {
+                    response,
+                    continuation: None,
+                    event_unsent: None,
+                })));
+            }
+        };
         let from = ForkedFrom {
             run_id: run_id.to_owned(),
             step: input.from_step,

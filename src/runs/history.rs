@@ -96,8 +96,9 @@ fn finished_at(started: &str, seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Checkpoint, StepRecord, Usage};
+    use crate::engine::{Checkpoint, StepRecord};
     use crate::rag::{RagState, RunRequest};
+    use crate::usage::Usage;
 
     fn run_of(steps: usize) -> RunResponse {
         let mut cp: Checkpoint<RagState, RagNode> = Checkpoint::new(

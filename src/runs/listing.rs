@@ -5,7 +5,8 @@
 //! creation time then id, with its status, so the list and its status filter need no read of
 //! the runs themselves and no scan.
 
-use crate::engine::{rfc3339_ms, Phase};
+use crate::clock::rfc3339_ms;
+use crate::engine::Phase;
 use crate::rag::{status_from, Caller, Outcome, RunStatus};
 use crate::store::{Indexer, Listed, Listing, OwnerKey, StoreKey};
 use serde::{Deserialize, Serialize};

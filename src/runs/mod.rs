@@ -14,6 +14,7 @@
 //! | `poison` | a message that can never succeed: its run is marked `failed` |
 //! | `status`, `steps`, `passages`, `list`, `cancel` | reading and stopping runs (`passages`: the playground's cited passages) |
 //! | `fork` | a new run from a step of another, only the steps after it run |
+//! | `answer` | a run that waits for a person answered (`POST /workflow/runs/{run_id}/resume`) |
 //! | `export` | runs read back whole, by status, creation time and thread: the raw material of eval sets |
 //! | `thread`, `thread_list`, `delete_thread` | reading and deleting threads |
 //! | `budget` | an invocation's budget from its Lambda deadline |
@@ -35,6 +36,7 @@
 //! | `finished.rs` | completion events: at least once per finished run |
 //! | `queue.rs` | [`WorkQueue`] and [`WorkMessage`] (the SQS client is at the edge: `entry/adapters`) |
 //! | `sweep.rs` | re-queueing the runs whose lease lapsed |
+//! | `resume.rs`, `waiting.rs` | answering a run that waits for a person: the answer and its key; the answer taken, a wait that ran out ended |
 //! | `thread/` | conversation threads: turns started, recorded, read, deleted |
 
 mod active;
@@ -53,10 +55,12 @@ mod ran;
 mod rate_limit;
 mod refusal;
 mod replay;
+mod resume;
 mod service;
 mod start;
 mod sweep;
-pub(crate) mod thread;
+mod thread;
+mod waiting;
 mod work;
 mod workflow;
 
@@ -70,9 +74,11 @@ pub(crate) use listing::parse_status;
 pub use listing::RunIndexer;
 pub use queue::{MemoryQueue, QueueError, WorkMessage, WorkQueue};
 pub(crate) use ran::{Answer, Continuation, Ran};
-pub(crate) use refusal::{ForkRefusal, Invalid, Refusal};
+pub(crate) use refusal::{ForkRefusal, Invalid, Refusal, ResumeRefusal};
 pub(crate) use replay::steps_after;
+pub(crate) use resume::{reply_from_json, ResumeInput};
 pub use service::Runs;
 pub(crate) use start::Submitted;
 pub use sweep::{sweep, SweepReport};
+pub(crate) use thread::{ThreadHead, TurnRecord};
 pub use workflow::{Workflow, QUEUED_LEASE};

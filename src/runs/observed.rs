@@ -49,6 +49,21 @@ impl<P: Persist<RagCheckpoint> + Send> Persist<RagCheckpoint> for Observed<'_, P
         } else {
             self.inner.save(cp, release).await?;
         }
+        self.report(cp);
+        Ok(())
+    }
+
+    async fn park_until(&mut self, cp: &RagCheckpoint, until_ms: u64) -> Result<(), EngineError> {
+        // No invocation holds a waiting run; the parked lease is its wait's timer.
+        self.inner.park_until(cp, until_ms).await?;
+        self.report(cp);
+        Ok(())
+    }
+}
+
+impl<P> Observed<'_, P> {
+    /// Tells the run's watchers about each step saved since the last report.
+    fn report(&mut self, cp: &RagCheckpoint) {
         // Only settled records: a branch that finished before a sibling declared ahead of it
         // is told once that sibling is recorded too, so each step keeps its number.
         let settled = cp.settled_records();
@@ -58,6 +73,5 @@ impl<P: Persist<RagCheckpoint> + Send> Persist<RagCheckpoint> for Observed<'_, P
             }
         }
         self.reported = self.reported.max(settled);
-        Ok(())
     }
 }

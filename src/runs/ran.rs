@@ -56,6 +56,9 @@ impl Runs {
         } else {
             None
         };
+        if response.status == RunStatus::Waiting {
+            self.announce_waiting(run_id).await;
+        }
         let continuation = match (response.status, queue) {
             (RunStatus::Suspended, None) => Some(Continuation::NoQueue),
             (RunStatus::Suspended, Some(queue)) => {

@@ -89,6 +89,9 @@ pub(crate) enum Refusal {
     /// The run cannot be forked as asked.
     #[error(transparent)]
     NotForkable(#[from] ForkRefusal),
+    /// The run does not take an answer.
+    #[error(transparent)]
+    NotResumable(#[from] ResumeRefusal),
 }
 
 impl From<ThreadError> for Refusal {
@@ -141,4 +144,23 @@ impl ForkRefusal {
             )
         )
     }
+}
+
+/// Why a waiting run did not take an answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ResumeRefusal {
+    /// The run does not wait for a person (any more).
+    #[error("run {run_id} is {status}, not waiting for an answer")]
+    NotWaiting {
+        /// The run.
+        run_id: String,
+        /// Its status.
+        status: &'static str,
+    },
+    /// The wait ran out before the answer came; the run ended `best_effort`.
+    #[error("run {run_id} waited longer than INTERRUPT_TIMEOUT_SECONDS and ended with its best answer so far")]
+    TimedOut {
+        /// The run.
+        run_id: String,
+    },
 }

@@ -5,8 +5,8 @@
 //! the `generate` steps that followed a failed groundedness check). Tokens are not replayed:
 //! they are live only.
 
-use crate::engine::Usage;
 use crate::rag::{Counters, RagNode, RunEvent, RunResponse, Tokens};
+use crate::usage::Usage;
 
 /// The `step` events after step number `after`, each with its number (its event id).
 pub(crate) fn steps_after(run: &RunResponse, after: u32) -> Vec<(u32, RunEvent)> {

@@ -12,8 +12,9 @@ use super::finished::{CompletionEvents, NotifyError};
 use super::thread::Threads;
 use super::workflow::Workflow;
 use crate::aws;
+use crate::clock::Clock;
 use crate::config::{Budgets, Settings, ThreadSettings};
-use crate::engine::{Budget, Clock};
+use crate::engine::Budget;
 use crate::rag::{Caller, Events, RagGraph};
 use crate::store::CheckpointStore;
 use lambda_runtime::Context;
@@ -111,6 +112,32 @@ impl Runs {
             return Ok(());
         };
         events.notify(self.store.as_ref(), run_id).await.map(|_| ())
+    }
+
+    /// Puts the `Run Waiting` event of `run_id` (nothing without `EVENT_BUS_NAME`); a failure
+    /// is logged: the run stays readable and listed as `waiting`.
+    pub(crate) async fn announce_waiting(&self, run_id: &str) {
+        let Some(events) = &self.events else {
+            return;
+        };
+        let loaded = match crate::engine::Session::load::<crate::rag::RagCheckpoint>(
+            self.store.as_ref(),
+            run_id,
+        )
+        .await
+        {
+            Ok(Some(loaded)) => loaded,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(run_id, error = %e, "waiting event not sent: run unreadable");
+                return;
+            }
+        };
+        let response = crate::rag::RunResponse::from_checkpoint(&loaded.checkpoint, "");
+        match events.waiting(&loaded.checkpoint, &response).await {
+            Ok(()) => tracing::info!(run_id, "waiting event sent"),
+            Err(e) => tracing::warn!(run_id, error = %e, "waiting event not sent"),
+        }
     }
 
     /// The run driver over these clients: it starts, resumes, cancels and reads runs without

@@ -23,7 +23,7 @@ use super::rate_limit;
 use super::refusal::Refusal;
 use super::service::Runs;
 use crate::engine::{Budget, EngineError};
-use crate::rag::thread::ThreadContext;
+use crate::rag::ThreadContext;
 use crate::rag::{Caller, Events, RunRequest, RunResponse};
 
 /// A run request past its admission: who asks, which run, and what to run.
@@ -46,7 +46,7 @@ impl Admitted {
 
 /// The run a request is about.
 #[derive(Debug)]
-enum Claimed {
+pub(super) enum Claimed {
     /// A new run with this id (it holds a slot of the caller's active runs).
     New(String),
     /// A repeat of an earlier request with the same `Idempotency-Key`, whose run exists.
@@ -208,12 +208,15 @@ impl Runs {
         Ok(())
     }
 
-    /// A new run id of `caller`, admitted under its active-run limit (a fork's, which takes
-    /// no `Idempotency-Key`).
-    pub(super) async fn claim_new(&self, caller: &Caller) -> Result<String, Refusal> {
-        match self.claim(caller, None, &[]).await? {
-            Claimed::New(run_id) | Claimed::Repeat(run_id) => Ok(run_id),
-        }
+    /// A new run id of `caller` for `key` (a fork's), admitted under its active-run limit, or
+    /// the run an earlier request with the same key made.
+    pub(super) async fn claim_run(
+        &self,
+        caller: &Caller,
+        key: Option<&str>,
+        body: &[u8],
+    ) -> Result<Claimed, Refusal> {
+        self.claim(caller, key, body).await
     }
 
     /// Maps the `Idempotency-Key` (if any) of `caller` to a run, and admits a new run under

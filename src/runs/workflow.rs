@@ -6,12 +6,13 @@
 use super::cancel::{self, Cancel};
 use super::observed::Observed;
 use super::thread::record_finished;
+use crate::clock::Clock;
 use crate::engine::{
-    advance, run_key, Budget, Checkpoint, Clock, EngineError, FailedAt, Incompatible, Loaded,
-    NodeFailure, Persist, Phase, Session,
+    advance, run_key, Budget, Checkpoint, EngineError, FailedAt, Incompatible, Loaded, NodeFailure,
+    Persist, Phase, Session,
 };
 use crate::error::ErrorClass;
-use crate::rag::thread::ThreadContext;
+use crate::rag::ThreadContext;
 use crate::rag::{
     Caller, CitedPassage, Outcome, RagCheckpoint, RagGraph, RagState, RunRequest, RunResponse,
 };
@@ -37,23 +38,23 @@ const LEASE_GRACE: Duration = Duration::from_secs(10);
 /// it and for whom another caller's run reads as not found.
 #[derive(Clone, Copy)]
 pub struct Workflow<'a> {
-    graph: &'a RagGraph,
-    store: &'a dyn CheckpointStore,
-    clock: &'a dyn Clock,
+    pub(super) graph: &'a RagGraph,
+    pub(super) store: &'a dyn CheckpointStore,
+    pub(super) clock: &'a dyn Clock,
     /// Whether a deadline stop will be continued by another invocation (a queue exists).
-    continue_on_deadline: bool,
+    pub(super) continue_on_deadline: bool,
     /// How long an invocation's lease outlasts its budget's deadline: the time its last
     /// checkpoint write and a continuation send may still take. Once the lease lapses, a
     /// crashed invocation's run can be taken over (by a redelivery or the sweeper).
-    lease_grace: Duration,
+    pub(super) lease_grace: Duration,
     /// The caller whose runs these are; `None` for the operator's view (any run).
-    caller: Option<&'a Caller>,
+    pub(super) caller: Option<&'a Caller>,
     /// The thread turn a new run answers ([`Workflow::in_thread`]).
-    thread: Option<&'a ThreadContext>,
+    pub(super) thread: Option<&'a ThreadContext>,
     /// Whether a run's final write parks its lease instead of dropping it, until its
     /// completion event is sent (`EVENT_BUS_NAME`): if the invocation dies first, the lease
     /// lapses and the sweeper re-queues the run, whose next delivery sends the event.
-    hold_finished: bool,
+    pub(super) hold_finished: bool,
 }
 
 impl<'a> Workflow<'a> {
@@ -174,7 +175,7 @@ impl<'a> Workflow<'a> {
         let budget = &self.run_budget(&cp, budget);
         let session = Session::create(self.store, &run_id, &cp, self.lease(budget)).await?;
         let mut persist = Observed::new(session, &self.graph.events, &cp, self.hold_finished);
-        let span = crate::spans::genai::workflow(&run_id, cp.state.request.thread_id.as_deref());
+        let span = crate::genai::workflow(&run_id, cp.state.request.thread_id.as_deref());
         // On the heap: the engine's future holds every step's, and the futures of the
         // callers that await a run (a handler's, a test's) would otherwise carry it.
         let advanced = Box::pin(advance(graph, &mut cp, budget, self.clock, &mut persist))
@@ -232,6 +233,21 @@ impl<'a> Workflow<'a> {
             .ok_or_else(|| EngineError::NotFound {
                 run_id: run_id.to_owned(),
             })?;
+        // A wait nobody answered in time (the sweeper re-queued it when it ran out).
+        if loaded.checkpoint.wait_expired(self.clock.now_ms()) {
+            return self.end_wait(run_id, loaded).await;
+        }
+        self.advance_loaded(run_id, loaded, budget).await
+    }
+
+    /// Takes the loaded run `loaded` and advances it within `budget`, when it can advance;
+    /// its response as it stands otherwise.
+    pub(super) async fn advance_loaded(
+        &self,
+        run_id: &str,
+        loaded: Loaded<RagCheckpoint>,
+        budget: &Budget,
+    ) -> Result<RunResponse, EngineError> {
         let budget = &self.run_budget(&loaded.checkpoint, budget);
         if !loaded.checkpoint.can_advance(budget) {
             return Ok(self.respond(&loaded.checkpoint));
@@ -265,7 +281,7 @@ impl<'a> Workflow<'a> {
         cp.state.kb_version = graph.kb_version();
         cp.state.retrieval = Some(graph.retrieval_mode());
         let mut persist = Observed::new(session, &self.graph.events, &cp, self.hold_finished);
-        let span = crate::spans::genai::workflow(run_id, cp.state.request.thread_id.as_deref());
+        let span = crate::genai::workflow(run_id, cp.state.request.thread_id.as_deref());
         let advanced = advance(graph, &mut cp, budget, self.clock, &mut persist)
             .instrument(span.clone())
             .instrument(tracing::info_span!("run", run_id))
@@ -440,7 +456,7 @@ impl<'a> Workflow<'a> {
         self.lease_until(budget.deadline_ms)
     }
 
-    fn lease_until(&self, deadline_ms: u64) -> Lease {
+    pub(super) fn lease_until(&self, deadline_ms: u64) -> Lease {
         let grace = u64::try_from(self.lease_grace.as_millis()).unwrap_or(u64::MAX);
         Lease {
             owner: uuid::Uuid::new_v4().to_string(),
@@ -448,7 +464,7 @@ impl<'a> Workflow<'a> {
         }
     }
 
-    fn respond(&self, cp: &RagCheckpoint) -> RunResponse {
+    pub(super) fn respond(&self, cp: &RagCheckpoint) -> RunResponse {
         RunResponse::from_checkpoint(cp, self.graph.provider())
     }
 }
@@ -462,7 +478,7 @@ fn encode(run_id: &str, cp: &RagCheckpoint) -> Result<Vec<u8>, EngineError> {
 
 /// Records a run's question, answer and status on its workflow span, and hands the response on.
 fn traced(span: &tracing::Span, response: RunResponse) -> RunResponse {
-    crate::spans::genai::record_io(
+    crate::genai::record_io(
         span,
         &response.question,
         &response.answer,

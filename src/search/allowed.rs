@@ -2,7 +2,7 @@
 //! (`format::metadata`) and becomes an [`Allowed`] bitset over corpus positions, which the BM25
 //! collector, the vector scan and the graph expansion all consult before they take their top k.
 use super::filter::{Filter, Meta};
-use super::meta_table::MetaTable;
+use crate::knowledge::MetaTable;
 use std::sync::Arc;
 use tantivy::DocId;
 

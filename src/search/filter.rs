@@ -20,8 +20,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// One source's metadata: key to a string, number or boolean (what a filter is matched against).
-pub(crate) type Meta = std::collections::BTreeMap<String, Value>;
+pub(crate) use crate::knowledge::Meta;
 
 /// Most conditions in one filter; a bigger tree is refused.
 pub(crate) const MAX_CONDITIONS: usize = 64;

@@ -1,21 +1,15 @@
 //! Unit-test fixtures shared by the knowledge modules (search and ingest): a document of any
 //! kind, and options that search every kind.
 
-use super::document::{DocKind, Document};
 use super::options::RetrievalOptions;
+use crate::knowledge::{DocKind, Document};
 
 /// Document `id` at `kb://{id}`, unscored.
 pub(crate) fn doc(id: &str, title: &str, content: &str, kind: DocKind) -> Document {
     Document {
-        id: id.into(),
-        title: title.into(),
-        url: format!("kb://{id}"),
-        content: content.into(),
         score: 0.0,
         kind,
-        clear_match: false,
-        from_graph: false,
-        vector_rank: None,
+        ..Document::passage(id, title, format!("kb://{id}"), content)
     }
 }
 

@@ -18,8 +18,8 @@
 //!   only reflect ranks, so there the first half of the limit is strong ([`strong_by_rank`]).
 use super::allowed::Allowed;
 use super::bm25::Hit;
-use super::document::{DocKind, Document};
 use super::options::RetrievalOptions;
+use crate::knowledge::{DocKind, Document};
 use std::collections::{HashMap, HashSet};
 use tantivy::DocId;
 

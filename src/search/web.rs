@@ -5,10 +5,10 @@
 //! becomes [`DocKind::Web`] documents. One attempt per call within the caller's timeout (the
 //! engine owns retries); the connection pool is shared by every call. The key never appears in
 //! errors or logs: [`Secret`] redacts itself and error bodies are scrubbed.
-use super::document::{DocKind, Document};
-use super::error::RetrievalError;
-use crate::outbound::json_endpoint::{call_error_impls, CallFailure, JsonEndpoint};
+use super::web_error::WebSearchError;
+use crate::knowledge::{DocKind, Document};
 use crate::outbound::status_is_transient;
+use crate::outbound::{CallFailure, JsonEndpoint};
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -23,7 +23,7 @@ pub trait WebSearch: Send + Sync {
         query: &str,
         max_results: usize,
         timeout: Duration,
-    ) -> Result<Vec<Document>, RetrievalError>;
+    ) -> Result<Vec<Document>, WebSearchError>;
 }
 
 /// Settings of the web search client.
@@ -71,9 +71,9 @@ struct SearchResult {
 
 impl TavilyClient {
     /// Builds the client once; fails on a base URL that is not http(s).
-    pub fn new(config: TavilyConfig) -> Result<Self, RetrievalError> {
+    pub fn new(config: TavilyConfig) -> Result<Self, WebSearchError> {
         let endpoint = JsonEndpoint::new(&config.base_url, "search", config.api_key)
-            .map_err(RetrievalError::Config)?;
+            .map_err(WebSearchError::Config)?;
         Ok(Self { endpoint })
     }
 
@@ -84,8 +84,6 @@ impl TavilyClient {
     }
 }
 
-call_error_impls!(From for RetrievalError);
-
 #[async_trait]
 impl WebSearch for TavilyClient {
     async fn search(
@@ -93,7 +91,7 @@ impl WebSearch for TavilyClient {
         query: &str,
         max_results: usize,
         timeout: Duration,
-    ) -> Result<Vec<Document>, RetrievalError> {
+    ) -> Result<Vec<Document>, WebSearchError> {
         if max_results == 0 {
             return Ok(Vec::new());
         }
@@ -109,7 +107,7 @@ impl WebSearch for TavilyClient {
                 }
             })?;
         let parsed: SearchResponse = serde_json::from_str(&text)
-            .map_err(|e| RetrievalError::InvalidResponse(e.to_string()))?;
+            .map_err(|e| WebSearchError::InvalidResponse(e.to_string()))?;
         Ok(parsed
             .results
             .into_iter()
@@ -136,7 +134,7 @@ impl WebSearch for TavilyClient {
 mod tests {
     use super::*;
 
-    fn client(base_url: &str, key: Option<&str>) -> Result<TavilyClient, RetrievalError> {
+    fn client(base_url: &str, key: Option<&str>) -> Result<TavilyClient, WebSearchError> {
         TavilyClient::new(TavilyConfig {
             base_url: base_url.into(),
             api_key: key.map(Secret::new),
@@ -149,11 +147,11 @@ mod tests {
         assert_eq!(c.endpoint(), "http://127.0.0.1:9/v1/search");
         assert!(matches!(
             client("not a url", None),
-            Err(RetrievalError::Config(_))
+            Err(WebSearchError::Config(_))
         ));
         assert!(matches!(
             client("ftp://x", None),
-            Err(RetrievalError::Config(_))
+            Err(WebSearchError::Config(_))
         ));
     }
 

@@ -7,9 +7,7 @@
 //! fields (`run_id`) are on every log line.
 //!
 //! What the run, model-call, embeddings, retrieval and tool spans carry, in the OpenTelemetry
-//! GenAI conventions: [`genai`].
-
-pub(crate) mod genai;
+//! GenAI conventions: [`crate::genai`].
 
 /// Target of export-only spans. `#[tracing::instrument]` takes a literal, so
 /// `store/dynamodb.rs` spells it out; a unit test keeps the two equal.

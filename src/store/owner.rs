@@ -39,17 +39,20 @@ pub enum ListedStatus {
     Failed,
     /// `cancelled`.
     Cancelled,
+    /// `waiting`.
+    Waiting,
 }
 
 impl ListedStatus {
     /// Every status, in wire order.
-    const ALL: [ListedStatus; 6] = [
+    const ALL: [ListedStatus; 7] = [
         ListedStatus::Running,
         ListedStatus::Completed,
         ListedStatus::BestEffort,
         ListedStatus::Suspended,
         ListedStatus::Failed,
         ListedStatus::Cancelled,
+        ListedStatus::Waiting,
     ];
 
     /// The stored value (`listed_status`), the run status's wire name.
@@ -61,6 +64,7 @@ impl ListedStatus {
             ListedStatus::Suspended => "suspended",
             ListedStatus::Failed => "failed",
             ListedStatus::Cancelled => "cancelled",
+            ListedStatus::Waiting => "waiting",
         }
     }
 
@@ -210,7 +214,8 @@ mod tests {
                 "best_effort",
                 "suspended",
                 "failed",
-                "cancelled"
+                "cancelled",
+                "waiting"
             ]
         );
         for status in ListedStatus::ALL {

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod page;
 pub mod proxy;
 pub mod server;
 pub mod signing;

@@ -2,11 +2,12 @@
 
 use super::llm_server::ScriptedLlm;
 use async_trait::async_trait;
+use bounded_rag::clock::{Clock, FakeClock, SystemClock};
 use bounded_rag::config::Settings;
-use bounded_rag::engine::{Clock, FakeClock, RetryPolicy, SystemClock};
 use bounded_rag::entry::App;
 use bounded_rag::llm::{ChatModel, ChatRequest, Completion, LlmError, OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{RagGraph, RagLimits};
+use bounded_rag::retry::RetryPolicy;
 use bounded_rag::store::{CheckpointStore, MemoryStore};
 use std::sync::Arc;
 use std::time::Duration;
@@ -85,6 +86,17 @@ pub fn timed_app_on(
     budget: Duration,
     store: Arc<dyn CheckpointStore>,
 ) -> (App, Arc<FakeClock>) {
+    timed_app_with(llm, per_call, budget, store, |g| g)
+}
+
+/// [`timed_app_on`] whose graph `configure` adjusts (interrupts, web search).
+pub fn timed_app_with(
+    llm: &ScriptedLlm,
+    per_call: Duration,
+    budget: Duration,
+    store: Arc<dyn CheckpointStore>,
+    configure: impl FnOnce(RagGraph) -> RagGraph,
+) -> (App, Arc<FakeClock>) {
     let clock = Arc::new(FakeClock::at_ms(SystemClock.now_ms()));
     let model = Timed {
         inner: client(llm),
@@ -95,6 +107,23 @@ pub fn timed_app_on(
     settings.aws.work_queue_url = Some("http://127.0.0.1:1/queue/work".into());
     settings.budgets.run_timeout = budget;
     settings.budgets.deadline_margin = Duration::ZERO;
-    let app = App::from_parts(settings, graph(Arc::new(model)), store, clock.clone());
+    let graph = configure(graph(Arc::new(model)));
+    let app = App::from_parts(settings, graph, store, clock.clone());
     (app, clock)
+}
+
+/// An app on the scripted model whose graph `configure` adjusts (web search, interrupts), over
+/// `store` and `clock`.
+pub fn app_with(
+    llm: &ScriptedLlm,
+    store: Arc<dyn CheckpointStore>,
+    clock: Arc<dyn Clock>,
+    configure: impl FnOnce(RagGraph) -> RagGraph,
+) -> App {
+    App::from_parts(
+        Settings::default(),
+        configure(graph(Arc::new(client(llm)))),
+        store,
+        clock,
+    )
 }

@@ -181,7 +181,7 @@ impl ScriptedEmbeddings {
         let embedder = self.client(model);
         let options = bounded_rag::ingest::IngestOptions {
             embedder: Some(&embedder),
-            retry: bounded_rag::engine::RetryPolicy {
+            retry: bounded_rag::retry::RetryPolicy {
                 max_retries: 0,
                 base_delay: std::time::Duration::ZERO,
                 max_delay: std::time::Duration::ZERO,
@@ -206,5 +206,14 @@ impl ScriptedEmbeddings {
             .filter(|c| c.path == "/v1/embeddings")
             .map(|c| serde_json::from_value(c.body["input"].clone()).unwrap_or_default())
             .collect()
+    }
+}
+
+/// Retries of a failed embeddings batch, two, without waiting (the ingest tests' policy).
+pub fn no_wait() -> bounded_rag::retry::RetryPolicy {
+    bounded_rag::retry::RetryPolicy {
+        max_retries: 2,
+        base_delay: std::time::Duration::ZERO,
+        max_delay: std::time::Duration::ZERO,
     }
 }

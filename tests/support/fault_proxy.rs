@@ -30,8 +30,14 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+mod wire;
+
+use wire::{
+    invalid, is_hop_by_hop, read_request, server_error, target, throttle, write_response, Request,
+    Response,
+};
 
 /// A kind of injected fault (see the module table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -215,11 +221,8 @@ impl FaultProxy {
     /// Waits (up to 30 s, polling every 20 ms) until no request is being handled, so that
     /// every late write has landed before the caller looks at the upstream.
     pub async fn settle(&self) {
-        for _ in 0..1_500 {
-            if self.in_flight() == 0 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        if super::wait_until(|| self.in_flight() == 0).await {
+            return;
         }
         panic!("{} proxied requests still in flight", self.in_flight());
     }
@@ -239,29 +242,6 @@ struct Connection {
     in_flight: Arc<AtomicUsize>,
     http: reqwest::Client,
     upstream: String,
-}
-
-/// A parsed request.
-struct Request {
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Request {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// A response to write.
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
 }
 
 impl Connection {
@@ -362,174 +342,5 @@ impl Connection {
             headers,
             body,
         }
-    }
-}
-
-fn is_hop_by_hop(name: &str) -> bool {
-    [
-        "host",
-        "connection",
-        "keep-alive",
-        "transfer-encoding",
-        "content-length",
-        "expect",
-    ]
-    .iter()
-    .any(|h| name.eq_ignore_ascii_case(h))
-}
-
-/// The service and operation named by `X-Amz-Target` (`DynamoDB_20120810.PutItem`,
-/// `AmazonSQS.SendMessage`), else by an SQS query-protocol `Action=`.
-fn target(request: &Request) -> (Service, String) {
-    if let Some(target) = request.header("x-amz-target") {
-        let (prefix, operation) = target.split_once('.').unwrap_or((target, ""));
-        let service = if prefix.starts_with("DynamoDB") {
-            Service::DynamoDb
-        } else if prefix.starts_with("AmazonSQS") {
-            Service::Sqs
-        } else {
-            Service::Other
-        };
-        return (service, operation.to_owned());
-    }
-    let body = String::from_utf8_lossy(&request.body);
-    let action = body
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("Action="))
-        .map(str::to_owned);
-    match action {
-        Some(action) => (Service::Sqs, action),
-        None => (Service::Other, String::new()),
-    }
-}
-
-fn json_error(status: u16, service: Service, code: &str, message: &str) -> Response {
-    let namespace = match service {
-        Service::DynamoDb => "com.amazonaws.dynamodb.v20120810",
-        Service::Sqs | Service::Other => "com.amazonaws.sqs",
-    };
-    let body = serde_json::json!({"__type": format!("{namespace}#{code}"), "message": message});
-    let fault = if status >= 500 { "Receiver" } else { "Sender" };
-    Response {
-        status,
-        headers: vec![
-            ("content-type".into(), "application/x-amz-json-1.0".into()),
-            ("x-amzn-requestid".into(), "fault-proxy".into()),
-            // SQS's JSON protocol carries the query-compatible code here too.
-            ("x-amzn-query-error".into(), format!("{code};{fault}")),
-        ],
-        body: body.to_string().into_bytes(),
-    }
-}
-
-fn throttle(service: Service, index: usize) -> Response {
-    let code = match service {
-        Service::DynamoDb if index % 2 == 1 => "ProvisionedThroughputExceededException",
-        _ => "ThrottlingException",
-    };
-    json_error(
-        400,
-        service,
-        code,
-        "Rate exceeded (injected by the fault proxy)",
-    )
-}
-
-fn invalid(service: Service) -> Response {
-    let code = match service {
-        Service::DynamoDb => "ValidationException",
-        _ => "InvalidParameterValue",
-    };
-    json_error(
-        400,
-        service,
-        code,
-        "Invalid request (injected by the fault proxy)",
-    )
-}
-
-fn server_error(service: Service) -> Response {
-    let code = match service {
-        Service::DynamoDb => "InternalServerError",
-        _ => "InternalError",
-    };
-    json_error(
-        500,
-        service,
-        code,
-        "Internal failure (injected by the fault proxy)",
-    )
-}
-
-/// Reads one request (head and `content-length` body); `None` at end of stream or on an
-/// unreadable request.
-async fn read_request(socket: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Request> {
-    let head_end = loop {
-        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at;
-        }
-        let mut chunk = [0u8; 8192];
-        let n = socket.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let request_line = lines.next()?;
-    let path = request_line.split(' ').nth(1)?.to_owned();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            Some((name.trim().to_owned(), value.trim().to_owned()))
-        })
-        .collect();
-    let length: usize = headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let body_start = head_end + 4;
-    while buffer.len() < body_start + length {
-        let mut chunk = [0u8; 8192];
-        let n = socket.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-    }
-    let body = buffer[body_start..body_start + length].to_vec();
-    buffer.drain(..body_start + length);
-    Some(Request {
-        path,
-        headers,
-        body,
-    })
-}
-
-async fn write_response(socket: &mut TcpStream, response: &Response) -> std::io::Result<()> {
-    let mut out = format!(
-        "HTTP/1.1 {} {}\r\n",
-        response.status,
-        reason(response.status)
-    );
-    for (name, value) in &response.headers {
-        out.push_str(&format!("{name}: {value}\r\n"));
-    }
-    out.push_str(&format!("content-length: {}\r\n\r\n", response.body.len()));
-    let mut bytes = out.into_bytes();
-    bytes.extend_from_slice(&response.body);
-    socket.write_all(&bytes).await?;
-    socket.flush().await
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        _ => "Status",
     }
 }

@@ -4,9 +4,11 @@
 
 use super::bedrock_server::{BedrockScript, ScriptedBedrock};
 use super::llm_server::{Script, ScriptedLlm};
-use bounded_rag::engine::{Budget, Clock, RetryPolicy, SystemClock};
+use bounded_rag::clock::{Clock, SystemClock};
+use bounded_rag::engine::Budget;
 use bounded_rag::llm::{BedrockConfig, BedrockModel, ChatModel, OpenAiConfig, OpenAiModel};
 use bounded_rag::rag::{RagGraph, RagLimits, RunRequest, RunResponse};
+use bounded_rag::retry::RetryPolicy;
 use bounded_rag::runs::Workflow;
 use bounded_rag::store::MemoryStore;
 use std::sync::Arc;

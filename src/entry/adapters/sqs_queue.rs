@@ -4,7 +4,7 @@
 //! classified once, as every AWS error is (`aws::sdk_error_class`).
 
 use crate::error::ErrorClass;
-use crate::ingest::sync::job::{JobError, SyncQueue};
+use crate::ingest::{JobError, SyncQueue};
 use crate::runs::{QueueError, WorkMessage, WorkQueue};
 use async_trait::async_trait;
 use std::time::Duration;

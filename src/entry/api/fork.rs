@@ -7,6 +7,7 @@
 //! | a step past the run's end, its last step, or one inside a speculation | `400`, naming `from_step` |
 //! | a run still running or suspended | `409 run_not_ended` |
 //! | a run of a workflow version this code does not run, or recorded before forks | `409 not_forkable` |
+//! | the same `Idempotency-Key` and body again | the fork the first request made, as it stands |
 //! | another caller's run, or none | `404` |
 
 use super::refusal::Reply;
@@ -14,7 +15,7 @@ use super::respond::respond;
 use super::routes::check_run_id;
 use crate::entry::App;
 use crate::rag::Caller;
-use crate::runs::{ForkInput, Invalid, WorkQueue};
+use crate::runs::{ForkInput, WorkQueue};
 use lambda_http::{Request, RequestExt};
 
 /// Forks the caller's run `run_id` as the body asks.
@@ -27,18 +28,12 @@ pub(super) async fn fork(
 ) -> Reply {
     check_run_id(run_id)?;
     let body = request.body().as_ref();
-    let input = if body.len() > app.max_body_bytes() {
-        Err(Invalid::TooLarge {
-            bytes: body.len(),
-            limit: app.max_body_bytes(),
-        })
-    } else {
-        ForkInput::from_json(body).map_err(Invalid::Field)
-    };
+    let input = super::input::body_of(app, body, ForkInput::from_json);
     let runs = app.runs();
     let budget = runs.budget(request.lambda_context_ref());
+    let key = (super::input::idempotency_key(request), body);
     let answer = runs
-        .fork(Some(caller), run_id, input, &budget, queue)
+        .fork(Some(caller), run_id, input, key, &budget, queue)
         .await?;
     Ok(respond(answer, runs.clock().now_ms()))
 }

@@ -21,6 +21,21 @@ pub(crate) fn read<'r>(app: &App, request: &'r Request) -> RunInput<'r> {
     }
 }
 
+/// What `parse` reads off `body`, refused past `MAX_BODY_BYTES` (a fork's, a resume's).
+pub(super) fn body_of<T>(
+    app: &App,
+    body: &[u8],
+    parse: impl FnOnce(&[u8]) -> Result<T, ValidationError>,
+) -> Result<T, Invalid> {
+    if body.len() > app.max_body_bytes() {
+        return Err(Invalid::TooLarge {
+            bytes: body.len(),
+            limit: app.max_body_bytes(),
+        });
+    }
+    parse(body).map_err(Invalid::Field)
+}
+
 /// The run request of `body` (refused past `max` bytes, or naming the field at fault).
 fn run_request(body: &[u8], max: usize) -> Result<RunRequest, Invalid> {
     if body.len() > max {
@@ -33,7 +48,7 @@ fn run_request(body: &[u8], max: usize) -> Result<RunRequest, Invalid> {
 }
 
 /// The trimmed `Idempotency-Key` header, if any.
-fn idempotency_key(request: &Request) -> Result<Option<&str>, Invalid> {
+pub(super) fn idempotency_key(request: &Request) -> Result<Option<&str>, Invalid> {
     let Some(header) = request.headers().get("idempotency-key") else {
         return Ok(None);
     };

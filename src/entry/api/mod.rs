@@ -9,6 +9,7 @@
 //! | `routes.rs` | `POST /workflow/run`, `POST /workflow/runs`, `GET /workflow/runs/{run_id}` |
 //! | `cancel.rs` | cancelling a run |
 //! | `fork.rs` | forking a run from one of its steps |
+//! | `resume.rs` | answering a run that waits for a person |
 //! | `history.rs` | a run's steps, and the caller's runs |
 //! | `threads.rs` | `/threads` |
 //! | `respond.rs` | the answer to a run (200, 202, 502/503), and its metrics line |
@@ -21,6 +22,7 @@ mod history;
 pub(crate) mod input;
 mod refusal;
 mod respond;
+mod resume;
 mod routes;
 mod status;
 mod threads;
@@ -44,7 +46,7 @@ use tracing::Instrument;
 /// The routes, for the answer to a request that matches none.
 const ROUTES: &str =
     "POST /workflow/run, POST and GET /workflow/runs, GET /workflow/runs/{run_id}, POST \
-     /workflow/runs/{run_id}/cancel, POST /workflow/runs/{run_id}/fork, GET /workflow/runs/{run_id}/steps, GET /threads and GET or \
+     /workflow/runs/{run_id}/cancel, POST /workflow/runs/{run_id}/fork, POST /workflow/runs/{run_id}/resume, GET /workflow/runs/{run_id}/steps, GET /threads and GET or \
      DELETE /threads/{thread_id} (see openapi.yaml)";
 
 /// Handles one HTTP request. Never fails: every error becomes a JSON response. Its spans
@@ -100,6 +102,9 @@ async fn route(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Re
         (&Method::POST, ["workflow", "runs", run_id, "fork"]) => {
             fork::fork(app, queue, &caller, run_id, &request).await
         }
+        (&Method::POST, ["workflow", "runs", run_id, "resume"]) => {
+            resume::resume(app, queue, &caller, run_id, &request).await
+        }
         (&Method::GET, ["workflow", "runs", run_id, "steps"]) => {
             history::steps(app, &caller, run_id, &request).await
         }
@@ -108,7 +113,7 @@ async fn route(app: &App, queue: Option<&dyn WorkQueue>, request: Request) -> Re
         (_, ["workflow", "runs", _]) | (_, ["workflow", "runs", _, "steps"]) => {
             Err(method_not_allowed(&method, &path, "GET"))
         }
-        (_, ["workflow", "runs", _, "cancel" | "fork"]) => {
+        (_, ["workflow", "runs", _, "cancel" | "fork" | "resume"]) => {
             Err(method_not_allowed(&method, &path, "POST"))
         }
         (&Method::GET, ["threads"]) => threads::list(app, &caller, &request).await,

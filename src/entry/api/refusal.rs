@@ -5,10 +5,11 @@
 //! [`Rejection`] into its answer at the top, with the time of the answer.
 
 use super::status::{error, error_field, ApiError};
-use crate::engine::{utc_seconds, EngineError, RewindError};
+use crate::clock::utc_seconds;
+use crate::engine::{EngineError, RewindError};
 use crate::entry::messages::{self, Surface};
 use crate::error::{Classify, ErrorClass};
-use crate::runs::{ForkRefusal, Invalid, Refusal};
+use crate::runs::{ForkRefusal, Invalid, Refusal, ResumeRefusal};
 use lambda_http::http::header::{HeaderValue, RETRY_AFTER};
 use lambda_http::http::StatusCode;
 use lambda_http::{Body, Response};
@@ -153,6 +154,7 @@ pub(crate) fn answer(refusal: Refusal, now_ms: u64) -> ApiError {
         ),
         Refusal::Queue(e) => queue_error(e.class()),
         Refusal::NotForkable(e) => fork_refused(&e),
+        Refusal::NotResumable(e) => resume_refused(&e),
     }
 }
 
@@ -228,4 +230,30 @@ fn status_for(class: ErrorClass) -> StatusCode {
         ErrorClass::Transient => StatusCode::SERVICE_UNAVAILABLE,
         ErrorClass::Permanent => StatusCode::INTERNAL_SERVER_ERROR,
     }
+}
+
+/// A run that does not take an answer: `409`, saying what the run is instead.
+fn resume_refused(e: &ResumeRefusal) -> ApiError {
+    let (code, run_id, what) = match e {
+        ResumeRefusal::NotWaiting { run_id, status } => (
+            "run_not_waiting",
+            run_id,
+            format!("it is {status}, and only a waiting run takes an answer"),
+        ),
+        ResumeRefusal::TimedOut { run_id } => (
+            "interrupt_timeout",
+            run_id,
+            "it waited longer than INTERRUPT_TIMEOUT_SECONDS and ended best_effort with its best \
+             answer so far"
+                .to_owned(),
+        ),
+    };
+    let body = json!({
+        "error": code,
+        "run_id": run_id,
+        "message": format!(
+            "run {run_id} does not take an answer: {what}; read it with GET /workflow/runs/{run_id}"
+        ),
+    });
+    ApiError::with_body(StatusCode::CONFLICT, body)
 }

@@ -25,9 +25,11 @@ pub(crate) fn respond(answer: Answer, now_ms: u64) -> Response<Body> {
     };
     metrics::emit_run(&response, now_ms);
     match response.status {
-        RunStatus::Completed | RunStatus::BestEffort | RunStatus::Cancelled => {
-            json_response(StatusCode::OK, &response)
-        }
+        // A waiting run's answer says what it asks (`interrupt`).
+        RunStatus::Completed
+        | RunStatus::BestEffort
+        | RunStatus::Cancelled
+        | RunStatus::Waiting => json_response(StatusCode::OK, &response),
         RunStatus::Running => accepted(&response.run_id, RunStatus::Running),
         RunStatus::Suspended => match continuation {
             Some(Continuation::Queued) => accepted(&response.run_id, RunStatus::Suspended),

@@ -6,11 +6,11 @@
 
 use super::refusal::Reply;
 use super::status::{error_field, json_response, ApiError};
-use crate::engine::utc_seconds;
+use crate::clock::utc_seconds;
 use crate::entry::App;
-use crate::rag::thread::validate_id;
+use crate::rag::validate_thread_id;
 use crate::rag::Caller;
-use crate::runs::thread::{ThreadHead, TurnRecord};
+use crate::runs::{ThreadHead, TurnRecord};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as CURSOR;
 use base64::Engine as _;
 use lambda_http::http::StatusCode;
@@ -124,12 +124,12 @@ pub(super) async fn delete(app: &App, caller: &Caller, id: &str) -> Reply {
 /// The shape of a listing's sort key (`<15 digits>#<thread id>`), which a cursor encodes.
 fn is_sort_key(text: &str) -> bool {
     text.split_once('#').is_some_and(|(ms, id)| {
-        ms.len() == 15 && ms.bytes().all(|b| b.is_ascii_digit()) && validate_id(id).is_ok()
+        ms.len() == 15 && ms.bytes().all(|b| b.is_ascii_digit()) && validate_thread_id(id).is_ok()
     })
 }
 
 fn check_id(id: &str) -> Result<(), ApiError> {
-    validate_id(id).map_err(|m| error_field(StatusCode::BAD_REQUEST, "thread_id", &m))
+    validate_thread_id(id).map_err(|m| error_field(StatusCode::BAD_REQUEST, "thread_id", &m))
 }
 
 fn query(request: &Request, name: &str) -> Option<String> {

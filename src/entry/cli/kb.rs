@@ -4,11 +4,11 @@
 use crate::aws::S3Location;
 use crate::config::Settings;
 use crate::entry::app::{build_embedder, load_secrets};
-use crate::ingest::{ingest, ingest_into_store, IngestOptions, Progress};
-use crate::kb::bundle::format::{Format, Published};
-use crate::kb::bundle::s3::{self, BundleStore};
-use crate::kb::postgres::{connect, SqlLocation, WRITE_TIMEOUT};
-use crate::search::RetrievalError;
+use crate::ingest::IngestError;
+use crate::ingest::{ingest, ingest_into_store, IngestOptions};
+use crate::kb::{open_writer, s3_client, BundleStore, Published, WriteLocation, WriterError};
+use crate::knowledge::Format;
+use crate::knowledge::Progress;
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -120,12 +120,12 @@ pub(crate) async fn ingest_command(
     strict: bool,
     description: Option<String>,
 ) -> Result<String, String> {
-    let store = match SqlLocation::parse(&out.to_string_lossy()) {
-        Some(parsed) => Some(parsed.map_err(|e| format!("--out: {e}"))?),
-        None => {
-            out_folder(out)?;
-            None
-        }
+    let store = match WriteLocation::parse(&out.to_string_lossy()) {
+        Ok(WriteLocation::Folder(_)) => None,
+        Ok(WriteLocation::Store(at)) => Some(at),
+        Ok(WriteLocation::Bundles(_)) => return Err(not_a_folder(out, "s3")),
+        Err(WriterError::Scheme { scheme }) => return Err(not_a_folder(out, &scheme)),
+        Err(e) => return Err(format!("--out: {e}")),
     };
     let settings = Settings::from_env().map_err(|e| e.to_string())?;
     let secrets = load_secrets(&settings).await.map_err(|e| e.to_string())?;
@@ -144,21 +144,25 @@ pub(crate) async fn ingest_command(
         tenant_index_rows: settings.kb_tenant_index_rows,
         ..IngestOptions::tuned(tuning)
     };
-    if let Some(location) = store {
-        let sql = connect(&location, None, WRITE_TIMEOUT)
+    if let Some(at) = store {
+        let store = at
+            .open(None)
             .await
             .map_err(|e| format!("ingest failed: {e}"))?;
-        let result = ingest_into_store(source, sql.as_ref(), &options).await;
+        let result = ingest_into_store(source, store.as_ref(), &options).await;
         bar.finish();
         let summary = result.map_err(|e| format!("ingest failed: {e}"))?;
-        return Ok(format!("{summary}\nuse it with: KB_URI={location}"));
+        return Ok(format!(
+            "{summary}\nuse it with: KB_URI={}",
+            store.location()
+        ));
     }
     let result = ingest(source, out, &options).await;
     bar.finish();
     let summary = result.map_err(|e| match e {
         // The sources are fine: the message says which setting to change and how to resume.
-        RetrievalError::Interrupted { .. } => format!("ingest stopped: {e}"),
-        RetrievalError::Skipped { .. } => format!("ingest failed: {e}"),
+        IngestError::Interrupted { .. } => format!("ingest stopped: {e}"),
+        IngestError::Skipped { .. } => format!("ingest failed: {e}"),
         e => format!(
             "ingest failed: {e}; SOURCE must be a folder of documents ({}; and optional \
              nodes/edges/communities .jsonl), and --out a folder you can write",
@@ -172,26 +176,17 @@ pub(crate) async fn ingest_command(
     ))
 }
 
-/// `ingest --out` names a folder: a location with a scheme (`s3://...`) is refused with what to
-/// do instead, never written as a local folder named `s3:`.
-fn out_folder(out: &Path) -> Result<(), String> {
-    let text = out.to_string_lossy();
-    match text.split_once("://") {
-        Some((scheme, _))
-            if !scheme.is_empty()
-                && scheme
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
-        {
-            Err(format!(
-                "--out {text}: ingest writes a bundle folder, postgres://... or rds-data://...; \
-                 `{scheme}://` locations are not accepted here. For S3, write a folder, then \
-                 publish it: bounded-rag ingest SOURCE --out FOLDER && bounded-rag kb publish \
-                 FOLDER s3://BUCKET/PREFIX"
-            ))
-        }
-        _ => Ok(()),
-    }
+/// `ingest --out` names a folder, `postgres://...` or `rds-data://...`: any other location with
+/// a scheme (`s3://...`) is refused with what to do instead, never written as a local folder
+/// named `s3:`.
+fn not_a_folder(out: &Path, scheme: &str) -> String {
+    format!(
+        "--out {}: ingest writes a bundle folder, postgres://... or rds-data://...; \
+         `{scheme}://` locations are not accepted here. For S3, write a folder, then \
+         publish it: bounded-rag ingest SOURCE --out FOLDER && bounded-rag kb publish \
+         FOLDER s3://BUCKET/PREFIX",
+        out.display()
+    )
 }
 
 /// Runs a `kb` sub-command; returns what to print.
@@ -205,7 +200,7 @@ pub(crate) async fn kb_command(command: KbCommand) -> Result<String, String> {
 /// The `kb` sub-commands on S3 bundles.
 async fn bundle_command(command: KbCommand) -> Result<String, String> {
     let sdk = crate::tls::aws_sdk_config().await;
-    let store = |uri: &S3Location| BundleStore::new(s3::client(&sdk), uri.clone());
+    let store = |uri: &S3Location| BundleStore::new(s3_client(&sdk), uri.clone());
     match command {
         KbCommand::Publish { bundle, uri } => {
             let published = store(&uri)
@@ -220,17 +215,21 @@ async fn bundle_command(command: KbCommand) -> Result<String, String> {
             ))
         }
         KbCommand::Sync { source, dest, json } => {
-            let dest = match SqlLocation::parse(&dest) {
-                Some(location) => {
-                    let location = location.map_err(|e| format!("DEST: {e}"))?;
-                    super::sync::SyncDest::Store(location)
+            let refused = |e: &dyn std::fmt::Display| {
+                format!(
+                    "DEST: {e}; a sync writes to s3://BUCKET/PREFIX or a PostgreSQL store: \
+                     postgres://USER@HOST:PORT/DATABASE or \
+                     rds-data://CLUSTER_ARN/DATABASE?secret=SECRET_ARN"
+                )
+            };
+            let dest = match WriteLocation::parse(&dest) {
+                Ok(WriteLocation::Folder(path)) => {
+                    return Err(refused(&format!("{}: not a location", path.display())))
                 }
-                None => super::sync::SyncDest::Bundles(store(&dest.parse().map_err(|e| {
-                    format!(
-                        "DEST: {e}; or a PostgreSQL store: postgres://USER@HOST:PORT/DATABASE \
-                         or rds-data://CLUSTER_ARN/DATABASE?secret=SECRET_ARN"
-                    )
-                })?)),
+                Ok(location) => open_writer(location, Some(&sdk))
+                    .await
+                    .map_err(|e| format!("sync failed: {e}"))?,
+                Err(e) => return Err(refused(&e)),
             };
             super::sync::sync_command(&sdk, &source, dest, json).await
         }

@@ -14,7 +14,8 @@
 //! | `search.rs` | `kb search`: the knowledge store searched directly |
 //! | `eval.rs` | `eval`: a labelled question set through the workflow |
 //! | `eval_answers.rs` | `eval`'s answer scores: sentences supported, citation recall and precision |
-//! | `fork.rs` | `fork`: a new run from a step of a stored run |
+//! | `fork_command.rs` | `fork`: a new run from a step of a stored run |
+//! | `resume_command.rs` | `resume`: answering a run that waits for a person; `ask` asking at a terminal |
 //! | `runs.rs` | `runs export`: stored runs as an eval set |
 //! | `serve.rs` | `serve` (the local server and playground) and `graph` (the workflow diagram) |
 
@@ -22,9 +23,10 @@ mod args;
 mod ask_stream;
 pub mod eval;
 mod eval_answers;
-mod fork;
+mod fork_command;
 mod kb;
 mod output;
+mod resume_command;
 mod runs;
 mod search;
 mod serve;
@@ -37,9 +39,10 @@ use crate::runs::{Answer, Cancel, Continuation, RunInput};
 pub(crate) use args::AskArgs;
 use clap::{Parser, Subcommand};
 use eval::{eval_command, EvalArgs};
-use fork::{fork_command, ForkArgs};
+use fork_command::{fork_command, ForkArgs};
 use kb::{ingest_command, kb_command, KbCommand};
 use output::{exit_code, fail, fail_refusal, print_response};
+use resume_command::ResumeArgs;
 use runs::{runs_command, RunsCommand};
 use serve::{graph_command, serve_command, GraphFormat, ServeArgs};
 use std::path::PathBuf;
@@ -108,6 +111,9 @@ pub(crate) enum Command {
     /// Fork an ended run from one of its steps: a new run starts from the state that step
     /// left and runs only the steps after it (optionally with another question or mode).
     Fork(ForkArgs),
+    /// Answer a run that waits for a person: its clarifying question (--answer), or the step
+    /// it waits to run (--approve / --deny); it goes on from its checkpoint.
+    Resume(ResumeArgs),
     /// Cancel a queued, suspended or running run (it keeps its answer so far).
     Cancel {
         /// Run id.
@@ -140,7 +146,7 @@ async fn run_command(cli: Cli) -> ExitCode {
     // may reach PostgreSQL directly (`postgres://`); the Lambda functions never get here, so the
     // parsers and the wire protocol stay out of their bootstraps.
     crate::ingest::enable_parsers();
-    crate::kb::postgres::enable_direct();
+    crate::kb::enable_direct();
     match cli.command {
         Command::Ingest {
             source,
@@ -205,6 +211,7 @@ async fn run_command(cli: Cli) -> ExitCode {
         }
         Command::Ask(args) => ask(args).await,
         Command::Fork(args) => fork_command(args).await,
+        Command::Resume(args) => resume_command::resume_command(args).await,
         Command::Serve(args) => serve_command(args).await,
         Command::Graph { format } => graph_command(format),
     }
@@ -278,10 +285,18 @@ async fn ask_with(app: &App, args: AskArgs, request: Option<RunRequest>) -> Exit
         );
     }
     if args.stream {
-        exit_code(&ran.response)
-    } else {
-        print_response(&ran.response, args.json)
+        return exit_code(&ran.response);
     }
+    // A run that asks a person: asked here when one is at the terminal.
+    let response = if args.json {
+        ran.response
+    } else {
+        match resume_command::ask_on_terminal(app, ran.response).await {
+            Ok(response) => response,
+            Err(code) => return code,
+        }
+    };
+    print_response(&response, args.json)
 }
 
 const NO_QUESTION: &str =
@@ -365,7 +380,7 @@ mod tests {
         let model = Arc::new(crate::llm::OfflineModel);
         let graph = RagGraph::new(model, kb, None, RagLimits::default());
         let store = Arc::new(NoRunWrites(crate::store::MemoryStore::new()));
-        let clock = Arc::new(crate::engine::SystemClock);
+        let clock = Arc::new(crate::clock::SystemClock);
         let app = App::from_parts(crate::config::Settings::default(), graph, store, clock);
         let cli = Cli::try_parse_from(["bounded-rag", "ask", "q", "--thread", "chat"]).unwrap();
         let Command::Ask(args) = cli.command else {

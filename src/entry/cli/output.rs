@@ -1,7 +1,8 @@
 //! What the CLI prints: a run's answer for a person (answer, sources, a one-line summary) or
 //! as JSON, the exit code of a run, and errors on stderr. Every sub-command prints through here.
 
-use crate::engine::{Clock, EngineError, SystemClock};
+use crate::clock::{Clock, SystemClock};
+use crate::engine::EngineError;
 use crate::entry::messages::{self, Surface};
 use crate::rag::{RunResponse, RunStatus};
 use crate::runs::Refusal;
@@ -40,6 +41,9 @@ pub(crate) fn render(r: &RunResponse) -> String {
     if !r.answer.is_empty() {
         out.push_str(&r.answer);
         out.push('\n');
+    }
+    if let Some(waiting) = &r.interrupt {
+        out.push_str(&asks(&r.run_id, waiting));
     }
     if !r.citations.is_empty() {
         out.push_str("\nSources:\n");
@@ -144,6 +148,7 @@ pub(crate) fn fail_refusal(refusal: &Refusal) -> ExitCode {
         Refusal::NotForkable(e) if e.is_bad_step() => fail(2, &e.to_string()),
         Refusal::ThreadNotFound { .. }
         | Refusal::NotForkable(_)
+        | Refusal::NotResumable(_)
         | Refusal::NoThreads { .. }
         | Refusal::KeyReused
         | Refusal::NoQueue
@@ -155,4 +160,26 @@ pub(crate) fn fail_refusal(refusal: &Refusal) -> ExitCode {
 pub(crate) fn fail(code: u8, message: &str) -> ExitCode {
     eprintln!("bounded-rag: {message}");
     ExitCode::from(code)
+}
+
+/// What a waiting run asks, and how to answer it.
+fn asks(run_id: &str, waiting: &crate::rag::WaitingFor) -> String {
+    let until = &waiting.expires_at;
+    match &waiting.interrupt {
+        crate::rag::Interrupt::Clarify { question, options } => {
+            let mut out = format!("The run asks: {question}\n");
+            if !options.is_empty() {
+                out.push_str(&format!("  perhaps: {}\n", options.join("; ")));
+            }
+            out.push_str(&format!(
+                "Answer by {until}: bounded-rag resume {run_id} --answer \"...\"\n"
+            ));
+            out
+        }
+        crate::rag::Interrupt::Approve { step, what } => format!(
+            "The run waits for your approval to run {}: {what}\nAnswer by {until}: \
+             bounded-rag resume {run_id} --approve (or --deny)\n",
+            step.as_str()
+        ),
+    }
 }

@@ -5,7 +5,7 @@ use super::output::fail;
 use crate::entry::serve::remote::{Remote, SigningService};
 use crate::entry::serve::Backend;
 use crate::entry::App;
-use crate::rag::diagram::{self, Format};
+use crate::rag::{render_diagram, DiagramFormat as Format};
 use clap::{Args, ValueEnum};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
@@ -73,6 +73,6 @@ pub(crate) fn graph_command(format: GraphFormat) -> ExitCode {
         GraphFormat::Mermaid => Format::Mermaid,
         GraphFormat::Dot => Format::Dot,
     };
-    print!("{}", diagram::render(format));
+    print!("{}", render_diagram(format));
     ExitCode::SUCCESS
 }

@@ -3,30 +3,21 @@
 //! `bounded-rag kb sync-status DEST [--json]`: the sync function's records of DEST.
 use crate::config::Settings;
 use crate::entry::app::{build_embedder, load_secrets};
-use crate::ingest::sync::{sync, sync_into_store, SyncSource};
 use crate::ingest::IngestOptions;
-use crate::kb::bundle::s3::{self, BundleStore};
-use crate::kb::postgres::{connect, SqlLocation, WRITE_TIMEOUT};
+use crate::ingest::{sync, sync_into_store, SyncSource};
+use crate::kb::{s3_client, Writer};
 use std::path::PathBuf;
-
-/// Where `kb sync` writes.
-pub(crate) enum SyncDest {
-    /// Published bundles on S3.
-    Bundles(BundleStore),
-    /// A PostgreSQL store.
-    Store(SqlLocation),
-}
 
 /// Runs `kb sync`; returns what to print.
 pub(crate) async fn sync_command(
     sdk: &aws_config::SdkConfig,
     source: &str,
-    dest: SyncDest,
+    dest: Writer,
     json: bool,
 ) -> Result<String, String> {
     let source = if source.starts_with("s3://") {
         SyncSource::S3 {
-            client: s3::client(sdk),
+            client: s3_client(sdk),
             location: source.parse().map_err(|e| format!("SOURCE: {e}"))?,
         }
     } else {
@@ -44,19 +35,15 @@ pub(crate) async fn sync_command(
         ..IngestOptions::tuned(&settings.embeddings_tuning)
     };
     let (summary, at) = match dest {
-        SyncDest::Bundles(dest) => (
+        Writer::Bundles(dest) => (
             sync(&source, &dest, &options).await,
             dest.location().to_string(),
         ),
-        SyncDest::Store(location) => {
-            let sql = connect(&location, Some(sdk), WRITE_TIMEOUT)
-                .await
-                .map_err(|e| format!("sync failed: {e}"))?;
-            (
-                sync_into_store(&source, sql.as_ref(), &options).await,
-                location.to_string(),
-            )
-        }
+        Writer::Store(store) => (
+            sync_into_store(&source, store.as_ref(), &options).await,
+            store.location(),
+        ),
+        Writer::Folder(path) => return Err(format!("DEST {}: not a location", path.display())),
     };
     let summary = summary.map_err(|e| format!("sync failed: {e}"))?;
     if json {
@@ -71,7 +58,7 @@ pub(crate) async fn sync_status_command(
     dest: &crate::aws::S3Location,
     json: bool,
 ) -> Result<String, String> {
-    use crate::ingest::sync::job::{reason_of, summary_of, Ledger};
+    use crate::ingest::{reason_of, summary_of, Ledger};
     use crate::store::{DocPhase, DynamoStore};
     let table = std::env::var("SYNC_TABLE")
         .ok()
@@ -79,7 +66,7 @@ pub(crate) async fn sync_status_command(
         .ok_or("SYNC_TABLE must name the sync function's table (the SyncTableName output)")?;
     let records = DynamoStore::for_sync(aws_sdk_dynamodb::Client::new(sdk), table);
     let ledger = Ledger::new(std::sync::Arc::new(records), &dest.to_string());
-    let failed = |e: crate::ingest::sync::job::JobError| format!("kb sync-status failed: {e}");
+    let failed = |e: crate::ingest::JobError| format!("kb sync-status failed: {e}");
     let docs = ledger.docs().await.map_err(failed)?;
     let jobs = ledger.jobs().await.map_err(failed)?;
     let count = |phase| docs.iter().filter(|d| d.phase == phase).count();

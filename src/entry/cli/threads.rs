@@ -3,10 +3,10 @@
 //! life cycle as the HTTP routes.
 
 use super::output::{fail, fail_refusal};
-use crate::engine::utc_seconds;
+use crate::clock::utc_seconds;
 use crate::entry::App;
 use crate::rag::Caller;
-use crate::runs::thread::ThreadHead;
+use crate::runs::ThreadHead;
 use clap::Subcommand;
 use std::process::ExitCode;
 

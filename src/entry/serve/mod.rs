@@ -40,7 +40,8 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use tokio::net::TcpListener;
 
-/// What answers the API.
+/// What answers the API. One per process, moved once into `serve`: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Backend {
     /// This process's handlers, over the stores and model of `App`.
     Local(App),

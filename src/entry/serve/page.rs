@@ -2,7 +2,7 @@
 //! its CSS and JavaScript inline, assembled from the files under `playground/` (compiled into
 //! the binary; no build step): `page.html` (the markup), `page.css`, `run.js` (asking, the
 //! event stream, resuming) and `view.js` (the answer, timeline, graph and lists). The workflow
-//! graph ([`crate::rag::diagram::json`]) is written into it, and so is the stack it talks to
+//! graph ([`crate::rag::diagram_json`]) is written into it, and so is the stack it talks to
 //! (this server's handlers, or the deployed stack of `serve --remote`). Its
 //! Content-Security-Policy lets it talk to this server only, so nothing is ever fetched from
 //! elsewhere (with `--remote` this server signs and sends on what the page asks).
@@ -35,9 +35,7 @@ const POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 
 /// (`remote`, or this server's own handlers).
 pub(super) fn render(remote: Option<&Target>) -> String {
     // `</` cannot end the script element the JSON sits in.
-    let graph = crate::rag::diagram::json()
-        .to_string()
-        .replace("</", "<\\/");
+    let graph = crate::rag::diagram_json().to_string().replace("</", "<\\/");
     let script = [
         include_str!("playground/run.js"),
         include_str!("playground/view.js"),

@@ -8,22 +8,11 @@ use super::read::ReadLimits;
 use super::source_file::SourceFile;
 use super::walk::read_dir;
 use super::{clean, metadata};
-use crate::kb::bundle::format::{DocumentInfo, Format, KbStats, SkipReason, SkippedFile};
-use crate::search::meta_table::MetaTable;
-use crate::search::{DocKind, Document, RetrievalError};
+use crate::ingest::IngestError;
+use crate::knowledge::{Corpus, KbStats, MetaTable};
+use crate::knowledge::{DocKind, Document};
+use crate::knowledge::{DocumentInfo, Format, SkipReason, SkippedFile};
 use std::path::Path;
-
-/// The documents of a knowledge base, ready to index.
-pub(crate) struct Corpus {
-    pub docs: Vec<Document>,
-    pub stats: KbStats,
-    /// The documents' metadata, by corpus position.
-    pub meta: MetaTable,
-    /// Each text document: its path, format, pages and passages.
-    pub documents: Vec<DocumentInfo>,
-    /// Files found but not ingested, with the reason.
-    pub skipped: Vec<SkippedFile>,
-}
 
 /// A document's passages, each with the PDF page it is on (`None` for other formats).
 fn document_passages(file: &SourceFile, text: &str) -> Vec<(Option<usize>, Passage)> {
@@ -62,7 +51,7 @@ pub(crate) fn build(
     root: &Path,
     files: &[SourceFile],
     mut skipped: Vec<SkippedFile>,
-) -> Result<Corpus, RetrievalError> {
+) -> Result<Corpus, IngestError> {
     let mut docs = Vec::new();
     let mut documents = Vec::new();
     let mut stats = KbStats::default();
@@ -131,7 +120,7 @@ pub(crate) fn build(
     }
     skipped.sort_by(|a, b| a.path.cmp(&b.path));
     if docs.is_empty() {
-        return Err(RetrievalError::NoDocuments {
+        return Err(IngestError::NoDocuments {
             path: root.to_path_buf(),
             skipped,
         });
@@ -154,12 +143,12 @@ fn jsonl(file: &SourceFile) -> JsonlFile<'_> {
 }
 
 /// Reads and builds the corpus of a folder, with `MAX_DOCUMENT_BYTES` from the environment.
-pub(crate) fn load_dir(root: &Path) -> Result<Corpus, RetrievalError> {
+pub(crate) fn load_dir(root: &Path) -> Result<Corpus, IngestError> {
     load_dir_with(root, &ReadLimits::from_env()?)
 }
 
 /// [`load_dir`] with explicit limits.
-pub(crate) fn load_dir_with(root: &Path, limits: &ReadLimits) -> Result<Corpus, RetrievalError> {
+pub(crate) fn load_dir_with(root: &Path, limits: &ReadLimits) -> Result<Corpus, IngestError> {
     let (files, skipped) = read_dir(root, limits)?;
     build(root, &files, skipped)
 }
@@ -212,7 +201,7 @@ mod tests {
         fs::write(dir.path().join("notes.csv"), "a,b").unwrap();
         fs::write(dir.path().join("empty.md"), "").unwrap();
         let err = load_dir(dir.path()).err().unwrap();
-        assert!(matches!(err, RetrievalError::NoDocuments { .. }), "{err}");
+        assert!(matches!(err, IngestError::NoDocuments { .. }), "{err}");
         // Every skipped file is named with its reason.
         let text = err.to_string();
         assert!(text.contains("all 2 files found were skipped"), "{text}");
@@ -227,6 +216,6 @@ mod tests {
             "{err}"
         );
         let err = load_dir(&dir.path().join("missing")).err().unwrap();
-        assert!(matches!(err, RetrievalError::Io { .. }), "{err}");
+        assert!(matches!(err, IngestError::Io { .. }), "{err}");
     }
 }

@@ -2,7 +2,7 @@
 //! the header row, and rows are grouped into passages of up to [`MAX_WORDS`] words, never
 //! cutting a row in half.
 use super::passages::{Passage, MAX_WORDS};
-use crate::kb::bundle::format::SkipReason;
+use crate::knowledge::SkipReason;
 
 /// Each data row of a table as `column: value; ...` (empty values left out; a row with no
 /// value at all is dropped). A row with another field count than the header is an error.

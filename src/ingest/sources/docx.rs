@@ -5,7 +5,7 @@
 //! outline level) becomes a `#` line of that level; table rows become text rows (`header:
 //! value; ...` under a header row); deleted text (tracked changes) is left out. Each part is
 //! read with a size bound, so a small zip cannot inflate without limit.
-use crate::kb::bundle::format::SkipReason;
+use crate::knowledge::SkipReason;
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 use std::collections::HashMap;

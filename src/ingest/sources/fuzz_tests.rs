@@ -3,7 +3,7 @@
 //! flipped, cut or spliced. Every input must give text or a typed skip, never a panic; a
 //! reader that hung would hold the test past its time-out.
 use super::{csv, docx, pdf, rst};
-use crate::kb::bundle::format::SkipReason;
+use crate::knowledge::SkipReason;
 use proptest::prelude::*;
 
 const GUIDE_PDF: &[u8] = include_bytes!("../../../tests/fixtures/formats/good/field-guide.pdf");

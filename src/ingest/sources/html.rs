@@ -1,19 +1,19 @@
 //! HTML sources: the markup is rendered to plain text by `html2text` (scripts, styles and tags
 //! dropped, entities decoded, headings kept as `#` lines), so an HTML page is then split into
 //! passages exactly like a Markdown document.
-use crate::search::RetrievalError;
+use crate::ingest::IngestError;
 use std::path::Path;
 
 /// Wide enough that no heading or sentence is wrapped onto a second line.
 const WIDTH: usize = 100_000;
 
 /// The text of an HTML document, with Markdown-style headings.
-pub(crate) fn to_text(path: &Path, html: &[u8]) -> Result<String, RetrievalError> {
+pub(crate) fn to_text(path: &Path, html: &[u8]) -> Result<String, IngestError> {
     // The rich decorator marks links and emphasis with annotations, not characters, and
     // keeps headings as `#` lines.
     let text = html2text::config::rich()
         .string_from_read(html, WIDTH)
-        .map_err(|e| RetrievalError::Invalid {
+        .map_err(|e| IngestError::Invalid {
             path: path.to_path_buf(),
             message: format!("not readable as HTML: {e}"),
         })?;

@@ -9,7 +9,8 @@
 //!
 //! Every line is validated; the first bad line is reported as `file:line: problem`. When any
 //! nodes are given, edges and community members must refer to known node ids.
-use crate::search::{DocKind, Document, RetrievalError};
+use crate::ingest::IngestError;
+use crate::knowledge::{DocKind, Document};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -50,7 +51,7 @@ struct CommunityLine {
 }
 
 /// Parses the non-blank lines of a JSONL file, reporting the first bad one as `file:line`.
-fn parse_lines<T: DeserializeOwned>(file: &JsonlFile) -> Result<Vec<(usize, T)>, RetrievalError> {
+fn parse_lines<T: DeserializeOwned>(file: &JsonlFile) -> Result<Vec<(usize, T)>, IngestError> {
     let mut out = Vec::new();
     for (i, line) in file.text.lines().enumerate() {
         let line = line.trim();
@@ -63,7 +64,7 @@ fn parse_lines<T: DeserializeOwned>(file: &JsonlFile) -> Result<Vec<(usize, T)>,
     Ok(out)
 }
 
-fn parse_error(file: &JsonlFile, line: usize, err: &serde_json::Error) -> RetrievalError {
+fn parse_error(file: &JsonlFile, line: usize, err: &serde_json::Error) -> IngestError {
     // serde_json appends "at line 1 column N"; the line is ours, the column is still useful.
     let text = err.to_string();
     let message = text
@@ -72,15 +73,15 @@ fn parse_error(file: &JsonlFile, line: usize, err: &serde_json::Error) -> Retrie
     invalid_line(file, line, format!("{message} (column {})", err.column()))
 }
 
-fn invalid_line(file: &JsonlFile, line: usize, message: impl Into<String>) -> RetrievalError {
-    RetrievalError::Parse {
+fn invalid_line(file: &JsonlFile, line: usize, message: impl Into<String>) -> IngestError {
+    IngestError::Parse {
         path: file.path.clone(),
         line,
         message: message.into(),
     }
 }
 
-fn require(file: &JsonlFile, line: usize, field: &str, value: &str) -> Result<(), RetrievalError> {
+fn require(file: &JsonlFile, line: usize, field: &str, value: &str) -> Result<(), IngestError> {
     if value.trim().is_empty() {
         return Err(invalid_line(
             file,
@@ -100,7 +101,7 @@ fn check_known(
     line: usize,
     what: &str,
     id: &str,
-) -> Result<(), RetrievalError> {
+) -> Result<(), IngestError> {
     if names.is_empty() || names.contains_key(id) {
         return Ok(());
     }
@@ -116,7 +117,7 @@ pub(crate) fn documents(
     nodes: &[JsonlFile],
     edges: &[JsonlFile],
     communities: &[JsonlFile],
-) -> Result<Vec<Document>, RetrievalError> {
+) -> Result<Vec<Document>, IngestError> {
     let mut docs = Vec::new();
     let mut names = Names::new();
     for file in nodes {

@@ -9,8 +9,8 @@
 //! - The `metadata` object of a `nodes.jsonl`, `edges.jsonl` or `communities.jsonl` record.
 use super::jsonl::JsonlFile;
 use super::source_file::SourceFile;
-use crate::search::meta_table::Meta;
-use crate::search::RetrievalError;
+use crate::ingest::IngestError;
+use crate::knowledge::Meta;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -24,10 +24,10 @@ pub(crate) fn is_sidecar(rel: &str) -> bool {
 
 /// The sidecars among `files`, by the relative path they are named after (without
 /// `.meta.json`); a sidecar that is not a JSON object of scalars is an error naming it.
-pub(crate) fn sidecars(files: &[SourceFile]) -> Result<HashMap<String, Meta>, RetrievalError> {
+pub(crate) fn sidecars(files: &[SourceFile]) -> Result<HashMap<String, Meta>, IngestError> {
     let mut out = HashMap::new();
     for file in files.iter().filter(|f| is_sidecar(&f.rel)) {
-        let invalid = |message: String| RetrievalError::Invalid {
+        let invalid = |message: String| IngestError::Invalid {
             path: file.path.clone(),
             message,
         };
@@ -140,7 +140,7 @@ fn typed(value: &str) -> Value {
 
 /// The metadata of every record of the graph files, in the order their documents are made
 /// (nodes, edges, communities; line by line, blank lines skipped).
-pub(crate) fn of_records(files: &[&[JsonlFile]]) -> Result<Vec<Meta>, RetrievalError> {
+pub(crate) fn of_records(files: &[&[JsonlFile]]) -> Result<Vec<Meta>, IngestError> {
     let mut out = Vec::new();
     for file in files.iter().flat_map(|f| f.iter()) {
         for (i, line) in file.text.lines().enumerate() {
@@ -151,7 +151,7 @@ pub(crate) fn of_records(files: &[&[JsonlFile]]) -> Result<Vec<Meta>, RetrievalE
             let value: Value = serde_json::from_str(line).unwrap_or_default();
             let meta = match value.get("metadata") {
                 None | Some(Value::Null) => Meta::new(),
-                Some(m) => object(m.clone()).map_err(|message| RetrievalError::Parse {
+                Some(m) => object(m.clone()).map_err(|message| IngestError::Parse {
                     path: file.path.clone(),
                     line: i + 1,
                     message,

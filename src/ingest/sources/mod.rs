@@ -29,7 +29,7 @@ mod rst;
 mod source_file;
 mod walk;
 
-pub(crate) use corpus::{build, load_dir, Corpus};
+pub(crate) use corpus::{build, load_dir};
 pub(crate) use jsonl::graph_kind;
 pub(crate) use metadata::is_sidecar;
 pub(crate) use read::{enable_parsers, read_bytes, unread_skip, Outcome, ReadLimits};

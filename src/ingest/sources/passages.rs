@@ -4,11 +4,11 @@
 //! holds roughly [`MIN_WORDS`]..[`MAX_WORDS`] words, and is titled "Document — Section" so a
 //! citation says where it came from; the section is the heading path below the title
 //! ("Usage — Features" for a `###` under a `##`), split off again at indexing
-//! (`search::bm25::schema::split_title`) so the document title and the headings are
+//! ([`split_title`](crate::knowledge::split_title)) so the document title and the headings are
 //! searched as their own fields. Sections shorter than [`MIN_WORDS`] are merged with the
 //! next one (their heading kept as a line of text); paragraphs longer than [`MAX_WORDS`] are
 //! cut at line, then sentence, then word boundaries.
-use crate::search::bm25::schema::TITLE_SEPARATOR;
+use crate::knowledge::TITLE_SEPARATOR;
 
 /// A passage is closed once it has at least this many words and a new section starts.
 pub(crate) const MIN_WORDS: usize = 80;
@@ -277,7 +277,7 @@ fn chunk(title: &str, blocks: Vec<Block>) -> Vec<Passage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::bm25::schema::split_title;
+    use crate::knowledge::split_title;
 
     fn words(n: usize, word: &str) -> String {
         vec![word; n].join(" ")

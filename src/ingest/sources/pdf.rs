@@ -6,7 +6,7 @@
 //! the page ([`tidy`]): hyphenation at line ends joined, and running headers, footers and page
 //! numbers removed. Page contents are decompressed under a bound, so a small file cannot
 //! inflate without limit.
-use crate::kb::bundle::format::SkipReason;
+use crate::knowledge::SkipReason;
 use lopdf::content::Content;
 use lopdf::{Document, Encoding, Object};
 use std::collections::BTreeMap;

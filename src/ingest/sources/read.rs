@@ -16,8 +16,8 @@
 use super::source_file::SourceFile;
 use super::{html, rst};
 use crate::config::DEFAULT_MAX_DOCUMENT_BYTES;
-use crate::kb::bundle::format::{Format, SkipReason, SkippedFile};
-use crate::search::RetrievalError;
+use crate::ingest::IngestError;
+use crate::knowledge::{Format, SkipReason, SkippedFile};
 use std::fs;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -38,7 +38,7 @@ static PARSERS: OnceLock<Parsers> = OnceLock::new();
 static HTML: OnceLock<HtmlReader> = OnceLock::new();
 
 /// Renders an HTML file's bytes to text ([`html::to_text`]).
-type HtmlReader = fn(&std::path::Path, &[u8]) -> Result<String, RetrievalError>;
+type HtmlReader = fn(&std::path::Path, &[u8]) -> Result<String, IngestError>;
 
 /// Makes HTML readable in this process, and PDF, Word and CSV/TSV with the `formats` feature.
 /// Called by ingest and the CLI, never by the API, stream and worker functions.
@@ -75,7 +75,7 @@ impl Default for ReadLimits {
 
 impl ReadLimits {
     /// The defaults, with `MAX_DOCUMENT_BYTES` (a positive number of bytes) when set.
-    pub(crate) fn from_env() -> Result<Self, RetrievalError> {
+    pub(crate) fn from_env() -> Result<Self, IngestError> {
         let mut limits = Self::default();
         if let Ok(value) = std::env::var("MAX_DOCUMENT_BYTES") {
             limits.max_document_bytes = value
@@ -83,7 +83,7 @@ impl ReadLimits {
                 .parse::<u64>()
                 .ok()
                 .filter(|n| *n > 0)
-                .ok_or_else(|| RetrievalError::Invalid {
+                .ok_or_else(|| IngestError::Invalid {
                     path: PathBuf::from("MAX_DOCUMENT_BYTES"),
                     message: format!("must be a positive number of bytes, got {value:?}"),
                 })?;
@@ -106,18 +106,18 @@ pub(crate) fn read_file(
     rel: String,
     format: Option<Format>,
     limits: &ReadLimits,
-) -> Result<Outcome, RetrievalError> {
+) -> Result<Outcome, IngestError> {
     let skip = |rel: String, reason| Ok(Outcome::Skipped(SkippedFile { path: rel, reason }));
     if format.is_some_and(no_reader) {
         return skip(rel, SkipReason::NoReader);
     }
     let size = fs::metadata(&path)
-        .map_err(|e| RetrievalError::io(&path, e))?
+        .map_err(|e| IngestError::io(&path, e))?
         .len();
     if let Some(reason) = unread_skip(format, size, limits) {
         return skip(rel, reason);
     }
-    let bytes = fs::read(&path).map_err(|e| RetrievalError::io(&path, e))?;
+    let bytes = fs::read(&path).map_err(|e| IngestError::io(&path, e))?;
     read_bytes(path, rel, format, bytes, limits)
 }
 
@@ -149,7 +149,7 @@ pub(crate) fn read_bytes(
     format: Option<Format>,
     bytes: Vec<u8>,
     limits: &ReadLimits,
-) -> Result<Outcome, RetrievalError> {
+) -> Result<Outcome, IngestError> {
     let skip = |rel: String, reason| Ok(Outcome::Skipped(SkippedFile { path: rel, reason }));
     let parsers = PARSERS.get().copied();
     let Some(format) = format else {
@@ -202,8 +202,8 @@ enum Body {
     Pages(Vec<String>),
 }
 
-fn utf8(path: &std::path::Path, bytes: Vec<u8>) -> Result<String, RetrievalError> {
-    String::from_utf8(bytes).map_err(|_| RetrievalError::Invalid {
+fn utf8(path: &std::path::Path, bytes: Vec<u8>) -> Result<String, IngestError> {
+    String::from_utf8(bytes).map_err(|_| IngestError::Invalid {
         path: path.to_path_buf(),
         message: "not valid UTF-8 text".into(),
     })

@@ -1,5 +1,5 @@
 //! One source file as a reader left it: text, or a PDF's pages, with its paths and format.
-use crate::kb::bundle::format::Format;
+use crate::knowledge::Format;
 use std::path::{Path, PathBuf};
 
 /// One source file: its path for errors, its `kb://` path (relative, `/`-separated), its

@@ -5,8 +5,9 @@ use super::jsonl;
 use super::metadata;
 use super::read::{self, Outcome, ReadLimits};
 use super::source_file::SourceFile;
-use crate::kb::bundle::format::{Format, SkipReason, SkippedFile, MANIFEST};
-use crate::search::RetrievalError;
+use crate::ingest::IngestError;
+use crate::kb::holds_bundle;
+use crate::knowledge::{Format, SkipReason, SkippedFile};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -30,22 +31,20 @@ pub(crate) fn reading_format(path: &Path) -> Result<Option<Format>, SkipReason> 
 /// `root`, in no particular order. Hidden entries (`.git`, dotfiles) and folders written by
 /// ingest (they hold an index, not sources) are passed over; symlinked files are followed,
 /// symlinked folders are not (no cycles).
-pub(crate) fn files_under(root: &Path) -> Result<Vec<(PathBuf, String)>, RetrievalError> {
+pub(crate) fn files_under(root: &Path) -> Result<Vec<(PathBuf, String)>, IngestError> {
     let mut out = Vec::new();
     let mut pending = vec![root.to_path_buf()];
     while let Some(dir) = pending.pop() {
-        let entries = fs::read_dir(&dir).map_err(|e| RetrievalError::io(&dir, e))?;
+        let entries = fs::read_dir(&dir).map_err(|e| IngestError::io(&dir, e))?;
         for entry in entries {
-            let entry = entry.map_err(|e| RetrievalError::io(&dir, e))?;
+            let entry = entry.map_err(|e| IngestError::io(&dir, e))?;
             let path = entry.path();
             if entry.file_name().to_string_lossy().starts_with('.') {
                 continue;
             }
-            let file_type = entry
-                .file_type()
-                .map_err(|e| RetrievalError::io(&path, e))?;
+            let file_type = entry.file_type().map_err(|e| IngestError::io(&path, e))?;
             if file_type.is_dir() {
-                if !path.join(MANIFEST).exists() {
+                if !holds_bundle(&path) {
                     pending.push(path);
                 }
                 continue;
@@ -69,7 +68,7 @@ pub(crate) fn files_under(root: &Path) -> Result<Vec<(PathBuf, String)>, Retriev
 pub(crate) fn read_dir(
     root: &Path,
     limits: &ReadLimits,
-) -> Result<(Vec<SourceFile>, Vec<SkippedFile>), RetrievalError> {
+) -> Result<(Vec<SourceFile>, Vec<SkippedFile>), IngestError> {
     let mut files = Vec::new();
     let mut skipped = Vec::new();
     for (path, rel) in files_under(root)? {

@@ -8,12 +8,14 @@ use super::objects::SyncObjects;
 use super::state::{DocStatus, SyncState};
 use crate::embed::Embedder;
 use crate::ingest::embedding::{embed_with_retries, text_of, Embedded, Key};
-use crate::ingest::into_bundle::remove_dir_if_exists;
 use crate::ingest::options::IngestOptions;
+use crate::ingest::pipeline;
 use crate::ingest::plan::Plan;
-use crate::ingest::sources::{self, Corpus, SourceFile};
-use crate::kb::bundle::format::{EmbeddingInfo, SkipReason, SkippedFile};
-use crate::search::RetrievalError;
+use crate::ingest::sources::{self, SourceFile};
+use crate::ingest::IngestError;
+use crate::kb::{remove_dir_if_exists, BundleFolder};
+use crate::knowledge::Corpus;
+use crate::knowledge::{EmbeddingInfo, SkipReason, SkippedFile};
 use futures::StreamExt;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -37,7 +39,7 @@ pub(crate) fn corpus_of(
     state: &SyncState,
     root: &Path,
     unknown: &[SkippedFile],
-) -> Result<Corpus, RetrievalError> {
+) -> Result<Corpus, IngestError> {
     let mut files = Vec::new();
     let mut skipped = unknown.to_vec();
     for (rel, doc) in &state.documents {
@@ -77,13 +79,13 @@ pub(crate) async fn build_and_publish(
     objects: &SyncObjects,
     options: &IngestOptions<'_>,
     changed: &HashSet<String>,
-) -> Result<Built, RetrievalError> {
+) -> Result<Built, IngestError> {
     let corpus = corpus_of(state, root, unknown)?;
     let work = std::env::temp_dir().join(format!("bounded-rag-sync-{}", uuid::Uuid::new_v4()));
+    let folder = BundleFolder::in_work_folder(&work);
     let plan = Plan {
         source: root.to_path_buf(),
-        target: work.join("bundle"),
-        staging: work.join(".bundle.partial"),
+        staging: folder.staging().to_path_buf(),
         corpus,
     };
     let (vectors, embedded, cached) = match options.embedder {
@@ -95,18 +97,18 @@ pub(crate) async fn build_and_publish(
         None => (None, 0, 0),
     };
     let result = async {
-        let calls = vectors.as_ref().map_or(0, |v| v.calls);
-        let summary = plan.finish(
+        let summary = pipeline::write(
+            plan,
+            &folder,
             vectors,
             options.progress,
-            (embedded, calls),
             options.description.as_deref(),
         )?;
         let version = summary.manifest.content_hash;
         let current = objects.store.pointer().await.ok().map(|p| p.version);
         // The same documents as the version readers load: nothing to publish.
         if current.as_deref() == Some(version.as_str()) {
-            return Ok::<_, RetrievalError>((version, false));
+            return Ok::<_, IngestError>((version, false));
         }
         let published = objects.store.publish(&summary.target).await?;
         Ok((published.version, true))
@@ -131,7 +133,7 @@ async fn vectors(
     objects: &SyncObjects,
     options: &IngestOptions<'_>,
     changed: &HashSet<String>,
-) -> Result<(Embedded, usize), RetrievalError> {
+) -> Result<(Embedded, usize), IngestError> {
     let cache = EmbeddingCache::new(objects, embedder, &options.passage_prefix);
     let texts: Vec<(Key, String, bool)> = plan
         .passages()
@@ -208,7 +210,7 @@ pub(crate) async fn embed_missing<T>(
     options: &IngestOptions<'_>,
     texts: &[(Key, String, T)],
     have: &HashMap<Key, Vec<f32>>,
-) -> Result<(HashMap<Key, Vec<f32>>, usize), RetrievalError>
+) -> Result<(HashMap<Key, Vec<f32>>, usize), IngestError>
 where
     T: Sync,
 {
@@ -227,7 +229,7 @@ where
         .buffer_unordered(options.concurrency.max(1));
     let (mut fresh, mut calls) = (HashMap::new(), 0);
     while let Some((batch, result)) = pending.next().await {
-        let (got, attempts) = result.map_err(|source| RetrievalError::Interrupted {
+        let (got, attempts) = result.map_err(|source| IngestError::Interrupted {
             done: fresh.len(),
             total: todo.len(),
             staging: PathBuf::from(cache.location()),

@@ -12,8 +12,8 @@
 use super::objects::SyncObjects;
 use crate::embed::Embedder;
 use crate::ingest::embedding::{record, Key};
-use crate::kb::bundle::format::hex;
-use crate::search::RetrievalError;
+use crate::ingest::IngestError;
+use crate::knowledge::hex;
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -70,7 +70,7 @@ impl<'a> EmbeddingCache<'a> {
     }
 
     /// The last version's vectors (empty when there is none).
-    pub(crate) async fn snapshot(&self) -> Result<HashMap<Key, Vec<f32>>, RetrievalError> {
+    pub(crate) async fn snapshot(&self) -> Result<HashMap<Key, Vec<f32>>, IngestError> {
         let bytes = self.objects.get(&self.snapshot_name()).await?;
         let mut out = HashMap::new();
         let (bytes, mut at) = (bytes.unwrap_or_default(), 0);
@@ -82,10 +82,7 @@ impl<'a> EmbeddingCache<'a> {
     }
 
     /// Replaces the snapshot with `vectors`.
-    pub(crate) async fn save_snapshot(
-        &self,
-        vectors: &[(Key, &[f32])],
-    ) -> Result<(), RetrievalError> {
+    pub(crate) async fn save_snapshot(&self, vectors: &[(Key, &[f32])]) -> Result<(), IngestError> {
         let mut bytes = Vec::new();
         for (key, vector) in vectors {
             encode(&mut bytes, key, vector);
@@ -97,7 +94,7 @@ impl<'a> EmbeddingCache<'a> {
     pub(crate) async fn get_many(
         &self,
         keys: &[Key],
-    ) -> Result<HashMap<Key, Vec<f32>>, RetrievalError> {
+    ) -> Result<HashMap<Key, Vec<f32>>, IngestError> {
         let mut found = HashMap::new();
         let mut gets = futures::stream::iter(keys)
             .map(|key| async move { (*key, self.objects.get(&self.object_name(key)).await) })
@@ -117,7 +114,7 @@ impl<'a> EmbeddingCache<'a> {
     }
 
     /// Stores freshly embedded vectors.
-    pub(crate) async fn put_many(&self, vectors: &[(Key, Vec<f32>)]) -> Result<(), RetrievalError> {
+    pub(crate) async fn put_many(&self, vectors: &[(Key, Vec<f32>)]) -> Result<(), IngestError> {
         let mut puts = futures::stream::iter(vectors)
             .map(|(key, vector)| async move {
                 let bytes = vector.iter().flat_map(|x| x.to_le_bytes()).collect();

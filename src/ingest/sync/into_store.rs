@@ -10,31 +10,28 @@ use super::run::{compare, Compared};
 use super::state::SyncState;
 use super::summary::SyncSummary;
 use super::SyncSource;
+use crate::ingest::describe;
 use crate::ingest::embedding::{embed_with_retries, text_of};
-use crate::ingest::into_store::{documents, write_documents};
 use crate::ingest::options::IngestOptions;
 use crate::ingest::sources::{enable_parsers, graph_kind, is_sidecar};
-use crate::kb::bundle::format::EmbeddingInfo;
-use crate::kb::postgres::sql::{first_text, Statement};
-use crate::kb::postgres::{schema, schema_error, write, Sql, SqlError};
-use crate::search::{DocKind, RetrievalError};
-use base64::Engine as _;
+use crate::ingest::IngestError;
+use crate::kb::Mirror;
+use crate::knowledge::EmbeddingInfo;
 use std::collections::HashMap;
 use std::path::Path;
 
-/// Syncs `source` into the store `sql`.
+/// Syncs `source` into `store`, a database kept as its mirror (PostgreSQL).
 pub(crate) async fn sync_into_store(
     source: &SyncSource,
-    sql: &dyn Sql,
+    store: &dyn Mirror,
     options: &IngestOptions<'_>,
-) -> Result<SyncSummary, RetrievalError> {
+) -> Result<SyncSummary, IngestError> {
     enable_parsers();
-    let fail = |e: SqlError| schema_error(sql.name(), schema::SchemaError::Sql(e));
-    let old = load(sql).await.map_err(fail)?;
+    let old = load(store).await?;
     let compared = compare(source, &old).await?;
     if compared.nothing_new(&old) {
         if compared.next != old {
-            save(sql, &compared.next).await.map_err(fail)?;
+            store.save_sync_state(&compared.next.encode()).await?;
         }
         let mut summary = compared.summary;
         summary.version = old.version;
@@ -52,37 +49,13 @@ pub(crate) async fn sync_into_store(
             .iter()
             .any(|rel| is_sidecar(rel) || graph_kind(Path::new(rel)).is_some());
 
-    let groups = documents(&corpus, |path| everything || changed.contains(path));
+    let groups = corpus.groups(|path| everything || changed.contains(path));
 
     // Vectors for the passages written whose row holds none yet.
     let mut vectors: HashMap<usize, Vec<f32>> = HashMap::new();
     let mut info: Option<EmbeddingInfo> = None;
     if let Some(embedder) = options.embedder {
-        let mut keyed = Vec::new();
-        for (document, positions) in &groups {
-            let docs = positions.iter().map(|i| &corpus.docs[*i]);
-            keyed.extend(
-                positions
-                    .iter()
-                    .copied()
-                    .zip(write::row_hashes(document, docs)),
-            );
-        }
-        let keyed: Vec<(usize, String)> = keyed
-            .into_iter()
-            .filter(|(i, _)| corpus.docs[*i].kind == DocKind::Episode)
-            .collect();
-        let hashes: Vec<String> = keyed.iter().map(|k| k.1.clone()).collect();
-        // A store not written yet holds no vectors.
-        let have = match schema::read(sql).await {
-            Ok(_) => write::with_vectors(sql, &hashes).await.map_err(fail)?,
-            Err(_) => Default::default(),
-        };
-        let todo: Vec<usize> = keyed
-            .iter()
-            .filter(|(_, h)| !have.contains(h))
-            .map(|(i, _)| *i)
-            .collect();
+        let (todo, passages) = store.passages_without_vectors(&corpus, &groups).await?;
         options.progress.stage("embedding", todo.len() as u64);
         for batch in todo.chunks(options.batch_size.max(1)) {
             let inputs: Vec<String> = batch
@@ -97,10 +70,10 @@ pub(crate) async fn sync_into_store(
                 .collect();
             let (got, _calls) = embed_with_retries(embedder, &inputs, options)
                 .await
-                .map_err(|source| RetrievalError::Interrupted {
+                .map_err(|source| IngestError::Interrupted {
                     done: summary.embedded_passages,
                     total: todo.len(),
-                    staging: sql.name().into(),
+                    staging: store.name().into(),
                     source,
                 })?;
             summary.embedded_passages += got.len();
@@ -108,7 +81,7 @@ pub(crate) async fn sync_into_store(
             options.progress.advance(batch.len() as u64);
         }
         options.progress.finish();
-        summary.cached_passages = keyed.len() - todo.len();
+        summary.cached_passages = passages - todo.len();
         info = vectors.values().next().map(|v| EmbeddingInfo {
             provider: embedder.provider().to_owned(),
             model: embedder.model().to_owned(),
@@ -118,21 +91,24 @@ pub(crate) async fn sync_into_store(
             passage_prefix: options.passage_prefix.clone(),
         });
     }
-    schema::ensure(sql, info.as_ref(), options.tenant_key.as_deref())
-        .await
-        .map_err(|e| schema_error(sql.name(), e))?;
+    store
+        .prepare(info.as_ref(), options.tenant_key.as_deref())
+        .await?;
 
-    write_documents(
-        sql,
-        &corpus,
-        &groups,
-        |i| vectors.get(&i).map(Vec::as_slice),
-        options,
-    )
-    .await?;
+    let description = describe::given_or_derived(options.description.as_deref(), &corpus.docs);
+    store
+        .write(
+            &corpus,
+            &groups,
+            &|i| vectors.get(&i).map(Vec::as_slice),
+            options.progress,
+            options.tenant_index_rows,
+            description.as_deref(),
+        )
+        .await?;
     let version = content_version(&next);
     next.version = Some(version.clone());
-    save(sql, &next).await.map_err(fail)?;
+    store.save_sync_state(&next.encode()).await?;
     summary.published = true;
     summary.version = Some(version);
     Ok(summary)
@@ -148,49 +124,13 @@ fn content_version(state: &SyncState) -> String {
         h.update(doc.hash.as_bytes());
         h.update([0]);
     }
-    crate::kb::bundle::format::hex(&h.finalize())
+    crate::knowledge::hex_digest(h)
 }
 
 /// The last sync's state, or an empty one.
-async fn load(sql: &dyn Sql) -> Result<SyncState, SqlError> {
-    let rows = match sql
-        .query(&Statement::new(
-            "SELECT state FROM bounded_rag_sync",
-            vec![],
-        ))
-        .await
-    {
-        Err(e) if e.code.as_deref() == Some(schema::UNDEFINED_TABLE) => {
-            return Ok(SyncState::default())
-        }
-        other => other?,
-    };
-    let Some(text) = first_text(&rows) else {
-        return Ok(SyncState::default());
-    };
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text)
-        .map_err(|e| SqlError::permanent(format!("bounded_rag_sync.state: {e}")))?;
-    SyncState::decode(&bytes)
-        .map_err(|e| SqlError::permanent(format!("bounded_rag_sync.state: {e}")))
-}
-
-/// Stores the state (after the changes it describes are written).
-async fn save(sql: &dyn Sql, state: &SyncState) -> Result<(), SqlError> {
-    let text = base64::engine::general_purpose::STANDARD.encode(state.encode());
-    sql.transaction(&[
-        Statement::new(
-            "CREATE TABLE IF NOT EXISTS bounded_rag_sync (\
-               singleton bool PRIMARY KEY DEFAULT true CHECK (singleton), \
-               state text NOT NULL, \
-               updated_at timestamptz NOT NULL DEFAULT now())",
-            vec![],
-        ),
-        Statement::new(
-            "INSERT INTO bounded_rag_sync (state) VALUES (CAST($1 AS text)) \
-             ON CONFLICT (singleton) DO UPDATE SET state = EXCLUDED.state, updated_at = now()",
-            vec![text.into()],
-        ),
-    ])
-    .await
+async fn load(store: &dyn Mirror) -> Result<SyncState, IngestError> {
+    match store.sync_state().await? {
+        None => Ok(SyncState::default()),
+        Some(bytes) => SyncState::decode(&bytes).map_err(|e| store.invalid_sync_state(&e).into()),
+    }
 }

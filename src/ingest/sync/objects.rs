@@ -2,9 +2,13 @@
 //! a sync whose source holds its destination): the state, the embedding cache, the reader
 //! output of documents synced by the Lambda function. Plain gets and puts through the
 //! destination's [`BundleStore`].
-use crate::kb::bundle::s3::BundleStore;
-use crate::search::RetrievalError;
+use super::state::SyncState;
+use crate::ingest::IngestError;
+use crate::kb::BundleStore;
 use std::path::PathBuf;
+
+/// The state object's key under `.sync/`.
+const STATE: &str = "state.json.gz";
 
 /// The objects under `PREFIX/.sync/` of one destination.
 #[derive(Debug, Clone)]
@@ -24,20 +28,35 @@ impl SyncObjects {
     }
 
     /// The object at `.sync/REL`, `None` when there is none.
-    pub(crate) async fn get(&self, rel: &str) -> Result<Option<Vec<u8>>, RetrievalError> {
-        self.store.get_object(&self.key(rel)).await
+    pub(crate) async fn get(&self, rel: &str) -> Result<Option<Vec<u8>>, IngestError> {
+        Ok(self.store.get_object(&self.key(rel)).await?)
     }
 
     /// Writes `.sync/REL`.
-    pub(crate) async fn put(&self, rel: &str, body: Vec<u8>) -> Result<(), RetrievalError> {
-        self.store.put(&self.key(rel), body).await
+    pub(crate) async fn put(&self, rel: &str, body: Vec<u8>) -> Result<(), IngestError> {
+        Ok(self.store.put(&self.key(rel), body).await?)
     }
 
     /// An object that is there but not what the sync wrote.
-    pub(crate) fn invalid(&self, rel: &str, message: String) -> RetrievalError {
-        RetrievalError::Invalid {
+    pub(crate) fn invalid(&self, rel: &str, message: String) -> IngestError {
+        IngestError::Invalid {
             path: PathBuf::from(self.store.location.url(&self.key(rel))),
             message,
         }
+    }
+}
+
+impl SyncObjects {
+    /// The last sync's state, or an empty one when this destination was never synced.
+    pub(crate) async fn load_state(&self) -> Result<SyncState, IngestError> {
+        let Some(bytes) = self.get(STATE).await? else {
+            return Ok(SyncState::default());
+        };
+        SyncState::decode(&bytes).map_err(|e| self.invalid(STATE, e))
+    }
+
+    /// Replaces the stored state (one `PutObject`: readers see the old one or this one).
+    pub(crate) async fn save_state(&self, state: &SyncState) -> Result<(), IngestError> {
+        self.put(STATE, state.encode()).await
     }
 }

@@ -12,7 +12,7 @@
 //! ([`FailReason::Abandoned`]): it still never blocks the others.
 use super::state::{DocStatus, FailReason};
 use crate::ingest::sources::{read_bytes, Outcome, ReadLimits};
-use crate::kb::bundle::format::Format;
+use crate::knowledge::Format;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -154,7 +154,7 @@ mod tests {
         assert_eq!(
             read(b"  \n", 100),
             DocStatus::Skipped {
-                reason: crate::kb::bundle::format::SkipReason::Empty
+                reason: crate::knowledge::SkipReason::Empty
             }
         );
     }

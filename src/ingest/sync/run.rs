@@ -10,9 +10,10 @@ use super::state::{DocState, DocStatus, SyncState};
 use super::summary::{FailedFile, SyncSummary};
 use crate::ingest::options::IngestOptions;
 use crate::ingest::sources::{enable_parsers, reading_format, unread_skip, ReadLimits};
-use crate::kb::bundle::format::{hex, Format, SkippedFile};
-use crate::kb::bundle::s3::BundleStore;
-use crate::search::RetrievalError;
+use crate::ingest::IngestError;
+use crate::kb::BundleStore;
+use crate::knowledge::hex;
+use crate::knowledge::{Format, SkippedFile};
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
@@ -47,7 +48,7 @@ pub async fn sync(
     source: &SyncSource,
     dest: &BundleStore,
     options: &IngestOptions<'_>,
-) -> Result<SyncSummary, RetrievalError> {
+) -> Result<SyncSummary, IngestError> {
     enable_parsers();
     let objects = SyncObjects::new(dest.clone());
     let old = objects.load_state().await?;
@@ -80,10 +81,7 @@ pub async fn sync(
 }
 
 /// Lists `source`, compares it with `old` and reads the files whose fingerprint moved.
-pub(crate) async fn compare(
-    source: &SyncSource,
-    old: &SyncState,
-) -> Result<Compared, RetrievalError> {
+pub(crate) async fn compare(source: &SyncSource, old: &SyncState) -> Result<Compared, IngestError> {
     let limits = ReadLimits::from_env()?;
     let listed_at = super::source::now_ns();
     let listed = source.list().await?;

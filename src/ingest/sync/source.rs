@@ -5,8 +5,8 @@
 use super::state::FailReason;
 use crate::aws::S3Location;
 use crate::ingest::sources::files_under;
-use crate::kb::bundle::format::MANIFEST;
-use crate::search::RetrievalError;
+use crate::ingest::IngestError;
+use crate::kb::MANIFEST;
 use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -78,7 +78,7 @@ impl SyncSource {
     }
 
     /// Every file that counts, sorted by relative path.
-    pub(crate) async fn list(&self) -> Result<Vec<Listed>, RetrievalError> {
+    pub(crate) async fn list(&self) -> Result<Vec<Listed>, IngestError> {
         let mut out = match self {
             Self::Folder(dir) => list_dir(dir)?,
             Self::S3 { client, location } => list_s3(client, location).await?,
@@ -117,7 +117,7 @@ fn hidden(rel: &str) -> bool {
     rel.split('/').any(|part| part.starts_with('.'))
 }
 
-fn list_dir(root: &Path) -> Result<Vec<Listed>, RetrievalError> {
+fn list_dir(root: &Path) -> Result<Vec<Listed>, IngestError> {
     let mut out = Vec::new();
     for (path, rel) in files_under(root)? {
         let Ok(meta) = fs::metadata(&path) else {
@@ -141,7 +141,7 @@ fn list_dir(root: &Path) -> Result<Vec<Listed>, RetrievalError> {
 async fn list_s3(
     client: &aws_sdk_s3::Client,
     location: &S3Location,
-) -> Result<Vec<Listed>, RetrievalError> {
+) -> Result<Vec<Listed>, IngestError> {
     let prefix = if location.prefix.is_empty() {
         String::new()
     } else {
@@ -155,7 +155,7 @@ async fn list_s3(
         .into_paginator()
         .send();
     while let Some(page) = pages.next().await {
-        let page = page.map_err(|e| RetrievalError::S3 {
+        let page = page.map_err(|e| IngestError::S3 {
             location: location.url(&prefix),
             message: crate::outbound::error_chain(&e),
         })?;

@@ -3,15 +3,11 @@
 //! that tells a change without reading (a local file's size and modification time, an S3
 //! object's ETag), the SHA-256 of its bytes, and what its reader made of it. A sync reads only
 //! the files whose fingerprint moved, and rebuilds the corpus of everything else from here.
-use super::objects::SyncObjects;
-use crate::kb::bundle::format::{Format, SkipReason};
-use crate::search::RetrievalError;
+use crate::knowledge::{Format, SkipReason};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
-/// The state object's key under the destination.
-const STATE: &str = "state.json.gz";
 /// The state's format, checked on load.
 const STATE_FORMAT: &str = "bounded-rag-sync/1";
 
@@ -142,21 +138,6 @@ impl SyncState {
             return Err(format!("unknown sync state {}", state.format));
         }
         Ok(state)
-    }
-}
-
-impl SyncObjects {
-    /// The last sync's state, or an empty one when this destination was never synced.
-    pub(crate) async fn load_state(&self) -> Result<SyncState, RetrievalError> {
-        let Some(bytes) = self.get(STATE).await? else {
-            return Ok(SyncState::default());
-        };
-        SyncState::decode(&bytes).map_err(|e| self.invalid(STATE, e))
-    }
-
-    /// Replaces the stored state (one `PutObject`: readers see the old one or this one).
-    pub(crate) async fn save_state(&self, state: &SyncState) -> Result<(), RetrievalError> {
-        self.put(STATE, state.encode()).await
     }
 }
 

@@ -1,7 +1,7 @@
 //! What a sync did: the job statistics (`kb sync --json` prints this object; the sync
 //! function records it per job).
 use super::state::FailReason;
-use crate::kb::bundle::format::SkippedFile;
+use crate::knowledge::SkippedFile;
 use serde::{Deserialize, Serialize};
 
 /// One file that failed, and why.

@@ -1,6 +1,6 @@
 //! An Amazon Bedrock knowledge base as the knowledge store (`KB_URI=bedrock-kb://ID`): every
 //! knowledge-base step is one `Retrieve` call, with `numberOfResults`, the search type asked
-//! for (`?search=hybrid|semantic`) and our filters as Bedrock's (see [`filter`]).
+//! for (`?search=hybrid|semantic`) and our filters as Bedrock's (see [`retrieval_filter`]).
 //!
 //! Bedrock holds text passages only: a request's entity, relation and community retrieval find
 //! nothing there, as in a bundle ingested without JSONL entities. The per-document cap is kept
@@ -11,17 +11,17 @@
 //! Citations name the source's location (`s3://bucket/key`, or a web or connector URL) and,
 //! when Bedrock reports it, the page (`#page=N`).
 
-mod filter;
 mod result;
+mod retrieval_filter;
 
 use crate::bedrock_client::{failure, Failure, Purpose};
 use crate::config::{BedrockKbLocation, BedrockSearch};
 use crate::error::ErrorClass;
 use crate::kb::retriever::Retriever;
-use crate::search::cap::{per_source, source_key};
-use crate::search::document::Document;
-use crate::search::options::RetrievalOptions;
+use crate::knowledge::Document;
 use crate::search::RetrievalError;
+use crate::search::RetrievalOptions;
+use crate::search::{per_source, source_key};
 use async_trait::async_trait;
 use aws_sdk_bedrockagentruntime::types::{
     KnowledgeBaseQuery, KnowledgeBaseRetrievalConfiguration,
@@ -81,7 +81,9 @@ impl Retriever for BedrockKnowledgeBase {
             return Ok(Vec::new());
         }
         let filter = match &options.filter {
-            Some(f) => filter::to_bedrock(f).map_err(|e| self.error(e, ErrorClass::Permanent))?,
+            Some(f) => {
+                retrieval_filter::to_bedrock(f).map_err(|e| self.error(e, ErrorClass::Permanent))?
+            }
             None => None,
         };
         let wanted = if self.max_per_document == 0 {

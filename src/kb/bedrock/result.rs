@@ -1,7 +1,7 @@
 //! One Bedrock `Retrieve` result as a [`Document`]: its text, where it came from (the S3 object,
 //! or the web or connector location), the page when Bedrock reports one, and its score.
 
-use crate::search::document::{DocKind, Document};
+use crate::knowledge::{DocKind, Document};
 use aws_sdk_bedrockagentruntime::types::KnowledgeBaseRetrievalResult;
 use aws_smithy_types::{Document as Value, Number};
 

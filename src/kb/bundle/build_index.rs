@@ -1,9 +1,10 @@
 //! Building the BM25 index (tantivy) from a corpus: in memory, for a knowledge base indexed at
 //! load, or into a bundle's `index/` folder. Either way one segment, written in corpus order,
-//! with the bundle format's schema and analyzer (`search::bm25::schema`); search opens it.
-use crate::search::bm25::schema::{analyzer, schema, to_indexed, TOKENIZER};
-use crate::search::bm25::SearchIndex;
-use crate::search::{Document, RetrievalError};
+//! with the bundle format's schema and analyzer (`search`'s `bm25::schema`); search opens it.
+use crate::knowledge::Document;
+use crate::search::RetrievalError;
+use crate::search::SearchIndex;
+use crate::search::{analyzer, schema, to_indexed, TOKENIZER};
 use std::path::Path;
 use tantivy::store::Compressor;
 use tantivy::{Index, IndexSettings, SingleSegmentIndexWriter};
@@ -71,8 +72,9 @@ pub(crate) fn build_in_dir(dir: &Path, docs: &[Document]) -> Result<SearchIndex,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::knowledge::DocKind;
     use crate::search::fixtures::{all, doc};
-    use crate::search::{DocKind, RetrievalOptions};
+    use crate::search::RetrievalOptions;
 
     fn sample() -> SearchIndex {
         build_in_ram(&[

@@ -3,9 +3,11 @@
 //! dimensions. Build times, file layout and tantivy's segment names are left out, so the same
 //! sources ingested the same way always hash the same. Documents with metadata extend it
 //! ([`with_metadata`]).
-use crate::kb::bundle::format::{hex, hex_digest, EmbeddingInfo, FORMAT, FORMAT_VERSION};
-use crate::search::meta_table::MetaTable;
-use crate::search::Document;
+use crate::kb::bundle::format::{FORMAT, FORMAT_VERSION};
+use crate::knowledge::Document;
+use crate::knowledge::EmbeddingInfo;
+use crate::knowledge::MetaTable;
+use crate::knowledge::{hex, hex_digest};
 use sha2::{Digest, Sha256};
 
 /// The content hash of `docs` with vectors from `embedding`.
@@ -58,20 +60,9 @@ pub(crate) fn with_metadata(hash: String, meta: &MetaTable) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::DocKind;
 
     fn doc(id: &str, content: &str) -> Document {
-        Document {
-            id: id.into(),
-            title: "t".into(),
-            url: format!("kb://{id}"),
-            content: content.into(),
-            score: 1.0,
-            kind: DocKind::Episode,
-            clear_match: false,
-            from_graph: false,
-            vector_rank: None,
-        }
+        Document::passage(id, "t", format!("kb://{id}"), content)
     }
 
     #[test]

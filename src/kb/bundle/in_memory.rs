@@ -2,13 +2,14 @@
 //! or the compiled-in sample, or a test's documents): the BM25 index built in RAM, versioned
 //! by the content hash, opened as a bundle is.
 use super::build_index::build_in_ram;
-use super::format::KbStats;
 use super::hash::{content_hash, with_metadata};
 use super::KnowledgeBase;
-use crate::search::meta_table::MetaTable;
 #[cfg(test)]
-use crate::search::DocKind;
-use crate::search::{Document, RetrievalError};
+use crate::knowledge::DocKind;
+use crate::knowledge::Document;
+use crate::knowledge::KbStats;
+use crate::knowledge::MetaTable;
+use crate::search::RetrievalError;
 #[cfg(test)]
 use std::collections::BTreeSet;
 use std::path::PathBuf;

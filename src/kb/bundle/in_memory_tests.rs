@@ -5,15 +5,8 @@ use crate::search::RetrievalOptions;
 
 fn passage(url: &str, title: &str, content: &str) -> Document {
     Document {
-        id: url.into(),
-        title: title.into(),
-        url: url.into(),
-        content: content.into(),
         score: 0.0,
-        kind: DocKind::Episode,
-        clear_match: false,
-        from_graph: false,
-        vector_rank: None,
+        ..Document::passage(url, title, url, content)
     }
 }
 

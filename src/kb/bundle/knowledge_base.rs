@@ -15,17 +15,19 @@
 //! Searches add the one-hop neighbourhood of the entities a query matches (see
 //! [`crate::search::knowledge_graph`]); the entity graph is built with the knowledge base, never per
 //! request.
-use super::format::{EmbeddingInfo, KbStats, VECTORS_FILE};
+use super::format::VECTORS_FILE;
 use super::open::{self, Opened};
 use crate::config::DEFAULT_MAX_PASSAGES_PER_DOCUMENT;
 use crate::kb::retriever::{Explained, Retriever};
-use crate::search::bm25::SearchIndex;
-use crate::search::document::Document;
-use crate::search::hybrid::Vectors;
-use crate::search::knowledge_graph::KnowledgeGraph;
-use crate::search::meta_table::MetaTable;
-use crate::search::options::RetrievalOptions;
+use crate::knowledge::Document;
+use crate::knowledge::EmbeddingInfo;
+use crate::knowledge::KbStats;
+use crate::knowledge::MetaTable;
+use crate::search::KnowledgeGraph;
 use crate::search::RetrievalError;
+use crate::search::RetrievalOptions;
+use crate::search::SearchIndex;
+use crate::search::Vectors;
 use async_trait::async_trait;
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,6 @@
 //! it names another version, that bundle is downloaded, checked and swapped in for the runs
 //! that start afterwards. Any failure (missing, corrupt, incompatible) leaves the last good
 //! version serving and is logged with its reason.
-use super::format::EmbeddingInfo;
 use super::knowledge_base::KnowledgeBase;
 use super::s3::BundleStore;
 use crate::clock::{Clock, SystemClock};
@@ -16,9 +15,10 @@ use crate::config::{
     DEFAULT_MAX_PASSAGES_PER_DOCUMENT,
 };
 use crate::kb::retriever::{Explained, Retriever};
-use crate::search::document::Document;
-use crate::search::options::RetrievalOptions;
+use crate::knowledge::Document;
+use crate::knowledge::EmbeddingInfo;
 use crate::search::RetrievalError;
+use crate::search::RetrievalOptions;
 use async_trait::async_trait;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -3,9 +3,9 @@
 //! is checked first; the knowledge base assembled from the parts checks every count against
 //! what was opened.
 use super::format::{Manifest, INDEX_DIR, MANIFEST, METADATA_FILE, VECTORS_FILE};
-use crate::search::bm25::SearchIndex;
-use crate::search::meta_table::MetaTable;
+use crate::knowledge::MetaTable;
 use crate::search::RetrievalError;
+use crate::search::SearchIndex;
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -3,11 +3,12 @@
 //! chance), generated vectors and query vectors, any limit and per-document cap. The rankings
 //! the bundle fused are read from its own index and vectors, and what it returned is checked
 //! against them (`search::hybrid::properties::check`).
-use super::format::KbStats;
 use super::KnowledgeBase;
+use crate::knowledge::KbStats;
+use crate::knowledge::{DocKind, Document};
 use crate::search::hybrid::properties::{check, Case};
-use crate::search::hybrid::Vectors;
-use crate::search::{DocKind, Document, RetrievalOptions};
+use crate::search::RetrievalOptions;
+use crate::search::Vectors;
 use proptest::prelude::*;
 
 const WORDS: &[&str] = &[

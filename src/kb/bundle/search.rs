@@ -4,15 +4,15 @@
 //! in, and either with each passage's [`Ranking`] ([`KnowledgeBase::search_explained`]).
 use super::KnowledgeBase;
 use crate::kb::retriever::Explained;
-use crate::search::allowed::Allowed;
-use crate::search::bm25::Hit;
-use crate::search::cap;
-use crate::search::document::Document;
-use crate::search::hybrid::{clear_lead, fuse, near_sources, rank_of, Fusion};
-use crate::search::knowledge_graph::{self as graph, Merged};
-use crate::search::options::RetrievalOptions;
-use crate::search::ranking::Ranking;
+use crate::knowledge::Document;
+use crate::search::per_source;
+use crate::search::Allowed;
+use crate::search::Hit;
+use crate::search::Ranking;
 use crate::search::RetrievalError;
+use crate::search::RetrievalOptions;
+use crate::search::{clear_lead, fuse, near_sources, rank_of, Fusion};
+use crate::search::{strong_by_rank, strong_by_score, Merged};
 use std::collections::HashMap;
 use tantivy::DocId;
 
@@ -116,7 +116,7 @@ impl KnowledgeBase {
         let clear: Vec<DocId> = clear_lead(&raw, |id| self.index.source(id))
             .into_iter()
             .collect();
-        let hits = cap::per_source(
+        let hits = per_source(
             raw,
             |h| self.index.source(h.0),
             self.max_per_document,
@@ -132,7 +132,7 @@ impl KnowledgeBase {
             clear,
             near: Vec::new(),
             matched: direct.to_vec(),
-            strong: graph::strong_by_score(direct),
+            strong: strong_by_score(direct),
         })
     }
 
@@ -170,7 +170,7 @@ impl KnowledgeBase {
             clear,
             near: near_sources(nearest.iter().map(|h| self.index.source(h.0))),
             matched: bm25,
-            strong: graph::strong_by_rank(options.limit),
+            strong: strong_by_rank(options.limit),
         })
     }
 

@@ -2,7 +2,7 @@
 //! [`CommonDirection`]): the mean of up to [`SAMPLE`] stored passages' unit vectors, read once
 //! when the store is opened, one statement.
 use super::sql::{first_text, Sql, SqlError, Statement};
-use crate::search::hybrid::CommonDirection;
+use crate::search::CommonDirection;
 
 /// Passages averaged: the mean direction of 8,192 unit vectors is within about 0.01 of the
 /// whole store's, and reading them stays one short scan however large the store grows.

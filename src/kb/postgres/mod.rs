@@ -4,13 +4,14 @@
 //!
 //! Both transports ([`direct`], [`data_api`]) run the same statements ([`query`]) behind one
 //! seam ([`sql::Sql`]). A search is one statement: full text, or full text fused with the
-//! nearest vectors' candidates side by side, filtered in SQL ([`filter`]), then fused, capped per
+//! nearest vectors' candidates side by side, filtered in SQL ([`filter_sql`]), then fused, capped per
 //! source document and marked for clear matches by the bundle's own fusion and keep rules
 //! ([`rank`]: a clear full-text lead is never ranked out, nor is the vector ranking's first). When
 //! the hits hold an entity of a graph file, one more statement reads its relations and
 //! communities ([`neighbours`]), merged in as a bundle merges them.
 //!
-//! Writing (ingest, sync) is [`write`]'s; the tables are [`schema`]'s.
+//! Writing (ingest, sync) goes through [`PgMirror`] (`mirror`), whose rows are [`write`]'s;
+//! the tables are [`schema`]'s.
 
 #[cfg(test)]
 mod bench;
@@ -18,7 +19,8 @@ mod common;
 mod connect;
 pub(crate) mod data_api;
 pub(crate) mod direct;
-mod filter;
+mod filter_sql;
+mod mirror;
 mod neighbours;
 mod query;
 mod rank;
@@ -27,16 +29,17 @@ pub(crate) mod sql;
 mod tls;
 pub(crate) mod write;
 
-use crate::kb::bundle::format::EmbeddingInfo;
 use crate::kb::retriever::{Explained, Retriever};
-use crate::search::document::Document;
-use crate::search::hybrid::CommonDirection;
-use crate::search::knowledge_graph::{strong_by_rank, strong_count};
-use crate::search::options::RetrievalOptions;
-use crate::search::ranking::Ranking;
+use crate::knowledge::Document;
+use crate::knowledge::EmbeddingInfo;
+use crate::search::CommonDirection;
+use crate::search::Ranking;
 use crate::search::RetrievalError;
+use crate::search::RetrievalOptions;
+use crate::search::{strong_by_rank, strong_count};
 use async_trait::async_trait;
 pub(crate) use connect::{connect, enable_direct, SqlLocation};
+pub(crate) use mirror::PgMirror;
 use sql::Row;
 pub(crate) use sql::{Sql, SqlError};
 use std::sync::Arc;

@@ -7,12 +7,12 @@
 //! `Members: name, name, ...`, its members matched by an entity's name or id as a whole item
 //! of that list. Neighbours pass the search's filter like any row (graph items have no
 //! metadata, so a tenant pin leaves them out, as in a bundle).
-use super::filter::Condition;
+use super::filter_sql::Condition;
 use super::query::{filtered, kind_name};
 use super::sql::{SqlValue, Statement};
-use crate::search::knowledge_graph::SEEDS;
-use crate::search::options::RetrievalOptions;
-use crate::search::{DocKind, Document};
+use crate::knowledge::{DocKind, Document};
+use crate::search::RetrievalOptions;
+use crate::search::SEEDS;
 use serde_json::json;
 use std::collections::HashSet;
 
@@ -168,7 +168,7 @@ mod tests {
         let hostile = "x'); DROP TABLE bounded_rag_passages; --";
         let seeds = vec![(hostile.to_owned(), hostile.to_owned())];
         let options = RetrievalOptions {
-            filter: Some(crate::search::filter::Filter::equals(hostile, hostile)),
+            filter: Some(crate::search::Filter::equals(hostile, hostile)),
             ..all(5)
         };
         let statement = neighbours(&seeds, &options, None);

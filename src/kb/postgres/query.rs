@@ -4,12 +4,12 @@
 //!
 //! Full text ranks by BM25 computed in SQL ([`RANK`]): the inverse document frequencies come
 //! from `bounded_rag_terms`, kept by every write, the length norm from the store's average.
-use super::filter::{condition, Condition};
+use super::filter_sql::{condition, Condition};
 use super::schema;
 use super::sql::{SqlValue, Statement};
-use crate::search::filter::Filter;
-use crate::search::options::RetrievalOptions;
-use crate::search::DocKind;
+use crate::knowledge::DocKind;
+use crate::search::Filter;
+use crate::search::RetrievalOptions;
 
 /// The selected columns, in order, of both statements.
 pub(crate) mod col {

@@ -5,12 +5,12 @@
 use super::query::col;
 use super::sql::{Row, SqlValue};
 use crate::kb::retriever::Explained;
-use crate::search::cap::per_source;
-use crate::search::cap::source_key;
-use crate::search::document::{DocKind, Document};
-use crate::search::hybrid::{clear_lead, fuse, near_sources, rank_of};
-use crate::search::ranking::Ranking;
+use crate::knowledge::{DocKind, Document};
+use crate::search::per_source;
+use crate::search::source_key;
+use crate::search::Ranking;
 use crate::search::RetrievalError;
+use crate::search::{clear_lead, fuse, near_sources, rank_of};
 
 /// The documents of full-text `rows` (best first): capped per source document to `limit`, the
 /// first a clear match when it leads the best hit of another document clearly.
@@ -52,7 +52,7 @@ pub(crate) fn hybrid(
     rows: &[Row],
     limit: usize,
     max_per_document: usize,
-) -> Result<(Vec<Explained>, Vec<crate::search::Document>), RetrievalError> {
+) -> Result<(Vec<Explained>, Vec<crate::knowledge::Document>), RetrievalError> {
     let mut docs = Vec::with_capacity(rows.len());
     let mut bm25: Vec<(i64, usize, f32)> = Vec::new();
     let mut vector: Vec<(i64, usize, f32)> = Vec::new();

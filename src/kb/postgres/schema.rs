@@ -19,7 +19,7 @@
 //! their own with the URL's `options=-c search_path=NAME` to keep several knowledge bases in one
 //! database.
 use super::sql::{Sql, SqlError, SqlValue, Statement};
-use crate::kb::bundle::format::EmbeddingInfo;
+use crate::knowledge::EmbeddingInfo;
 
 /// The schema this build reads and writes.
 pub(crate) const VERSION: i64 = 1;

@@ -101,8 +101,9 @@ pub(crate) struct Statement {
     pub maintenance: bool,
 }
 
-/// The longest wait for a [`Statement::maintenance`] statement: building the vector index of a
-/// million rows took about half an hour on two cores (BENCHMARKS.md).
+/// The longest wait for a [`Statement::maintenance`] statement: building the HNSW index of a
+/// million rows took about 15 minutes on two cores (docs/benchmarks-history.md, PostgreSQL at a
+/// million passages), so eight times that.
 pub(crate) const MAINTENANCE_TIMEOUT: std::time::Duration =
     std::time::Duration::from_secs(2 * 3600);
 

@@ -8,14 +8,10 @@
 //! per statement (`jsonb_to_recordset`), a few hundred at a time, through either transport.
 use super::query::{kind_name, vector_text};
 use super::sql::{Sql, SqlError, SqlValue, Statement};
-use crate::search::filter::Meta;
-use crate::search::Document;
+use crate::knowledge::{Document, Meta};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-
-/// The document name graph items (entities, relations, communities) are stored under.
-pub(crate) const GRAPH_DOCUMENT: &str = "#graph";
 
 /// Most JSON bytes in one statement (the Data API takes requests up to a few MB).
 const BATCH_BYTES: usize = 512 * 1024;
@@ -93,7 +89,7 @@ pub(crate) async fn write_document(
             "url": item.doc.url,
             "content": item.doc.content,
             "meta": item.meta.map(|m| json!(m)),
-            "meta_norm": item.meta.map(super::filter::normalised),
+            "meta_norm": item.meta.map(super::filter_sql::normalised),
             "embedding": item.vector.map(vector_text),
         }));
     }

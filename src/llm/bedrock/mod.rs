@@ -16,7 +16,7 @@
 //! `maxTokens` above the budget); Claude then takes no temperature and no forced tool, so the
 //! task's tool is offered with `toolChoice: auto` (a text reply is re-asked as malformed).
 
-mod stream;
+mod event_stream;
 mod wire;
 
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmError};
@@ -177,7 +177,7 @@ impl ChatModel for BedrockModel {
                 .send()
                 .await
                 .map_err(|e| llm_error(&e, self.request_timeout))?;
-            stream::read(output.stream, on_delta).await
+            event_stream::read(output.stream, on_delta).await
         })
         .await
     }

@@ -8,7 +8,7 @@
 //! sends the same body plus `"stream": true` and is classified the same way up to the first
 //! byte of the stream.
 
-mod stream;
+mod sse;
 mod wire;
 
 use super::error::excerpt;
@@ -248,7 +248,7 @@ impl ChatModel for OpenAiModel {
         self.parse_reply(&bytes)
     }
 
-    /// Streams the reply (`"stream": true`, usage in the last chunk); see the `stream` module.
+    /// Streams the reply (`"stream": true`, usage in the last chunk); see the `sse` module.
     async fn complete_streaming(
         &self,
         request: &ChatRequest<'_>,

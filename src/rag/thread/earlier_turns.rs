@@ -4,9 +4,9 @@
 //! answer prompt as a "Conversation so far" block before the question.
 
 use super::context::PastTurn;
-use crate::engine::estimate_tokens;
+use crate::knowledge::{DocKind, Document};
 use crate::rag::RagState;
-use crate::search::{DocKind, Document};
+use crate::usage::estimate_tokens;
 use std::fmt::Write;
 
 /// The earlier turns as context documents of the contextualize call, oldest first.

@@ -5,8 +5,9 @@
 use super::error::ThreadError;
 use super::head::{ActiveTurn, TurnRecord};
 use super::heads::{encode, Heads, ATTEMPTS};
-use crate::engine::{Clock, Phase};
-use crate::rag::thread::ThreadContext;
+use crate::clock::Clock;
+use crate::engine::Phase;
+use crate::rag::ThreadContext;
 use crate::rag::{Outcome, RagCheckpoint, RunResponse};
 use crate::store::{CheckpointStore, StoreError, ThreadKey};
 
@@ -68,7 +69,8 @@ async fn record(
 /// True when the run will not be advanced again.
 pub(super) fn ended(cp: &RagCheckpoint) -> bool {
     match cp.phase {
-        Phase::Running => false,
+        // A waiting run's turn is answered once it is.
+        Phase::Running | Phase::Waiting => false,
         Phase::Finished | Phase::Failed => true,
         Phase::Stopped => cp.state.outcome != Some(Outcome::Suspended),
     }

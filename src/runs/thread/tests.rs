@@ -2,10 +2,11 @@
 
 use super::head::{ThreadHead, TurnRecord};
 use super::{ThreadError, Threads};
+use crate::clock::FakeClock;
 use crate::config::ThreadSettings;
-use crate::engine::{run_key, Checkpoint, FakeClock, Phase};
-use crate::rag::thread::ThreadContext;
+use crate::engine::{run_key, Checkpoint, Phase};
 use crate::rag::RunStatus;
+use crate::rag::ThreadContext;
 use crate::rag::{Caller, Outcome, RagCheckpoint, RagNode, RagState, RunRequest};
 use crate::runs::active::CREATE_GRACE;
 use crate::store::{CheckpointStore, MemoryStore};

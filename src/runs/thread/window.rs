@@ -2,8 +2,8 @@
 //! newest kept first, while their estimated tokens stay within `THREAD_HISTORY_TOKENS`.
 
 use super::head::TurnRecord;
-use crate::engine::estimate_tokens;
-use crate::rag::thread::PastTurn;
+use crate::rag::PastTurn;
+use crate::usage::estimate_tokens;
 
 /// The turns of `recent` (oldest first) a prompt sees, oldest first.
 pub(super) fn select(recent: &[TurnRecord], max_turns: u32, max_tokens: u32) -> Vec<PastTurn> {

@@ -16,12 +16,12 @@
 //! in that order and need no id map.
 use super::directory::{MemoryDirectory, ReadOnlyDirectory};
 use super::only_allowed::Only;
+use crate::knowledge::{DocKind, Document};
 use crate::search::allowed::Allowed;
 use crate::search::bm25::schema::{
     analyzer, indexed_fields, kind_from_code, schema, title_boost, Fields, HEADING_BOOST,
     SOURCE_FIELD, TOKENIZER,
 };
-use crate::search::document::{DocKind, Document};
 use crate::search::options::RetrievalOptions;
 use crate::search::RetrievalError;
 use std::collections::{BTreeSet, HashMap};

@@ -8,8 +8,8 @@
 //! heading path (`episode_heading`), each with its own boost ([`boosts`]).
 //! The analyzer name is recorded in the schema, so a persisted index must be opened with the
 //! same analyzer registered (see `search::bm25::SearchIndex::open`).
+use crate::knowledge::{split_title, DocKind, Document};
 use crate::search::cap::source_key;
-use crate::search::document::{DocKind, Document};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STORED,
 };
@@ -17,15 +17,6 @@ use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
 };
 use tantivy::TantivyDocument;
-
-/// Separates a passage title's document title from its heading path ("Document — Section"):
-/// ingest's passages are titled so, and the index splits the two apart again.
-pub(crate) const TITLE_SEPARATOR: &str = " — ";
-
-/// The (document title, heading path) of a passage title made with [`TITLE_SEPARATOR`].
-pub(crate) fn split_title(title: &str) -> (&str, &str) {
-    title.split_once(TITLE_SEPARATOR).unwrap_or((title, ""))
-}
 
 /// Name under which the analyzer is registered; stored in the index schema.
 pub(crate) const TOKENIZER: &str = "bounded_rag_en";

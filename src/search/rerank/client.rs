@@ -5,7 +5,7 @@
 //! sorted best first.
 use super::error::RerankError;
 use super::reranker::{Ranked, Reranker};
-use crate::outbound::json_endpoint::JsonEndpoint;
+use crate::outbound::JsonEndpoint;
 use crate::secrets::Secret;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

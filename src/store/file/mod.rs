@@ -96,7 +96,7 @@ impl FileStore {
         self
     }
 
-    /// Replaces the clock used for expiry (tests pass a [`crate::engine::FakeClock`]).
+    /// Replaces the clock used for expiry (tests pass a [`crate::clock::FakeClock`]).
     #[cfg(test)]
     pub(crate) fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         Arc::make_mut(&mut self.inner).clock = clock;

@@ -76,7 +76,7 @@ impl MemoryStore {
         }
     }
 
-    /// Replaces the clock used for expiry (tests pass a [`crate::engine::FakeClock`]).
+    /// Replaces the clock used for expiry (tests pass a [`crate::clock::FakeClock`]).
     #[cfg(test)]
     pub(crate) fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;

@@ -1,5 +1,6 @@
-// The playground's first script: its state, asking, reading the event stream of a run, and
-// picking a dropped or reloaded run back up (Last-Event-ID). view.js draws what it holds.
+// The playground's first script: its state, asking, reading the event stream of a run,
+// picking a dropped or reloaded run back up (Last-Event-ID), and answering a run that waits for
+// a person. view.js draws what it holds.
 'use strict';
 const GRAPH = JSON.parse(document.getElementById('graph-data').textContent);
 const BRANCHES = new Set(GRAPH.fork.branches);
@@ -31,6 +32,7 @@ function setState(state) {
   document.body.dataset.state = state;
   $('ask-button').disabled = state === 'running';
   $('cancel').disabled = state !== 'running' || !run || !run.id;
+  $('interrupt-fields').disabled = state === 'running';
 }
 
 function save() {
@@ -73,7 +75,7 @@ function requestBody() {
 }
 
 function newRun(id, question) {
-  run = { id, question, lastId: null, steps: [], attempts: {}, discarded: [], status: 'running', final: null };
+  run = { id, question, lastId: null, steps: [], attempts: {}, discarded: [], status: 'running', final: null, waiting: null };
   save();
   render();
 }
@@ -118,13 +120,7 @@ async function ask(event) {
       // as the `api` function does: one JSON body, the last event's.
       let body = null;
       try { body = JSON.parse(text); } catch (e) { /* not JSON */ }
-      if (body && body.run_id && body.status) {
-        run.id = body.run_id;
-        history.replaceState(null, '', `/?run=${encodeURIComponent(run.id)}`);
-        handle({ id: null, event: 'final', data: body });
-        save();
-        return finish();
-      }
+      if (body && body.run_id && body.status) return showRun(body);
     }
     // Refused before the run started (rate, validation, a busy thread, a remote stack's
     // signature check): a JSON error.
@@ -243,7 +239,10 @@ function handle(event) {
       return false;
     case 'final':
     case 'cancelled':
-      run.final = data;
+    case 'interrupt':
+      // `interrupt`: the run waits for a person; what it asks is shown, answered by answerRun.
+      run.final = event.event === 'interrupt' ? null : data;
+      run.waiting = event.event === 'interrupt' ? data : null;
       run.status = data.status || event.event;
       if (Array.isArray(data.workflow_steps)) {
         run.steps = data.workflow_steps.map((s) => ({ name: s.name, details: s.details || {}, seconds: s.processing_time }));
@@ -257,8 +256,20 @@ function handle(event) {
 
 async function finish() {
   await loadPassages();
-  setState('done');
+  setState(run.waiting ? 'waiting' : 'done');
+  if (run.waiting && run.waiting.interrupt && run.waiting.interrupt.kind === 'clarify') $('interrupt-answer').focus();
   refreshLists();
+}
+
+// A run's JSON (an answer without a stream: a stack without the stream function, a fork, an
+// answered wait) shown as the last event its stream would have sent.
+function showRun(body) {
+  run.id = body.run_id;
+  history.replaceState(null, '', `/?run=${encodeURIComponent(run.id)}`);
+  const last = body.status === 'waiting' ? 'interrupt' : body.status === 'cancelled' ? 'cancelled' : 'final';
+  handle({ id: null, event: last, data: body });
+  save();
+  return finish();
 }
 
 // The text of each cited passage (a route of the playground: the API's answer has only
@@ -307,15 +318,78 @@ async function forkFrom(step) {
   let answer = null;
   try { answer = JSON.parse(text); } catch (e) { /* not JSON */ }
   if (response.status === 202 && answer && answer.run_id) return openRun(answer.run_id);
-  if (answer && answer.run_id && answer.status) {
-    run.id = answer.run_id;
-    history.replaceState(null, '', `/?run=${encodeURIComponent(run.id)}`);
-    handle({ id: null, event: 'final', data: answer });
-    save();
-    return finish();
-  }
+  if (answer && answer.run_id && answer.status) return showRun(answer);
   notice(problem('The server refused the fork', response.status, text));
   run.status = 'refused';
+  setState('error');
+}
+
+// A fresh Idempotency-Key (crypto.randomUUID needs a secure context, which a LAN address over
+// plain http is not).
+function newKey() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+// Answers the waiting run on the page (POST /workflow/runs/{run_id}/resume) with `reply`:
+// {answer} to a clarifying question, {approve} for a step. The same run goes on and is shown as
+// it ends (or waits again). The same reply sent again, after the server could not be reached,
+// carries the same Idempotency-Key (kept in sessionStorage), so it is never answered twice.
+async function answerRun(reply) {
+  if (!run || !run.id || !run.waiting) return;
+  const body = JSON.stringify(reply);
+  if (!run.reply || run.reply.body !== body) run.reply = { body, key: newKey() };
+  save();
+  notice('');
+  setState('running');
+  $('run-status').textContent = `Run ${run.id}: answered, running on…`;
+  let response;
+  try {
+    response = await fetch(`/workflow/runs/${encodeURIComponent(run.id)}/resume`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', 'idempotency-key': run.reply.key },
+      body,
+    });
+  } catch (e) {
+    serverDown('the answer was not sent; sending it again answers the run once');
+    renderAnswer();
+    setState('waiting');
+    return;
+  }
+  const text = await response.text();
+  let answer = null;
+  try { answer = JSON.parse(text); } catch (e) { /* not JSON */ }
+  if (response.ok && answer && answer.run_id) {
+    run.reply = null;
+    // The answered run replaces the waiting one: a reload reads its events from the first.
+    run.lastId = null;
+    if (response.status === 202) return openRun(answer.run_id);
+    return showRun(answer);
+  }
+  const message = problem('The server refused the answer', response.status, text);
+  notice(message);
+  // 409: answered elsewhere, or the wait ran out; the run as it is now.
+  if (response.status === 409) return reread(message);
+  renderAnswer();
+  setState('waiting');
+}
+
+// Shows the run on the page as the API has it now, keeping `message` on show.
+async function reread(message) {
+  const id = run.id;
+  let body = null;
+  try {
+    const response = await fetch(`/workflow/runs/${encodeURIComponent(id)}`, { headers: { accept: 'application/json' } });
+    if (response.ok) body = await response.json();
+  } catch (e) {
+    // Left as it was: the message says what happened.
+  }
+  if (body && (body.status === 'running' || body.status === 'suspended')) {
+    await openRun(id);
+    if ($('notice').hidden) notice(message);
+    return;
+  }
+  if (body && body.run_id) return showRun(body);
   setState('error');
 }
 

@@ -1,5 +1,6 @@
 // The playground's second script (after run.js, in the same <script>): drawing the answer,
-// citations, timeline and graph; the threads and runs lists; the start of the page.
+// citations, timeline and graph; what a waiting run asks; the threads and runs lists; the start
+// of the page.
 // ---- rendering ---------------------------------------------------------------------------
 
 function el(tag, attrs, ...children) {
@@ -15,6 +16,7 @@ function el(tag, attrs, ...children) {
 
 function render() {
   renderAnswer();
+  renderInterrupt();
   renderTimeline();
   renderGraph();
 }
@@ -23,7 +25,10 @@ function renderAnswer() {
   const final = run && run.final;
   const status = $('run-status');
   status.dataset.status = run ? run.status : '';
-  status.textContent = !run ? '' : final ? `Run ${run.id}: ${run.status}` : run.id ? `Run ${run.id}: running` : 'Starting…';
+  const asked = run && run.waiting && run.waiting.interrupt;
+  status.textContent = !run ? '' : final ? `Run ${run.id}: ${run.status}`
+    : asked ? `Run ${run.id}: waiting for your ${asked.kind === 'approve' ? 'approval' : 'answer'}`
+      : run.id ? `Run ${run.id}: running` : 'Starting…';
   const from = final && final.metadata && final.metadata.forked_from;
   $('forked-from').hidden = !from;
   $('forked-from').replaceChildren(...(from ? [`Forked from run ${from.run_id} after step ${from.step}. `,
@@ -52,6 +57,37 @@ function renderAnswer() {
   $('summary').textContent = m ? `${m.total_steps} steps, ${m.model_calls} model calls, ${m.tokens.total} tokens, ` +
     `route ${m.route || 'none'}, ${m.query_transformation_retry_count} rewrites, ${m.hallucination_retry_count} regenerations, ` +
     `${m.infrastructure_retries} infrastructure retries` + (m.speculation ? `, speculation ${m.speculation.used} used / ${m.speculation.discarded} discarded` : '') : '';
+}
+
+// What a waiting run asks, above its (empty) answer: a clarifying question, whose options fill
+// the answer box, or a step to approve or deny. run.js's answerRun sends the reply.
+let askedFor = null;
+function renderInterrupt() {
+  const asked = run && run.waiting && run.waiting.interrupt;
+  $('interrupt').hidden = !asked;
+  if (!asked) {
+    askedFor = null;
+    return;
+  }
+  // A new question starts with an empty answer box; a redraw of the same one keeps what is typed.
+  const key = `${run.id} ${asked.kind} ${asked.expires_at}`;
+  if (key !== askedFor) $('interrupt-answer').value = '';
+  askedFor = key;
+  const clarify = asked.kind === 'clarify';
+  $('interrupt').dataset.kind = asked.kind;
+  $('interrupt-clarify').hidden = !clarify;
+  $('interrupt-decide').hidden = clarify;
+  $('interrupt-question').textContent = clarify ? asked.question : `Approve the step ${asked.step}?`;
+  $('interrupt-what').textContent = clarify ? '' : `It would run ${asked.step} with: “${asked.what || ''}”`;
+  const options = clarify ? asked.options || [] : [];
+  $('interrupt-options-label').hidden = options.length === 0;
+  $('interrupt-options').replaceChildren(...options.map((option) => el('button', {
+    type: 'button', class: 'option',
+    onclick: () => { $('interrupt-answer').value = option; $('interrupt-answer').focus(); },
+  }, option)));
+  const expires = asked.expires_at ? new Date(asked.expires_at) : null;
+  $('interrupt-expires').textContent = expires && !isNaN(expires) ? `${clarify ? 'Answer' : 'Decide'} by ${expires.toLocaleString()}; ` +
+    'after that the run ends best_effort with what it has.' : '';
 }
 
 // The cited passage's text, once read.
@@ -86,6 +122,7 @@ function marks(step, index, steps) {
   if (typeof d.fallback === 'string') out.push([`${d.fallback} fallback`, 'warn']);
   if (d.retry && step.name !== 'transform_query') out.push([`retry ${d.retry}`, 'warn']);
   if (d.data_source) out.push([`route: ${d.data_source}`, '']);
+  if (d.interrupt) out.push([`asked: ${d.interrupt.kind}`, 'warn']);
   if (d.relevant !== undefined && d.graded !== undefined) out.push([`${d.relevant} of ${d.graded} relevant`, d.relevant < d.graded ? 'bad' : '']);
   return out.map(([text, kind]) => el('span', { class: `mark ${kind}` }, text));
 }
@@ -310,6 +347,19 @@ async function openRun(runId, saved) {
 $('ask').addEventListener('submit', ask);
 $('cancel').addEventListener('click', cancel);
 $('refresh').addEventListener('click', refreshLists);
+$('interrupt').addEventListener('submit', (e) => {
+  e.preventDefault();
+  if (!run || !run.waiting || run.waiting.interrupt.kind !== 'clarify') return;
+  const answer = $('interrupt-answer').value.trim();
+  if (!answer) {
+    notice('Type an answer first (or pick one of the subjects).');
+    $('interrupt-answer').focus();
+    return;
+  }
+  answerRun({ answer });
+});
+$('interrupt-approve').addEventListener('click', () => answerRun({ approve: true }));
+$('interrupt-deny').addEventListener('click', () => answerRun({ approve: false }));
 $('question').addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) ask(e);
 });

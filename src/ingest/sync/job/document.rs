@@ -14,7 +14,7 @@ use crate::ingest::sync::build::embed_missing;
 use crate::ingest::sync::embedding_cache::EmbeddingCache;
 use crate::ingest::sync::reader::read_bounded;
 use crate::ingest::sync::state::{DocStatus, FailReason};
-use crate::kb::bundle::format::hex;
+use crate::knowledge::hex;
 use crate::store::{DocPhase, DocRecord};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -219,7 +219,7 @@ impl SyncJob<'_> {
         let texts: Vec<(Key, String, ())> = corpus
             .docs
             .iter()
-            .filter(|d| d.kind == crate::search::DocKind::Episode)
+            .filter(|d| d.kind == crate::knowledge::DocKind::Episode)
             .map(|d| {
                 let text = text_of(prefix, &d.title, &d.content);
                 (cache.key(&text), text, ())

@@ -1,7 +1,7 @@
 //! The sync function's one error type, classified once: a transient failure is delivered
 //! again (SQS), a permanent one is not retried.
 use crate::error::{Classify, ErrorClass};
-use crate::search::RetrievalError;
+use crate::ingest::IngestError;
 
 /// A sync job step that failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,8 +43,8 @@ impl JobError {
     }
 }
 
-impl From<RetrievalError> for JobError {
-    fn from(e: RetrievalError) -> Self {
+impl From<IngestError> for JobError {
+    fn from(e: IngestError) -> Self {
         match e.class() {
             ErrorClass::Transient => Self::Transient(e.to_string()),
             ErrorClass::Permanent => Self::Permanent(e.to_string()),

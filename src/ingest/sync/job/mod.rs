@@ -33,7 +33,7 @@ use crate::aws::S3Location;
 use crate::embed::Embedder;
 use crate::events::EventSink;
 use crate::ingest::options::IngestOptions;
-use crate::kb::bundle::s3::BundleStore;
+use crate::kb::BundleStore;
 use async_trait::async_trait;
 use std::time::Duration;
 

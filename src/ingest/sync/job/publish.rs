@@ -143,12 +143,10 @@ impl SyncJob<'_> {
                     reason: reason.clone(),
                 }),
                 DocStatus::Skipped { reason } => {
-                    summary
-                        .skipped
-                        .push(crate::kb::bundle::format::SkippedFile {
-                            path: rel.clone(),
-                            reason: reason.clone(),
-                        })
+                    summary.skipped.push(crate::knowledge::SkippedFile {
+                        path: rel.clone(),
+                        reason: reason.clone(),
+                    })
                 }
                 DocStatus::Read { .. } => {}
             }

@@ -1,12 +1,12 @@
 //! The manifest of a bundle (`kb-manifest.json`): what it is, what it holds, and every file
 //! with its size and SHA-256, so a reader can tell a complete, intact bundle from anything
 //! else before loading a byte of index.
-use super::stats::KbStats;
-use crate::search::skipped_file::SkippedFile;
-use crate::search::source_format::DocumentInfo;
+use crate::knowledge::DocumentInfo;
+use crate::knowledge::EmbeddingInfo;
+use crate::knowledge::SkippedFile;
+use crate::knowledge::{sha256_hex, KbStats};
 use crate::search::RetrievalError;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::path::Path;
 
 /// The `format` of every bundle.
@@ -19,28 +19,6 @@ pub const FORMAT_VERSION: u32 = 3;
 /// case, English stop words (Lucene's list and question words), tantivy's English (Snowball
 /// Porter) stemmer.
 pub(crate) const ANALYZER: &str = "simple+lowercase+stop_en+stem_en";
-
-/// The embedding model of a bundle's vectors.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EmbeddingInfo {
-    /// Who computed the vectors: `openai` (an OpenAI-compatible server) or `bedrock`. Empty in
-    /// bundles written before providers were recorded (they are `openai`'s).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub provider: String,
-    /// Model name as sent to the embeddings endpoint.
-    pub model: String,
-    /// Dimensions of every vector.
-    pub dimensions: usize,
-    /// How vectors are stored (`int8`: unit vectors, one byte per dimension and a scale).
-    pub quantization: String,
-    /// Put before every query at search time (`EMBEDDINGS_QUERY_PREFIX` at ingest, e.g.
-    /// `query: ` for E5 models). Empty in bundles written before prefixes existed.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub query_prefix: String,
-    /// Put before every passage when it was embedded (`EMBEDDINGS_PASSAGE_PREFIX`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub passage_prefix: String,
-}
 
 /// One file of a bundle.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,17 +68,6 @@ pub struct Manifest {
     /// bundles written before descriptions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-}
-
-impl EmbeddingInfo {
-    /// [`EmbeddingInfo::provider`], `openai` when the bundle predates it.
-    pub(crate) fn provider(&self) -> &str {
-        if self.provider.is_empty() {
-            "openai"
-        } else {
-            &self.provider
-        }
-    }
 }
 
 impl Manifest {
@@ -190,20 +157,6 @@ impl BundleFile {
         }
         Ok(())
     }
-}
-
-/// Lowercase hex SHA-256.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-/// Lowercase hex of a finished SHA-256.
-pub(crate) fn hex_digest(hash: Sha256) -> String {
-    hex(&hash.finalize())
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Now, as RFC 3339 (a manifest's `created_at`, a pointer's `published_at`).

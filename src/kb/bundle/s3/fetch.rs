@@ -2,9 +2,10 @@
 //! size and SHA-256 as it streams in, into memory when the bundle is small enough, otherwise
 //! into a local folder (Lambda's `/tmp`) that is renamed into place once complete.
 use super::store::BundleStore;
-use crate::kb::bundle::format::{hex_digest, BundleFile, Manifest, MANIFEST};
+use crate::kb::bundle::format::{BundleFile, Manifest, MANIFEST};
 use crate::kb::bundle::knowledge_base::KnowledgeBase;
 use crate::kb::bundle::open;
+use crate::knowledge::hex_digest;
 use crate::search::RetrievalError;
 use aws_sdk_s3::primitives::ByteStream;
 use sha2::{Digest, Sha256};

@@ -5,9 +5,10 @@
 //! - `current.json`: the pointer, `{"format", "version", "published_at"}`.
 //!
 //! Here is the reading side ([`BundleStore`]: pointer, manifests, list, fetch); publishing is
-//! ingest's (`ingest::publish`).
+//! `publish` (`BundleStore::publish`, `point`).
 
 mod fetch;
+mod publish;
 mod store;
 
 pub use store::{client, BundleStore};

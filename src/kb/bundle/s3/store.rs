@@ -1,7 +1,7 @@
 //! Reading bundles published to S3: the pointer, a version's manifest, the list of versions,
-//! and loading one (`fetch`). Publishing (`kb publish`, `kb use`) is ingest's
-//! (`ingest::publish`, which adds `BundleStore::publish` and `BundleStore::point`); the key
-//! layout both follow is the bundle format's (`search::format::published`).
+//! and loading one (`fetch`). Publishing (`kb publish`, `kb use`) is `publish.rs`
+//! (which adds `BundleStore::publish` and `BundleStore::point`); the key layout both follow is
+//! the bundle format's (`format/published.rs`).
 //!
 //! Publishing overwrites the pointer with one `PutObject`, which S3 makes visible atomically:
 //! a reader that follows the pointer sees the old bundle or the new one, never a mix. Old

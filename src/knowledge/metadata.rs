@@ -1,14 +1,19 @@
-//! Document metadata in a knowledge base: the table filters read.
+//! Document metadata in a knowledge base: one source's map ([`Meta`]) and the table of them
+//! by corpus position ([`MetaTable`]), which filters read.
 //!
 //! Metadata belongs to a source (a document's passages share its front matter; a graph
 //! record has its own), so it is stored as spans of corpus positions, each with one map: a
 //! bundle keeps them in `metadata.json` (absent when no document has metadata, as in bundles
 //! written before metadata existed). Ingest records the spans; search turns them into the
 //! allowed set of a filter (`search::allowed`).
-pub(crate) use crate::search::filter::Meta;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
-use tantivy::DocId;
+
+/// One source's metadata: key to a string, number or boolean (what a filter is matched against).
+pub(crate) type Meta = std::collections::BTreeMap<String, serde_json::Value>;
+
+/// A corpus position: a passage's or graph record's place in index order.
+type DocId = u32;
 
 /// Consecutive corpus positions `start..end` sharing one metadata map.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,13 +8,13 @@ use std::fmt;
 pub struct KbStats {
     /// Text documents (files with at least one passage).
     pub documents: usize,
-    /// Passages of those documents ([`DocKind::Episode`](crate::search::DocKind::Episode)).
+    /// Passages of those documents ([`DocKind::Episode`](crate::knowledge::DocKind::Episode)).
     pub passages: usize,
-    /// Entities ([`DocKind::Node`](crate::search::DocKind::Node)).
+    /// Entities ([`DocKind::Node`](crate::knowledge::DocKind::Node)).
     pub nodes: usize,
-    /// Relations ([`DocKind::Edge`](crate::search::DocKind::Edge)).
+    /// Relations ([`DocKind::Edge`](crate::knowledge::DocKind::Edge)).
     pub edges: usize,
-    /// Community summaries ([`DocKind::Community`](crate::search::DocKind::Community)).
+    /// Community summaries ([`DocKind::Community`](crate::knowledge::DocKind::Community)).
     pub communities: usize,
 }
 

@@ -1,21 +1,22 @@
-//! A fork in progress: the branches of a node, which are recorded already and where their
-//! records go. Kept in the checkpoint until the fork joins; the fork is run by `branches`.
+//! Branching in progress: the parallel branches of a node, which are recorded already and
+//! where their records go. Kept in the checkpoint until the branches join; they are run by
+//! `branches`. (A new run from another run's step is a different thing: `runs::fork`.)
 
 use super::NodeId;
 use serde::{Deserialize, Serialize};
 
-/// A fork in progress, kept in the checkpoint until it joins.
+/// Branches in progress, kept in the checkpoint until they join.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Fork<N> {
+pub(crate) struct Branching<N> {
     /// The branches, in record order.
     pub(super) branches: Vec<N>,
     /// The branches recorded so far, in the order they finished.
     pub(super) done: Vec<N>,
-    /// Where the fork's records start among the checkpoint's records.
+    /// Where the branches' records start among the checkpoint's records.
     pub(super) first_record: usize,
 }
 
-impl<N: NodeId> Fork<N> {
+impl<N: NodeId> Branching<N> {
     /// The branches not recorded yet, in declared order.
     pub(super) fn pending(&self) -> Vec<N> {
         let done = |b: &N| self.done.contains(b);
@@ -40,7 +41,7 @@ impl<N: NodeId> Fork<N> {
     }
 
     /// How many of the checkpoint's records no pending branch can be recorded before: the
-    /// records before the fork's, then those of the branches declared first that all finished.
+    /// records before the branches', then those of the branches declared first that all finished.
     pub(super) fn settled(&self) -> usize {
         let finished = self.branches.iter().take_while(|b| self.done.contains(b));
         self.first_record + finished.count()

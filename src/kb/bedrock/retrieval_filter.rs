@@ -11,7 +11,7 @@
 //! such filter). An empty `and` matches everything and sends no filter; a one-member `and` or
 //! `or` sends its member (Bedrock wants at least two).
 
-use crate::search::filter::Filter;
+use crate::search::Filter;
 use aws_sdk_bedrockagentruntime::types::{FilterAttribute, RetrievalFilter};
 use aws_smithy_types::{Document, Number};
 use serde_json::Value;

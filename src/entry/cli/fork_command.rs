@@ -46,7 +46,14 @@ pub(super) async fn fork_command(args: ForkArgs) -> ExitCode {
     };
     let budget = runs.budget(None);
     let answer = runs
-        .fork(None, &args.run_id, Ok(input), &budget, app.work_queue())
+        .fork(
+            None,
+            &args.run_id,
+            Ok(input),
+            (Ok(None), &[]),
+            &budget,
+            app.work_queue(),
+        )
         .await;
     match answer {
         Ok(Answer::Ran(ran)) => print_response(&ran.response, args.json),

@@ -11,7 +11,7 @@
 use tracing::field::Empty;
 use tracing::Span;
 
-/// The target of the model and embeddings calls' spans, under [`super::TARGET`]: the functions
+/// The target of the model and embeddings calls' spans, under [`crate::spans::TARGET`]: the functions
 /// record them even with export off, for their GenAI metrics
 /// ([`crate::entry::logging::init_lambda`]).
 pub(crate) const TARGET: &str = "bounded_rag::spans::genai";
@@ -170,7 +170,7 @@ pub(crate) fn embeddings(provider: &str, model: &str, inputs: usize) -> Span {
 /// mode (`bm25`, `hybrid`). Its documents are recorded by [`record_documents`].
 pub(crate) fn retrieval(data_source: &str, mode: &str, top_k: usize, query: &str) -> Span {
     let span = tracing::info_span!(
-        target: super::TARGET,
+        target: crate::spans::TARGET,
         "retrieval",
         otel.name = %format_args!("{RETRIEVAL} {data_source}"),
         otel.kind = "client",
@@ -193,7 +193,7 @@ pub(crate) fn retrieval(data_source: &str, mode: &str, top_k: usize, query: &str
 /// documents ([`record_documents`]).
 pub(crate) fn web_search(max_results: usize, query: &str) -> Span {
     let span = tracing::info_span!(
-        target: super::TARGET,
+        target: crate::spans::TARGET,
         "web_search",
         otel.name = "execute_tool web_search",
         otel.kind = "client",
@@ -247,7 +247,7 @@ pub(crate) fn record_documents<'a>(span: &Span, documents: impl Iterator<Item = 
 }
 
 /// Records an embeddings call's tokens and its vectors' dimension on its span.
-pub(crate) fn record_embedded(span: &Span, usage: &crate::engine::Usage, first: Option<&Vec<f32>>) {
+pub(crate) fn record_embedded(span: &Span, usage: &crate::usage::Usage, first: Option<&Vec<f32>>) {
     span.record("gen_ai.usage.input_tokens", usage.prompt_tokens);
     span.record("bounded_rag.tokens_estimated", usage.estimated);
     if let Some(vector) = first {
@@ -261,7 +261,7 @@ pub(crate) fn record_embedded(span: &Span, usage: &crate::engine::Usage, first: 
 /// answer are recorded with [`record_io`] (exported only with content capture on).
 pub(crate) fn workflow(run_id: &str, conversation: Option<&str>) -> tracing::Span {
     tracing::info_span!(
-        target: super::TARGET,
+        target: crate::spans::TARGET,
         "workflow",
         otel.name = %format_args!("{} {}", INVOKE_WORKFLOW, WORKFLOW),
         gen_ai.operation.name = INVOKE_WORKFLOW,

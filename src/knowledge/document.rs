@@ -1,6 +1,16 @@
 //! What a search returns: a [`Document`] of some [`DocKind`], the one type every room passes
-//! knowledge in (the knowledge base, web search, the workflow's prompts, thread history).
+//! knowledge in (the knowledge base, web search, the workflow's prompts, thread history), and
+//! how a passage's title joins its document's title to its headings.
 use serde::{Deserialize, Serialize};
+
+/// Separates a passage title's document title from its heading path ("Document — Section"):
+/// ingest's passages are titled so, and the index and the description split them apart again.
+pub(crate) const TITLE_SEPARATOR: &str = " — ";
+
+/// The (document title, heading path) of a passage title made with [`TITLE_SEPARATOR`].
+pub(crate) fn split_title(title: &str) -> (&str, &str) {
+    title.split_once(TITLE_SEPARATOR).unwrap_or((title, ""))
+}
 
 /// What kind of knowledge a document is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -43,7 +53,7 @@ pub struct Document {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub from_graph: bool,
     /// Hybrid retrieval only: its document's rank (from 1) among the vector ranking's
-    /// documents (each ranked by its nearest passage), when among the first `NEAR_RANKS` (3):
+    /// documents (each ranked by its nearest passage), when among the first three (search's `NEAR_RANKS`):
     /// the documents nearest the question by meaning. The offline provider's grader, which
     /// judges by shared words, keeps their passages (found in other words: BENCHMARKS.md "The
     /// vector ranking's lead kept, and its first documents' passages"); unlike [`Document::clear_match`] it does
@@ -52,14 +62,31 @@ pub struct Document {
     pub vector_rank: Option<u32>,
 }
 
-/// How many of the vector ranking's first documents carry their [`Document::vector_rank`]:
-/// the first three passages rather than the first alone raised the man-page set's cited share
-/// from 0.800 to 0.875 with all-mpnet-base-v2, and the first three documents (a page's every
-/// kept passage, not only its nearest one) to 0.900; no set lowered (BENCHMARKS.md).
-pub const NEAR_RANKS: usize = 3;
+#[cfg(test)]
+impl Document {
+    /// A passage for a unit test: an episode scored 1.0, with no rank marks.
+    pub(crate) fn passage(
+        id: impl Into<String>,
+        title: impl Into<String>,
+        url: impl Into<String>,
+        content: impl Into<String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            title: title.into(),
+            url: url.into(),
+            content: content.into(),
+            score: 1.0,
+            kind: DocKind::Episode,
+            clear_match: false,
+            from_graph: false,
+            vector_rank: None,
+        }
+    }
+}
 
 impl Document {
-    /// Of one of the vector ranking's first `NEAR_RANKS` (3) documents.
+    /// Of one of the vector ranking's first three documents (search's `NEAR_RANKS`).
     pub fn is_near(&self) -> bool {
         self.vector_rank.is_some()
     }

@@ -1,8 +1,10 @@
 //! Publishing bundles to S3 (`bounded-rag kb publish`, `kb use`): a bundle folder is checked
 //! and uploaded under its content hash, manifest last, then the pointer is overwritten so
-//! readers load it. Reading (the pointer, manifests, `kb list`, loading) is
-//! [`BundleStore`]'s `s3` module; these are its writing methods.
-use super::format::{now_rfc3339, Manifest, Pointer, Published, MANIFEST, POINTER, POINTER_FORMAT};
+//! readers load it. Reading (the pointer, manifests, `kb list`, loading) is `store.rs` and
+//! `fetch.rs` beside it; these are [`BundleStore`]'s writing methods.
+use crate::kb::bundle::format::{
+    now_rfc3339, Manifest, Pointer, Published, MANIFEST, POINTER, POINTER_FORMAT,
+};
 use crate::kb::bundle::open::open_dir;
 use crate::kb::bundle::s3::BundleStore;
 use crate::search::RetrievalError;

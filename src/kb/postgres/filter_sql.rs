@@ -8,7 +8,8 @@
 //! plain SQL: text equality is JSON containment (`@>`, served by the column's GIN index, which
 //! is how a tenant pin stays fast), numbers and days compare as `float8` and `int8`.
 use crate::kb::postgres::sql::SqlValue;
-use crate::search::filter::{day, Filter, Meta};
+use crate::knowledge::Meta;
+use crate::search::{day, Filter};
 use serde_json::{json, Map, Value};
 
 /// A filter's SQL condition on the passages row `p`, and its parameters (numbered after the
