@@ -243,7 +243,8 @@ trap stop_server EXIT
 trap 'exit 130' INT TERM
 
 # Starts llama-server with "$@" added and waits for /health. Returns 132 when the server died
-# of an illegal instruction (SIGILL), 1 when it exited otherwise or stayed unhealthy.
+# of an illegal instruction (SIGILL) or a segmentation fault (SIGSEGV, seen 2026-12-05 while
+# it repacked Qwen's weights), 1 when it exited otherwise or stayed unhealthy.
 start_server() {
     "$(server_binary)" --model "$MODEL" --host 127.0.0.1 --port "$PORT" \
         --ctx-size "$((CTX * SLOTS))" -np "$SLOTS" -n -1 --threads "$THREADS" \
@@ -257,7 +258,7 @@ start_server() {
             local code=0
             wait "$SERVER_PID" 2>/dev/null || code=$?
             SERVER_PID=
-            [ "$code" -eq 132 ] && return 132
+            { [ "$code" -eq 132 ] || [ "$code" -eq 139 ]; } && return 132
             log "llama-server exited ($code); see $SERVER_LOG"
             return 1
         fi
@@ -278,8 +279,8 @@ set +e
 start_server ${SERVER_ARGS:-}
 rc=$?
 if [ "$rc" -eq 132 ]; then
-    log "llama-server died of an illegal instruction (a CPU feature the machine advertises but" \
-        "does not enable, e.g. AMX); starting it again with --no-repack"
+    log "llama-server died of an illegal instruction or a segmentation fault while repacking" \
+        "its weights (e.g. AMX advertised but not enabled); starting it again with --no-repack"
     cp "$SERVER_LOG" "$SERVER_LOG.sigill"
     # shellcheck disable=SC2086
     start_server ${SERVER_ARGS:-} --no-repack

@@ -8,11 +8,11 @@ use crate::for_each_provider;
 use crate::support;
 
 use bounded_rag::config::Speculation;
-use bounded_rag::rag::{RunRequest, RunResponse, RunStatus};
+use bounded_rag::rag::{RunRequest, RunStatus};
 use serde_json::Value;
 use support::happy_path::{CANKER_REWRITES, QUESTION};
 use support::llm_server::{Reply, Script, ScriptedLlm};
-use support::providers::{steps, Harness, Provider};
+use support::providers::{details, steps, Harness, Provider};
 
 /// What Gemma 3 270M answered with an earlier prompt: the instructions, echoed (here, the
 /// current ones).
@@ -31,13 +31,6 @@ for_each_provider!(
     an_answer_most_of_whose_sentences_no_passage_supports_is_asked_for_once_more,
     the_quote_of_an_unusable_model_draws_on_the_passages_its_grades_set_aside,
 );
-
-fn details(r: &RunResponse, name: &str) -> Value {
-    let step = r.workflow_steps.iter().find(|s| s.name == name);
-    step.unwrap_or_else(|| panic!("no {name} step"))
-        .details
-        .clone()
-}
 
 async fn an_echoed_answer_is_asked_for_once_more_and_the_second_is_used(provider: Provider) {
     let script = Script::defaults().on(

@@ -10,7 +10,7 @@ use bounded_rag::rag::{RunRequest, RunStatus};
 use serde_json::Value;
 use support::happy_path::{QUESTION, VAGUE};
 use support::llm_server::{Reply, Script, ScriptedLlm};
-use support::providers::{Harness, Provider};
+use support::providers::{details, Harness, Provider};
 
 /// Two claims, each from its own passage of the sample, with no citation.
 const UNCITED: &str = "Patch canker is caused by Phytophthora palmivora, a soil-borne water \
@@ -28,6 +28,7 @@ for_each_provider!(
     a_citation_of_the_wrong_passage_is_re_pointed,
     a_sentence_no_passage_supports_is_reported_and_cites_nothing,
     a_rewrite_that_retrieves_the_same_passages_ends_the_rewrite_loop,
+    an_answer_from_memory_cites_the_passages_a_search_with_its_words_finds,
 );
 
 async fn sentences_without_citations_are_attributed(provider: Provider) {
@@ -107,6 +108,51 @@ async fn a_rewrite_that_retrieves_the_same_passages_ends_the_rewrite_loop(provid
     assert_eq!(r.metadata.limits_hit, ["no_sources"]);
     // Route, 3 grades, 1 rewrite, the answer without sources.
     assert_eq!(h.llm.total_calls(), 6);
+}
+
+/// Written without documents (the fruit borer, which the vague question's search did not
+/// find): the knowledge base holds both claims.
+const FROM_MEMORY: &str = "The durian fruit borer is a moth whose caterpillars tunnel into \
+                           developing fruit. Bagging young fruit with paper or mesh bags keeps \
+                           the moths off.";
+
+async fn an_answer_from_memory_cites_the_passages_a_search_with_its_words_finds(
+    provider: Provider,
+) {
+    // Every passage graded irrelevant, the rewrite repeats the question, no web search: the
+    // model answers from memory. A search with the answer's words finds the passages that
+    // hold it; they become its sources, and the answer is checked as any answer with sources.
+    let script = Script::defaults()
+        .on("grade_documents", [Reply::no()])
+        .on("refine_query", [Reply::refined(VAGUE)])
+        .on("generate_answer", [Reply::answer(FROM_MEMORY)]);
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(VAGUE), 50).await;
+    assert_eq!(r.status, RunStatus::Completed, "{r:?}");
+    assert!(
+        r.metadata.limits_hit.is_empty(),
+        "{:?}",
+        r.metadata.limits_hit
+    );
+    // Route, 3 grades, 1 rewrite, the answer, then its two checks (the search asks no model).
+    assert_eq!(h.llm.total_calls(), 8);
+    assert_eq!(h.calls("grade_hallucinations"), 1);
+    let researched = &details(&r, "generate")["researched"];
+    assert!(
+        researched.as_array().is_some_and(|s| !s.is_empty()),
+        "{researched}"
+    );
+    assert!(
+        r.citations
+            .iter()
+            .all(|c| c.url.starts_with("kb://fruit-borer.md")),
+        "{:?}",
+        r.citations
+    );
+    assert!(r.citations.iter().all(|c| c.attributed));
+    let a = r.metadata.attribution.as_ref().unwrap();
+    assert_eq!((a.sentences, a.supported, a.attributed), (2, 2, 2));
+    assert!(r.answer.contains("[1]"), "{}", r.answer);
 }
 
 /// Runs `ask --stream --json ARGS` against `llm`; the events, parsed.

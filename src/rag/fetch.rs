@@ -1,13 +1,11 @@
 //! The two nodes that fetch documents: the knowledge-base search (BM25 or hybrid, with the
 //! question's embedding) and web search, each in its GenAI span with the documents it found.
 
+use super::kb_search::{retrieved, search, Searched};
 use super::nodes::{decide_to_generate, same_passages, Step};
-use super::rerank::Reranked;
 use super::{RagGraph, RagNode, RagState};
 use crate::engine::{StepCtx, StepOutput};
 use crate::genai;
-use crate::knowledge::Document;
-use crate::search::{RetrievalError, RetrievalMode};
 use serde_json::json;
 use tracing::Instrument;
 
@@ -16,72 +14,11 @@ pub(super) async fn kg_retrieval(
     state: &mut RagState,
     ctx: &StepCtx<'_>,
 ) -> Step {
-    let mut options = state.request.retrieval_options();
-    let key = graph.tenant_key.as_deref();
-    options.filter = super::tenant::pinned(options.filter.take(), key, &state.caller);
-    // With a reranker, more candidates to choose the best `limit` from.
-    let limit = options.limit;
-    if graph.reranker.is_some() {
-        options.limit = limit.max(super::rerank::RERANK_CANDIDATES);
-    }
-    let query = state.query.as_str();
-    let mode = graph.retrieval_mode();
-    let data_source = graph.kb_version().unwrap_or_else(|| "kb".to_owned());
-    let span = genai::retrieval(&data_source, mode.as_str(), options.limit, query);
-    let documents = match (&graph.embedder, mode) {
-        (Some(embedder), RetrievalMode::Hybrid) => {
-            // One embeddings call per retrieval, metered like any model call and retried by
-            // the node's policy inside the budget. The query gets the bundle's recorded
-            // prefix (`query: ` for E5): the one its passages were embedded to match.
-            let prefix = graph
-                .kb
-                .embedding()
-                .map(|e| e.query_prefix)
-                .unwrap_or_default();
-            let input = [format!("{prefix}{query}")];
-            let embedded = ctx
-                .retry("embed_query", || async {
-                    let span = genai::embeddings(embedder.provider(), embedder.model(), 1);
-                    let out = embedder
-                        .embed(&input, ctx.remaining())
-                        .instrument(span.clone())
-                        .await;
-                    if let Ok(out) = &out {
-                        ctx.meter().charge(&out.usage);
-                        genai::record_embedded(&span, &out.usage, out.vectors.first());
-                    }
-                    genai::record_outcome(&span, crate::error::outcome(&out));
-                    Ok::<_, RetrievalError>(out?)
-                })
-                .await?;
-            let vector = embedded.vectors.into_iter().next().unwrap_or_default();
-            // A remote store's transient failure is retried by the node's policy; a local
-            // index's errors are permanent and never retried.
-            ctx.retry("retrieve", || {
-                graph.kb.retrieve_hybrid(query, &vector, &options)
-            })
-            .instrument(span.clone())
-            .await
-        }
-        _ => {
-            ctx.retry("retrieve", || graph.kb.retrieve(query, &options))
-                .instrument(span.clone())
-                .await
-        }
-    };
-    genai::record_outcome(&span, crate::error::outcome(&documents));
-    let documents = documents?;
-    let (documents, mode, rerank_failed) =
-        match super::rerank::rerank(graph, ctx, query, documents, limit).await {
-            // Nothing found, nothing reranked: the mode says what ran.
-            Reranked::Done(docs) if graph.reranker.is_some() && !docs.is_empty() => {
-                (docs, mode.reranked(), None)
-            }
-            Reranked::Done(docs) => (docs, mode, None),
-            Reranked::FellBack(docs, error) => (docs, mode, Some(error)),
-        };
-    genai::record_documents(&span, documents.iter().map(retrieved));
-    drop(span);
+    let Searched {
+        documents,
+        mode,
+        rerank_failed,
+    } = search(graph, state, ctx, &state.query).await?;
     state.retrieval = Some(mode);
     state.kb_version = graph.kb_version();
     let found_now = super::state::passages_fingerprint(&documents);
@@ -176,14 +113,4 @@ fn web_search_denied(state: &mut RagState) -> StepOutput<RagNode> {
         RagNode::Generate,
         json!({ "approved": false, "fallback": state.web_fallback, "results": 0 }),
     )
-}
-
-/// A retrieved document as its span records it.
-fn retrieved(d: &Document) -> genai::Retrieved<'_> {
-    genai::Retrieved {
-        id: &d.id,
-        source: &d.url,
-        score: d.score,
-        content: &d.content,
-    }
 }

@@ -12,6 +12,7 @@
 //! decide_to_generate: relevant -> generate | none, rewrites left -> transform_query -> kg_retrieval
 //!                     | rewrites exhausted -> web_search (fallback) -> generate
 //! generate -> grade_hallucinations (the answer check is asked at the same time)
+//!   (an answer written without documents is first searched for with its own words: `research`)
 //!             : grounded -> grade_answer (uses that verdict) | not grounded -> generate (bounded)
 //! grade_answer: useful -> END | not useful -> transform_query (bounded) | exhausted -> END best-effort
 //! ```
@@ -33,6 +34,7 @@ mod forked;
 mod hooks;
 mod integral;
 mod interrupt;
+mod kb_search;
 mod limit_hit;
 mod model_call;
 mod node;
@@ -45,6 +47,7 @@ mod quoted;
 mod rag_graph;
 mod request;
 mod rerank;
+mod research;
 mod response;
 mod run_events;
 mod sentences;

@@ -186,6 +186,15 @@ pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepC
         }
     };
     let (written, attempt, fit) = (answered.written, answered.attempt, answered.fit);
+    // Wanted sources, found none: search once more with the answer's own words.
+    let researched = if state.documents.is_empty()
+        && state.route != Some(DataSource::LlmInternal)
+        && answered.under_floor.is_none()
+    {
+        super::research::sources_for_answer(graph, state, ctx, &written.text).await
+    } else {
+        None
+    };
     let cut = written.finish == Finish::Length;
     state.generation = Some(written.text);
     state.answer_cut = cut;
@@ -198,6 +207,11 @@ pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepC
     });
     if cut {
         details["answer_length"] = json!(true);
+    }
+    if let Some(found) = researched {
+        let sources: Vec<&str> = found.iter().map(|d| d.url.as_str()).collect();
+        details["researched"] = json!(sources);
+        state.documents = found;
     }
     if let Some(unusable) = answered.under_floor {
         state.model_doubted = true;

@@ -154,6 +154,11 @@ pub struct RagState {
     /// the floor is not trusted with relevance either: its quote draws on these too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) graded_out: Vec<Document>,
+    /// Every passage a grading of this run judged irrelevant ([`passages_fingerprint`] of
+    /// each): a search with the answer ([`super::research`]) never cites one, so a grader's
+    /// `no` stands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) rejected: Vec<u64>,
     /// Generation attempts so far (numbers the `token` and `discarded` stream events).
     #[serde(default)]
     pub(crate) generations: u32,
@@ -222,6 +227,11 @@ pub(crate) fn passages_fingerprint(documents: &[Document]) -> Option<u64> {
     (!ids.is_empty()).then_some(hash)
 }
 
+/// One passage's fingerprint ([`passages_fingerprint`] of it alone).
+pub(crate) fn passage_key(doc: &Document) -> u64 {
+    passages_fingerprint(std::slice::from_ref(doc)).unwrap_or_default()
+}
+
 impl RagState {
     /// The initial state of a run.
     pub(crate) fn new(request: RunRequest) -> Self {
@@ -239,6 +249,7 @@ impl RagState {
             model_doubted: false,
             route_overruled: false,
             retrieved: None,
+            rejected: Vec::new(),
             graded_out: Vec::new(),
             generations: 0,
             answer_check: None,
@@ -314,6 +325,12 @@ impl RagState {
             .partition(|(_, keep)| *keep);
         self.documents = kept.into_iter().map(|(doc, _)| doc).collect();
         self.graded_out = out.into_iter().map(|(doc, _)| doc).collect();
+        for doc in &self.graded_out {
+            let key = passage_key(doc);
+            if !self.rejected.contains(&key) {
+                self.rejected.push(key);
+            }
+        }
     }
 
     /// Marks the answer as quoted from the documents, and why.

@@ -136,3 +136,11 @@ impl Harness {
 pub fn steps(r: &RunResponse) -> Vec<&str> {
     r.workflow_steps.iter().map(|s| s.name.as_str()).collect()
 }
+
+/// The details of the run's first step named `name`.
+pub fn details(r: &RunResponse, name: &str) -> serde_json::Value {
+    let step = r.workflow_steps.iter().find(|s| s.name == name);
+    step.unwrap_or_else(|| panic!("no {name} step"))
+        .details
+        .clone()
+}
