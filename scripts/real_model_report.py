@@ -214,10 +214,11 @@ def names_of(expected_sources):
 
 def named(answer, names):
     """Whether `answer` names one of `names`: case-insensitive, as a word (not inside another
-    name such as `requests-mock`), `-` and `_` interchangeable."""
+    name such as `requests-mock`; a version after it, as in a source's folder `arc-swap-1.9.5`, is
+    still the name), `-` and `_` interchangeable."""
     for name in names:
         body = "[-_]".join(re.escape(part) for part in re.split(r"[-_]", name))
-        if re.search(r"(?<![\w-])" + body + r"(?![\w]|-\w)", answer, re.I):
+        if re.search(r"(?<![\w-])" + body + r"(?![\w]|-(?!\d)\w)", answer, re.I):
             return True
     return False
 
@@ -259,9 +260,23 @@ def cited_sources(answer, citations):
     return out
 
 
+def release_file(path):
+    """A path in a release's folder without the version (`moto-5.2.5/README.md` ->
+    (moto, README.md)), as `eval`'s source matching reads it; the path itself otherwise."""
+    folder, _, rest = path.strip("/").partition("/")
+    m = re.match(r"(.+?)-\d", folder)
+    return (m.group(1), rest) if m and rest else (path.strip("/"), None)
+
+
+def is_expected(source, expected_sources):
+    """Whether `source` is one of `expected_sources`, or the same file of another release of one
+    (a set labelled on moto-5.2.5 still scores on moto-5.2.6's README)."""
+    return any(source == e.strip("/") or (release_file(e)[1] is not None and release_file(e) == release_file(source))
+               for e in expected_sources)
+
+
 def cited(answer, citations, expected_sources):
-    wanted = {s.strip("/") for s in expected_sources}
-    return any(s in wanted for s in cited_sources(answer, citations))
+    return any(is_expected(s, expected_sources) for s in cited_sources(answer, citations))
 
 
 def has_attribution(response):
@@ -278,13 +293,12 @@ def supported(answer, citations, expected_sources, attribution):
     (an older binary: its citations carry no sentences)."""
     if not attribution:
         return None
-    wanted = {s.strip("/") for s in expected_sources}
     for group in CITE.findall(without_examples(answer)):
         for n in re.split(r"\s*,\s*", group):
             i = int(n) - 1
             if 0 <= i < len(citations):
                 c = citations[i]
-                if source_of(c.get("url")) in wanted and c.get("sentences"):
+                if is_expected(source_of(c.get("url")), expected_sources) and c.get("sentences"):
                     return True
     return False
 
@@ -638,6 +652,8 @@ def self_test():
     assert not named("phf_codegen writes the map", ["phf"]), "a longer name is another name"
     assert not named("Try requests-mock or requests_mock.", ["requests"])
     assert not named("thiserror2 is not it", ["thiserror"])
+    assert named("ArcSwap (arc-swap-1.9.5/README.md) swaps it", ["arc-swap"]), "a version is no other name"
+    assert not named("thiserror-impl does it", ["thiserror"])
     assert not named("You answer questions.", ["ahash"])
 
     cits = [{"title": "a", "url": "kb://anyhow-1.0.0/README.md"},
@@ -648,6 +664,9 @@ def self_test():
     assert not cited("Derive it [1].", cits, want)
     assert not cited("Out of range [3].", cits, want)
     assert not cited("thiserror, no marker.", cits, want)
+    assert cited("Derive it [2].", cits, ["thiserror-2.0.17/README.md"]), "another release of it"
+    assert not cited("Derive it [2].", cits, ["thiserror-2.0.17/CHANGES.md"])
+    assert not cited("Derive it [2].", cits, ["thiserror-impl-2.0.21/README.md"])
     echo = ("Cite the documents you use with their numbers in square brackets, like [1].\n"
             "Context documents: thiserror")
     cits1 = [cits[1], cits[0]]

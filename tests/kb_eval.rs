@@ -56,6 +56,28 @@ fn sources_match_by_path_fragment_or_url_and_bad_lines_are_named() {
     assert!(source_matches("guide.pdf#page=3", "kb://guide.pdf#page=3"));
     assert!(!source_matches("guide", "kb://guide.pdf#page=3"));
     assert!(!source_matches("patch", "kb://patch-canker.md#1"));
+    // A release's folder matches another version of the same release, and nothing else.
+    assert!(source_matches(
+        "moto-5.2.5/README.md",
+        "kb://moto-5.2.6/README.md#1"
+    ));
+    assert!(source_matches(
+        "python-dateutil-2.9.0/README.txt",
+        "kb://python-dateutil-2.9.0.post0/README.txt#3"
+    ));
+    assert!(!source_matches(
+        "moto-5.2.5/README.md",
+        "kb://motor-5.2.5/README.md#1"
+    ));
+    assert!(!source_matches(
+        "moto-5.2.5/README.md",
+        "kb://moto-5.2.6/CHANGES.md#1"
+    ));
+    assert!(!source_matches(
+        "moto-5.2.5/README.md#2",
+        "kb://moto-5.2.6/README.md#2"
+    ));
+    assert!(!source_matches("docs/README.md", "kb://docs-2/README.md#1"));
 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("q.jsonl");

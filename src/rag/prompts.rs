@@ -140,7 +140,7 @@ fn instruction(task: Task, routing: Option<&Routing>, documents: bool) -> String
         Task::GradeAnswer => "You check whether an answer addresses and resolves the question: `yes` or `no`. Reply as JSON.".to_owned(),
         Task::RefineQuery => "You write a new search query for a question. The last search found only the documents listed, which do not answer it, so search differently: use the words a document that answers the question would contain (the name of the tool, library, command or term it is about, or a phrase from such a document), not a rewording of the question. Reply with the query as JSON.".to_owned(),
         Task::ContextualizeQuestion => "You rewrite the latest question of a conversation into a standalone question that can be understood and searched without the conversation: replace words such as `it` or `this` with what they refer to, and keep everything else as asked. If it already stands alone, return it unchanged. Reply as JSON.".to_owned(),
-        Task::GenerateAnswer if documents => "Answer the question using the documents. End each sentence with the number of the document it comes from, in brackets, like this: `The crate parses TOML files [1].` If they do not answer the question, say so. Write at most five sentences of plain text.".to_owned(),
+        Task::GenerateAnswer if documents => "Answer the question using the documents. End each sentence with the number of the document it comes from, in brackets, such as [1] or [2]. If they do not answer the question, say so. Write at most five sentences of plain text.".to_owned(),
         Task::GenerateAnswer => "Answer the question briefly, in at most five sentences of plain text.".to_owned(),
     }
 }
