@@ -68,7 +68,7 @@ impl ChatModel for OfflineModel {
             Task::GradeAnswer => json!({
                 "binary_score": yes_no(useful(inputs.question, inputs.answer.unwrap_or("")))
             }),
-            Task::RefineQuery => json!({ "refined_question": refine(inputs.question) }),
+            Task::RefineQuery => json!({ "search_words": refine(inputs.question) }),
             // The answer is plain text, as every provider writes it.
             Task::GenerateAnswer => {
                 return Ok(Completion::new(extractive_answer(

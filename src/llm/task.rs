@@ -87,7 +87,7 @@ impl Task {
                 "binary_score",
                 json!({"type": "string", "enum": ["yes", "no"]}),
             ),
-            Task::RefineQuery => ("refined_question", json!({"type": "string"})),
+            Task::RefineQuery => ("search_words", json!({"type": "string"})),
             // The answer is plain text: no object, nothing to send as a schema.
             Task::GenerateAnswer => return json!({"type": "string"}),
             Task::ContextualizeQuestion => ("standalone_question", json!({"type": "string"})),
@@ -158,7 +158,11 @@ impl BinaryScore {
 /// `refine_query` reply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refined {
-    /// The rewritten question.
+    /// What to search for next. On the wire `search_words`: under that key a small model
+    /// writes search terms, under the earlier `refined_question` it reworded the question
+    /// (Qwen2.5-Coder 1.5B named the expected tool in 5 of 19 rewrites instead of 1). Replies
+    /// with the earlier key are still read.
+    #[serde(rename = "search_words", alias = "refined_question")]
     pub refined_question: String,
 }
 
@@ -167,4 +171,23 @@ pub struct Refined {
 pub(crate) struct Contextualized {
     /// The follow-up, rewritten to be understood without the conversation.
     pub standalone_question: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rewrite_is_read_under_its_key_and_the_earlier_one() {
+        let now: Refined = serde_json::from_value(json!({"search_words": "thiserror"})).unwrap();
+        let before: Refined =
+            serde_json::from_value(json!({"refined_question": "thiserror"})).unwrap();
+        assert_eq!(now, before);
+        assert_eq!(now.refined_question, "thiserror");
+        assert_eq!(
+            Task::RefineQuery.schema()["required"],
+            json!(["search_words"])
+        );
+        assert!(serde_json::from_value::<Refined>(json!({"query": "thiserror"})).is_err());
+    }
 }

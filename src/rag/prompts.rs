@@ -135,7 +135,7 @@ fn instruction(task: Task, routing: Option<&Routing>, documents: bool) -> String
                  as JSON."
             )
         }
-        Task::GradeDocuments => "You grade whether a document is relevant to a question: `yes` if it contains words or meaning related to the question, `no` otherwise. Reply as JSON.".to_owned(),
+        Task::GradeDocuments => "You grade whether a document is relevant to a question. Reply `yes` if the document is about what the question asks for (the same task, tool, library, command or topic), even if it does not answer it fully; reply `no` only if it is about something else. Reply as JSON.".to_owned(),
         Task::GradeHallucinations => "You check whether an answer is supported by the documents: `yes` if it is, `no` otherwise. Reply as JSON.".to_owned(),
         Task::GradeAnswer => "You check whether an answer addresses and resolves the question: `yes` or `no`. Reply as JSON.".to_owned(),
         Task::RefineQuery => "You write a new search query for a question. The last search found only the documents listed, which do not answer it, so search differently: use the words a document that answers the question would contain (the name of the tool, library, command or term it is about, or a phrase from such a document), not a rewording of the question. Reply with the query as JSON.".to_owned(),

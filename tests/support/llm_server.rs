@@ -202,9 +202,9 @@ impl Reply {
             .to_string(),
         )
     }
-    /// `{"refined_question": text}`.
+    /// `{"search_words": text}`.
     pub fn refined(text: &str) -> Self {
-        Reply::json(json!({"refined_question": text}))
+        Reply::json(json!({"search_words": text}))
     }
 
     /// Streams the content in chunks of `chars` characters (at least 1).

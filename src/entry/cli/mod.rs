@@ -23,6 +23,7 @@ mod args;
 mod ask_stream;
 pub mod eval;
 mod eval_answers;
+mod eval_sources;
 mod fork_command;
 mod kb;
 mod output;
