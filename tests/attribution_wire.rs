@@ -28,6 +28,7 @@ for_each_provider!(
     a_citation_of_the_wrong_passage_is_re_pointed,
     a_sentence_no_passage_supports_is_reported_and_cites_nothing,
     a_rewrite_that_retrieves_the_same_passages_ends_the_rewrite_loop,
+    a_rewrite_written_as_an_answer_keeps_the_clear_match_it_finds,
     an_answer_from_memory_cites_the_passages_a_search_with_its_words_finds,
 );
 
@@ -108,6 +109,50 @@ async fn a_rewrite_that_retrieves_the_same_passages_ends_the_rewrite_loop(provid
     assert_eq!(r.metadata.limits_hit, ["no_sources"]);
     // Route, 3 grades, 1 rewrite, the answer without sources.
     assert_eq!(h.llm.total_calls(), 6);
+}
+
+async fn a_rewrite_written_as_an_answer_keeps_the_clear_match_it_finds(provider: Provider) {
+    // Every passage graded irrelevant, the clear match too (a model not yet doubted keeps its
+    // verdicts). The rewrite comes as an answer (`answer`) and finds the same passages, the
+    // clear match among them: the model said what an answering document holds and had graded
+    // it away, so the clear match is kept, not graded again, and the answer written from it.
+    // Search words (`refined_question`) claim nothing: the loop ends with the web fallback.
+    for (reply, kept) in [
+        (Reply::hypothetical(QUESTION), true),
+        (Reply::refined(QUESTION), false),
+    ] {
+        let script = Script::defaults()
+            .on("grade_documents", [Reply::no()])
+            .on("refine_query", [reply]);
+        let h = Harness::new(provider, script).await;
+        let r = h.run(RunRequest::new(QUESTION), 50).await;
+        assert_eq!(h.calls("refine_query"), 1);
+        assert_eq!(h.calls("grade_documents"), 3, "one grading");
+        assert_eq!(r.metadata.web_fallback, !kept);
+        let again = (r.workflow_steps.iter())
+            .filter(|s| s.name == "kg_retrieval")
+            .nth(1)
+            .map(|s| s.details.clone())
+            .unwrap();
+        assert_eq!(again["same_passages"], true);
+        if kept {
+            assert_eq!(r.status, RunStatus::Completed, "{r:?}");
+            assert_eq!(again["overruled"][0]["rule"], "rewrites_find", "{again}");
+            assert!(!r.citations.is_empty());
+            assert!(
+                r.citations.iter().all(|c| c.url.contains("canker")),
+                "{r:?}"
+            );
+            // Route, 3 grades, 1 rewrite, the answer, its 2 checks.
+            assert_eq!(h.llm.total_calls(), 8);
+        } else {
+            assert!(again.get("overruled").is_none());
+            assert!(
+                r.citations.iter().all(|c| !c.url.contains("canker")),
+                "{r:?}"
+            );
+        }
+    }
 }
 
 /// Written without documents (the fruit borer, which the vague question's search did not

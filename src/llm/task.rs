@@ -87,7 +87,7 @@ impl Task {
                 "binary_score",
                 json!({"type": "string", "enum": ["yes", "no"]}),
             ),
-            Task::RefineQuery => ("search_words", json!({"type": "string"})),
+            Task::RefineQuery => ("answer", json!({"type": "string"})),
             // The answer is plain text: no object, nothing to send as a schema.
             Task::GenerateAnswer => return json!({"type": "string"}),
             Task::ContextualizeQuestion => ("standalone_question", json!({"type": "string"})),
@@ -155,15 +155,68 @@ impl BinaryScore {
     }
 }
 
-/// `refine_query` reply.
+/// `refine_query` reply: what to search for next, and whether the model wrote it as an answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RefinedWire", into = "RefinedWire")]
 pub struct Refined {
-    /// What to search for next. On the wire `search_words`: under that key a small model
-    /// writes search terms, under the earlier `refined_question` it reworded the question
-    /// (Qwen2.5-Coder 1.5B named the expected tool in 5 of 19 rewrites instead of 1). Replies
-    /// with the earlier key are still read.
-    #[serde(rename = "search_words", alias = "refined_question")]
+    /// What to search for next. Asked for the first sentence of a document that would answer
+    /// the question (a hypothetical answer, searched for its words; on the wire `answer`):
+    /// asked for search terms, Qwen2.5-Coder 1.5B repeated the question's words ("number of
+    /// lines in a text file"); asked for that sentence, it named the command ("you can use the
+    /// `wc` command").
     pub refined_question: String,
+    /// True when the reply came as that sentence (`answer`): the model says what a document
+    /// that answers holds. Replies under the earlier keys (`search_words`,
+    /// `refined_question`) are search words, which claim nothing.
+    pub hypothetical: bool,
+}
+
+/// [`Refined`] as the wire carries it: one of its keys.
+#[derive(Serialize, Deserialize)]
+struct RefinedWire {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answer: Option<String>,
+    #[serde(
+        default,
+        alias = "refined_question",
+        skip_serializing_if = "Option::is_none"
+    )]
+    search_words: Option<String>,
+}
+
+impl TryFrom<RefinedWire> for Refined {
+    type Error = &'static str;
+
+    fn try_from(wire: RefinedWire) -> Result<Self, Self::Error> {
+        match (wire.answer, wire.search_words) {
+            (Some(text), _) => Ok(Self {
+                refined_question: text,
+                hypothetical: true,
+            }),
+            (None, Some(text)) => Ok(Self {
+                refined_question: text,
+                hypothetical: false,
+            }),
+            (None, None) => Err("missing field `answer`"),
+        }
+    }
+}
+
+impl From<Refined> for RefinedWire {
+    fn from(refined: Refined) -> Self {
+        let text = Some(refined.refined_question);
+        if refined.hypothetical {
+            Self {
+                answer: text,
+                search_words: None,
+            }
+        } else {
+            Self {
+                answer: None,
+                search_words: text,
+            }
+        }
+    }
 }
 
 /// `contextualize_question` reply.
@@ -179,14 +232,26 @@ mod tests {
 
     #[test]
     fn a_rewrite_is_read_under_its_key_and_the_earlier_one() {
-        let now: Refined = serde_json::from_value(json!({"search_words": "thiserror"})).unwrap();
-        let before: Refined =
-            serde_json::from_value(json!({"refined_question": "thiserror"})).unwrap();
-        assert_eq!(now, before);
+        let now: Refined = serde_json::from_value(json!({"answer": "thiserror"})).unwrap();
         assert_eq!(now.refined_question, "thiserror");
+        assert!(now.hypothetical, "written as an answer");
+        for key in ["search_words", "refined_question"] {
+            let before: Refined = serde_json::from_value(json!({ key: "thiserror" })).unwrap();
+            assert_eq!(before.refined_question, "thiserror", "{key}");
+            assert!(!before.hypothetical, "{key}: search words claim nothing");
+        }
+        assert_eq!(Task::RefineQuery.schema()["required"], json!(["answer"]));
         assert_eq!(
-            Task::RefineQuery.schema()["required"],
-            json!(["search_words"])
+            serde_json::to_value(&now).unwrap(),
+            json!({"answer": "thiserror"})
+        );
+        let words = Refined {
+            hypothetical: false,
+            ..now
+        };
+        assert_eq!(
+            serde_json::to_value(&words).unwrap(),
+            json!({"search_words": "thiserror"})
         );
         assert!(serde_json::from_value::<Refined>(json!({"query": "thiserror"})).is_err());
     }

@@ -27,7 +27,21 @@ pub(super) async fn kg_retrieval(
         // The rewrite found what the search before it found: grading those passages again,
         // or rewriting once more in the same words, would waste calls. The loop ends here.
         // (A search that found nothing is not compared: another rewrite may find something.)
-        let details = json!({ "query": state.query, "documents": documents.len() });
+        let mut details = json!({ "query": state.query, "documents": documents.len() });
+        if state.query_is_answer && state.documents.is_empty() {
+            // The model's own hypothetical answer found what it graded away: a clear match
+            // for its words is kept ([`super::overrule::rewrites_find`]), not graded again.
+            let mut keep = vec![false; documents.len()];
+            if let Some(found) = super::overrule::rewrites_find(&documents, &mut keep) {
+                state.documents = documents;
+                state.set_aside(&keep);
+                state.model_doubted = true;
+                details["same_passages"] = json!(true);
+                details["overruled"] = found;
+                details["decision"] = json!("generate");
+                return Ok(StepOutput::next(RagNode::Generate, details));
+            }
+        }
         return Ok(same_passages(state, details));
     }
     state.retrieved = found_now;

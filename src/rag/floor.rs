@@ -7,7 +7,9 @@
 //!   labels, a document's heading line, or the delimiter markers of earlier prompt versions,
 //!   `[[`…`]]`);
 //! - **content**: it has at least one content word once citations are taken out (a row of
-//!   `[1] [2] [3]` says nothing);
+//!   `[1] [2] [3]` says nothing), and one beyond the question's (an answer that only restates
+//!   the question, "The folder taking up the most room on the disk is [1].", says nothing
+//!   either);
 //! - **no loop**: it is not a run of repeated text (of its word triples, at most
 //!   [`MAX_REPEATED_SHARE`] are repeats);
 //! - **citations exist**: every `[n]` names one of the documents it was given (an answer
@@ -45,6 +47,9 @@ pub(crate) enum Unusable {
     Echo,
     /// It has no content word (only citations, markers or punctuation).
     NoContent,
+    /// It only restates the question: every content word is the question's ("The folder
+    /// taking up the most room on the disk is [1].").
+    RestatesTheQuestion,
     /// It repeats the same text over and over.
     Repetition,
     /// It cites a document it was not given.
@@ -67,6 +72,7 @@ impl Unusable {
         match self {
             Unusable::Echo => "the answer repeats the prompt".into(),
             Unusable::NoContent => "the answer has no content".into(),
+            Unusable::RestatesTheQuestion => "the answer only restates the question".into(),
             Unusable::Repetition => "the answer repeats itself".into(),
             Unusable::MissingCitation(n) => {
                 format!("the answer cites [{n}], which it was not given")
@@ -81,7 +87,10 @@ impl Unusable {
     /// The one-line hint of the second ask: what to do instead.
     pub(super) fn hint(&self) -> &'static str {
         match self {
-            Unusable::Echo | Unusable::NoContent | Unusable::Repetition => {
+            Unusable::Echo
+            | Unusable::NoContent
+            | Unusable::RestatesTheQuestion
+            | Unusable::Repetition => {
                 "Do not repeat these instructions or the documents' labels. Answer the question \
                  in your own words, in one to three sentences."
             }
@@ -110,6 +119,9 @@ pub(crate) fn check(answer: &str, question: &str, documents: &[Document]) -> Res
     }
     if repeats_itself(&text) {
         return Err(Unusable::Repetition);
+    }
+    if new_stems(&text, question).is_empty() {
+        return Err(Unusable::RestatesTheQuestion);
     }
     if documents.is_empty() || says_they_do_not_answer(&text) {
         // Without documents a citation names nothing, and the answer lists no sources.

@@ -89,6 +89,25 @@ fn a_row_of_citations_has_no_content() {
 }
 
 #[test]
+fn an_answer_that_only_restates_the_question_is_under_the_floor() {
+    // Seen with Qwen2.5-Coder 1.5B: every content word is the question's.
+    let q = "Which of my folders are taking up the most room on the disk?";
+    let restated = "The folder taking up the most room on the disk is [1].";
+    assert_eq!(
+        check(restated, q, &docs()),
+        Err(Unusable::RestatesTheQuestion)
+    );
+    assert_eq!(
+        check(restated, q, &[]),
+        Err(Unusable::RestatesTheQuestion),
+        "with or without documents"
+    );
+    // One word beyond the question is something to judge.
+    let named = "The du command shows which folder takes up the most room on the disk.";
+    assert_ne!(check(named, q, &[]), Err(Unusable::RestatesTheQuestion));
+}
+
+#[test]
 fn a_loop_of_the_same_words_is_repetition() {
     let looped = "the derive macro ".repeat(12);
     assert_eq!(check(&looped, Q, &docs()), Err(Unusable::Repetition));

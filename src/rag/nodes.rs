@@ -78,8 +78,16 @@ pub(super) async fn grade_documents(
         .iter()
         .fold(Fit::default(), |all, (_, fit)| all.add(*fit));
     let said: Vec<bool> = grades.iter().map(|(g, _)| g.yes()).collect();
-    let (kept, overruled) =
+    let (mut kept, mut overruled) =
         super::overrule::relevance(&state.documents, &said, state.model_doubted);
+    if state.query_is_answer {
+        if let Some(found) = super::overrule::rewrites_find(&state.documents, &mut kept) {
+            // The model rejected what its own answer's words found: one of its two verdicts
+            // is wrong, and the words side with the answer.
+            state.model_doubted = true;
+            overruled = Some(found);
+        }
+    }
     state.set_aside(&kept);
     let relevant = state.documents.len();
     let (next, decision) = decide_to_generate(graph, state, relevant);
@@ -153,6 +161,7 @@ pub(super) async fn transform_query(
     let max = graph.limits.max_query_rewrites;
     tracing::info!("query rewrite: retry {n}/{max}");
     state.query = refined.refined_question;
+    state.query_is_answer = refined.hypothetical;
     let next = match state.route {
         Some(DataSource::WebSearch) => RagNode::WebSearch,
         Some(DataSource::LlmInternal) => RagNode::Generate,

@@ -1,5 +1,5 @@
 //! Grades overruled by a clear lexical signal, and when. A grade that contradicts what the
-//! words plainly show is recorded in the step's details (`overruled`) and replaced, by three
+//! words plainly show is recorded in the step's details (`overruled`) and replaced, by four
 //! rules:
 //!
 //! - **clear match**, only against a model that has shown itself unreliable in this run (an
@@ -8,10 +8,20 @@
 //!   relevant, whatever its grade says. A model that has not shown that keeps its verdicts, so
 //!   a capable grader's `no` drives the rewrite loop and the web fallback as designed;
 //! - **answer's passages**, when the grades and an answer were written from the same passages
-//!   at once (speculation) and every passage was graded irrelevant: a passage that the
+//!   at once (speculation) and every passage was graded irrelevant: a passage of a clear
+//!   match's document (the passage itself, or another passage of the same file) that the
 //!   answer, written from it and passing the floor, stands on is relevant, and the model is
-//!   doubted from then on (it contradicts itself: one of its two verdicts is wrong, and the
-//!   words side with the answer);
+//!   doubted from then on (it contradicts itself: one of its two verdicts is wrong, and two
+//!   signals, the question's rare words and the answer's, side with the answer). A passage
+//!   that is no clear match keeps its grade: a model paraphrases whatever it is given, so an
+//!   answer standing on a passage does not show that the passage is about the question;
+//! - **rewrite's find**, when the query is the model's own hypothetical answer (a rewrite
+//!   written as the first sentence of a document that answers) and every passage it found
+//!   was graded irrelevant: a passage that is a clear match for that sentence (it holds the
+//!   sentence's rare words, such as the command it names) is relevant, and the model is
+//!   doubted from then on. The model said what an answering document holds, then rejected the
+//!   document that holds it. A rewrite given as search words claims nothing and keeps the
+//!   grades as given;
 //! - **sentences unsupported**, whatever the model: an answer graded grounded most of whose
 //!   sentences no document supports ([`super::attribution`]) is not grounded; an answer that
 //!   says the documents do not answer is left to its grade.
@@ -57,9 +67,10 @@ pub(super) fn relevance(
 }
 
 /// The **answer's passages** rule, where the grades and an answer were written from the same
-/// passages at once (speculation) and every passage was graded irrelevant: a passage the
-/// answer stands on (most of its sentences supported, this one supporting some:
-/// [`super::attribution`]) is relevant.
+/// passages at once (speculation) and every passage was graded irrelevant: a passage of a
+/// document holding a clear match (`clear_match`: the question's rare words; the passage
+/// itself or another of the same file) that the answer stands on (most of its
+/// sentences supported, this one supporting some: [`super::attribution`]) is relevant.
 /// The model contradicts itself, so its grades are doubted from then on. `grades` are turned
 /// in place; the record of what was overruled is returned.
 pub(super) fn answers_passages(
@@ -83,9 +94,15 @@ pub(super) fn answers_passages(
         .filter(|c| !c.sentences.is_empty())
         .map(|c| c.url.as_str())
         .collect();
+    // The documents (sources, passages of one file together) holding a clear match.
+    let clear: Vec<&str> = (documents.iter())
+        .filter(|d| d.clear_match)
+        .map(|d| source(&d.url))
+        .collect();
     let mut overruled = Vec::new();
     for (i, (doc, yes)) in documents.iter().zip(grades.iter_mut()).enumerate() {
-        if !*yes && stands_on.contains(&doc.url.as_str()) {
+        let clear_source = clear.contains(&source(&doc.url));
+        if !*yes && clear_source && stands_on.contains(&doc.url.as_str()) {
             *yes = true;
             overruled.push(json!({
                 "document": i + 1,
@@ -96,6 +113,34 @@ pub(super) fn answers_passages(
         }
     }
     (!overruled.is_empty()).then_some(Value::Array(overruled))
+}
+
+/// The **rewrite's find** rule, where the query is the model's hypothetical answer and every
+/// passage it found was graded irrelevant: a passage that is a clear match for that query is
+/// relevant. `grades` are turned in place; the record of what was overruled is returned.
+pub(super) fn rewrites_find(documents: &[Document], grades: &mut [bool]) -> Option<Value> {
+    // A grading that kept some has chosen among them.
+    if grades.iter().any(|yes| *yes) {
+        return None;
+    }
+    let mut overruled = Vec::new();
+    for (i, (doc, yes)) in documents.iter().zip(grades.iter_mut()).enumerate() {
+        if doc.clear_match {
+            *yes = true;
+            overruled.push(json!({
+                "document": i + 1,
+                "grade": "no",
+                "now": "yes",
+                "rule": "rewrites_find",
+            }));
+        }
+    }
+    (!overruled.is_empty()).then_some(Value::Array(overruled))
+}
+
+/// The document a passage's URL names: the URL without its `#passage`.
+fn source(url: &str) -> &str {
+    url.split_once('#').map_or(url, |(source, _)| source)
 }
 
 /// The groundedness grade of `answer` after the sentence rule: an answer graded grounded most
@@ -157,6 +202,69 @@ mod tests {
             relevance(&docs, &[true, false, true], true),
             (vec![true, false, true], None)
         );
+    }
+
+    fn at(url: &str, content: &str, clear_match: bool) -> Document {
+        Document {
+            clear_match,
+            ..Document::passage(url, url, url, content)
+        }
+    }
+
+    #[test]
+    fn only_a_clear_match_the_answer_stands_on_is_taken_back_from_a_no() {
+        let canker = "Patch canker is caused by Phytophthora palmivora in wet soil.";
+        let borer = "The fruit borer lays its eggs on young durian fruit in the dry season.";
+        let q = "What causes patch canker?";
+        let answer = "Patch canker is caused by Phytophthora palmivora in wet soil [1]. \
+                      The fruit borer lays its eggs on young durian fruit [2].";
+        // The answer stands on both passages; only the one holding the question's rare
+        // words is turned, the other keeps the model's no.
+        for (clear, turned) in [(true, vec![true, false]), (false, vec![false, false])] {
+            let docs = [at("kb://a", canker, clear), at("kb://b", borer, false)];
+            let mut grades = [false, false];
+            let record = answers_passages(&docs, &mut grades, answer, q);
+            assert_eq!(grades.to_vec(), turned, "clear match: {clear}");
+            assert_eq!(record.is_some(), clear);
+        }
+        let record = answers_passages(
+            &[at("kb://a", canker, true), at("kb://b", borer, true)],
+            &mut [false, false],
+            answer,
+            q,
+        )
+        .unwrap();
+        assert_eq!(record.as_array().unwrap().len(), 2);
+        assert_eq!(record[1]["rule"], "answers_passages");
+        // Another passage of a clear match's file is of that document: it is turned too.
+        let docs = [at("kb://a#1", borer, true), at("kb://a#2", canker, false)];
+        let mut grades = [false, false];
+        assert!(answers_passages(&docs, &mut grades, answer, q).is_some());
+        assert_eq!(grades, [true, true]);
+        // A grading that kept a passage has chosen: nothing is turned.
+        let mut chose = [false, true];
+        let docs = [at("kb://a", canker, true), at("kb://b", borer, true)];
+        assert_eq!(answers_passages(&docs, &mut chose, answer, q), None);
+        assert_eq!(chose, [false, true]);
+    }
+
+    #[test]
+    fn a_clear_match_for_the_models_answer_is_kept_when_every_passage_was_rejected() {
+        let docs = [doc("a", false), doc("b", true), doc("c", false)];
+        let mut grades = [false, false, false];
+        let record = rewrites_find(&docs, &mut grades).unwrap();
+        assert_eq!(grades, [false, true, false]);
+        assert_eq!(record.as_array().unwrap().len(), 1);
+        assert_eq!(record[0]["document"], 2);
+        assert_eq!(record[0]["rule"], "rewrites_find");
+        // A grading that kept a passage has chosen: nothing is turned.
+        let mut chosen = [true, false, false];
+        assert_eq!(rewrites_find(&docs, &mut chosen), None);
+        assert_eq!(chosen, [true, false, false]);
+        // No clear match: the grades stand.
+        let mut none = [false, false];
+        assert_eq!(rewrites_find(&docs[..1], &mut none[..1]), None);
+        assert_eq!(none, [false, false]);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! the same passages ends the rewrite loop, the model alone is not taken over a clear match
 //! the search found, and a passage the speculative answer stands on is not graded away.
 
-use super::tests::{request, run, script, VAGUE};
+use super::tests::{request, run, script, ANSWER, VAGUE};
 use crate::config::Speculation;
 use crate::llm::{ScriptedModel, Task};
 use crate::rag::RunRequest;
@@ -113,4 +113,125 @@ async fn a_passage_graded_irrelevant_that_the_speculative_answer_stands_on_is_ke
     assert_eq!(r.response.workflow_steps[4].details["documents"], 1);
     assert_eq!(r.response.citations.len(), 1);
     assert!(m.limits_hit.is_empty(), "{:?}", m.limits_hit);
+}
+
+#[tokio::test]
+async fn a_passage_the_answer_stands_on_that_is_no_clear_match_keeps_its_no() {
+    // The answer, written from the passages at once, repeats the first one; but nothing the
+    // question asks for is rare in it (no clear match): a model paraphrases what it is given,
+    // so the grader's no stands. One rewrite, which finds the same passages: the web fallback.
+    let answer = "Durian is a tall tropical fruit tree of Southeast Asia grown for its large \
+                  spiny fruit [1].";
+    let model = ScriptedModel::new()
+        .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
+        .reply(Task::GradeDocuments, json!({ "binary_score": "no" }))
+        .reply(Task::RefineQuery, json!({ "refined_question": VAGUE }))
+        .raw(Task::GenerateAnswer, answer)
+        .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
+        .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }));
+    let r = run(model, 0, Speculation::On, RunRequest::new(VAGUE)).await;
+    let m = &r.response.metadata;
+    let grading = &r.response.workflow_steps[2];
+    assert_eq!(grading.details["relevant"], 0);
+    assert!(grading.details.get("overruled").is_none());
+    assert_eq!(r.calls(Task::RefineQuery), 1);
+    assert_eq!(r.calls(Task::GradeDocuments), 3);
+    assert_eq!((m.speculation.used, m.speculation.discarded), (0, 1));
+    // Route, 3 grades, the discarded answer, 1 rewrite, the answer without sources.
+    assert_eq!(m.model_calls, 7);
+    assert!(m.web_fallback);
+    assert_eq!(m.limits_hit, [crate::rag::LimitHit::NoSources]);
+}
+
+#[tokio::test]
+async fn a_clear_match_for_the_models_own_answer_is_kept_against_its_no() {
+    // The grader rejects every passage. The rewrite, written as the first sentence of a
+    // document that answers (`answer`), finds a clear match for its words: the model said
+    // what an answering document holds, then rejected it, so the passage is kept and the
+    // answer is written from it. No second rewrite, no web search. The same words sent as
+    // search words (`refined_question`) claim nothing: the seeds' loop runs on
+    // (`rewrites_and_the_web_fallback_cost_one_discarded_answer`).
+    let rewrite = "Psyllid nymphs suck the sap of young durian leaves and curl them.";
+    let model = || {
+        ScriptedModel::new()
+            .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
+            .reply(Task::GradeDocuments, json!({ "binary_score": "no" }))
+            .reply(Task::RefineQuery, json!({ "answer": rewrite }))
+            .raw(Task::GenerateAnswer, "Scripted answer [1].")
+            .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
+            .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }))
+    };
+    for on in [Speculation::Off, Speculation::On] {
+        let r = run(model(), 0, on, RunRequest::new(VAGUE)).await;
+        let m = &r.response.metadata;
+        assert_eq!(r.calls(Task::RefineQuery), 1, "{on:?}");
+        assert_eq!(
+            r.calls(Task::GradeDocuments),
+            6,
+            "{on:?}: two gradings of 3"
+        );
+        let grading = &r
+            .response
+            .workflow_steps
+            .iter()
+            .rev()
+            .find(|s| s.name == crate::rag::RagNode::GradeDocuments)
+            .unwrap();
+        assert_eq!(
+            grading.details["overruled"][0]["rule"], "rewrites_find",
+            "{on:?}"
+        );
+        assert!(!m.web_fallback, "{on:?}");
+        assert!(m.limits_hit.is_empty(), "{on:?}: {:?}", m.limits_hit);
+        assert_eq!(r.response.citations.len(), 1, "{on:?}");
+        assert!(r.response.citations[0].url.contains("psyllid"), "{on:?}");
+        // Route, 2 x 3 grades, 1 rewrite, the answer, its 2 checks (and, speculating, the
+        // discarded first answer).
+        let speculative = u32::from(on == Speculation::On);
+        assert_eq!(m.model_calls, 11 + speculative, "{on:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_models_answer_that_finds_the_passages_it_rejected_keeps_their_clear_match() {
+    // The grader rejects every passage, the clear match among them too (a model not yet
+    // doubted keeps its verdicts). The rewrite, written as an answer in the question's own
+    // words, finds the same passages, the clear match among them. They are not graded again
+    // (no calls), the clear match is kept, and the answer is written from it: no web search.
+    // Under search words the same rewrite ends the loop with the web fallback.
+    let model = |key: &str| {
+        ScriptedModel::new()
+            .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
+            .reply(Task::GradeDocuments, json!({ "binary_score": "no" }))
+            .reply(Task::RefineQuery, json!({ key: request().question }))
+            .raw(Task::GenerateAnswer, ANSWER)
+            .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
+            .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }))
+    };
+    let words = run(model("search_words"), 0, Speculation::Off, request()).await;
+    assert!(words.response.metadata.web_fallback);
+    assert_eq!(words.calls(Task::GradeDocuments), 3);
+    assert_eq!(
+        words.response.metadata.model_calls, 8,
+        "route, 3 grades, 1 rewrite, 3"
+    );
+    let r = run(model("answer"), 0, Speculation::Off, request()).await;
+    let m = &r.response.metadata;
+    let second = (r.response.workflow_steps.iter())
+        .filter(|s| s.name == crate::rag::RagNode::KgRetrieval)
+        .nth(1)
+        .unwrap();
+    assert_eq!(
+        second.details["same_passages"], true,
+        "{:?}",
+        second.details
+    );
+    assert_eq!(second.details["overruled"][0]["rule"], "rewrites_find");
+    assert_eq!(r.calls(Task::GradeDocuments), 3, "one grading");
+    assert_eq!(r.calls(Task::RefineQuery), 1);
+    assert!(!m.web_fallback);
+    assert!(m.limits_hit.is_empty(), "{:?}", m.limits_hit);
+    assert!(!r.response.citations.is_empty());
+    // Route, 3 grades, 1 rewrite, the answer, its 2 checks.
+    assert_eq!(m.model_calls, 8);
 }

@@ -145,6 +145,11 @@ pub struct RagState {
     /// the run went to the knowledge base instead (metadata `route_overruled`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) route_overruled: bool,
+    /// The current query is the model's hypothetical answer: a rewrite written as the first
+    /// sentence of a document that answers ([`crate::llm::Refined::hypothetical`]). A clear
+    /// match it finds stands against the grader's `no` ([`super::overrule::rewrites_find`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) query_is_answer: bool,
     /// A fingerprint of the passages the latest knowledge-base retrieval returned, before
     /// grading ([`passages_fingerprint`]): a rewrite that retrieves the same ends the rewrite
     /// loop.
@@ -248,6 +253,7 @@ impl RagState {
             model_unusable: false,
             model_doubted: false,
             route_overruled: false,
+            query_is_answer: false,
             retrieved: None,
             rejected: Vec::new(),
             graded_out: Vec::new(),

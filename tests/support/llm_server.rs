@@ -202,9 +202,15 @@ impl Reply {
             .to_string(),
         )
     }
-    /// `{"search_words": text}`.
+    /// `{"refined_question": text}`: a rewrite as search words, in the design's shape.
     pub fn refined(text: &str) -> Self {
-        Reply::json(json!({"search_words": text}))
+        Reply::json(json!({"refined_question": text}))
+    }
+
+    /// `{"answer": text}`: a rewrite written as the first sentence of a document that
+    /// answers (the key the rewrite's schema asks for).
+    pub fn hypothetical(text: &str) -> Self {
+        Reply::json(json!({"answer": text}))
     }
 
     /// Streams the content in chunks of `chars` characters (at least 1).
