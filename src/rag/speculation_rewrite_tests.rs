@@ -8,6 +8,19 @@ use crate::llm::{ScriptedModel, Task};
 use crate::rag::RunRequest;
 use serde_json::json;
 
+/// A model that routes to the knowledge base, grades every passage irrelevant, rewrites with
+/// `rewrite` (its reply, under the key that says what kind it is) and answers `answer`, which
+/// both checks pass.
+fn rejecting(rewrite: serde_json::Value, answer: &str) -> ScriptedModel {
+    ScriptedModel::new()
+        .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
+        .reply(Task::GradeDocuments, json!({ "binary_score": "no" }))
+        .reply(Task::RefineQuery, rewrite)
+        .raw(Task::GenerateAnswer, answer)
+        .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
+        .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }))
+}
+
 #[tokio::test]
 async fn the_model_alone_is_not_taken_over_a_clear_match_the_search_found() {
     // The durian question's search finds its clear match: routed to the model alone, the run
@@ -44,15 +57,7 @@ async fn the_model_alone_is_not_taken_over_a_clear_match_the_search_found() {
 async fn a_rewrite_that_finds_the_same_passages_ends_the_loop_early() {
     // Every rewrite repeats the question: the first finds what the question found, so no
     // second or third rewrite is asked for and those passages are not graded again.
-    let model = || {
-        ScriptedModel::new()
-            .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
-            .reply(Task::GradeDocuments, json!({ "binary_score": "no" }))
-            .reply(Task::RefineQuery, json!({ "refined_question": VAGUE }))
-            .raw(Task::GenerateAnswer, "Scripted answer [1].")
-            .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
-            .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }))
-    };
+    let model = || rejecting(json!({ "refined_question": VAGUE }), "Scripted answer [1].");
     for on in [Speculation::Off, Speculation::On] {
         let r = run(model(), 0, on, RunRequest::new(VAGUE)).await;
         let m = &r.response.metadata;
@@ -122,13 +127,7 @@ async fn a_passage_the_answer_stands_on_that_is_no_clear_match_keeps_its_no() {
     // so the grader's no stands. One rewrite, which finds the same passages: the web fallback.
     let answer = "Durian is a tall tropical fruit tree of Southeast Asia grown for its large \
                   spiny fruit [1].";
-    let model = ScriptedModel::new()
-        .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
-        .reply(Task::GradeDocuments, json!({ "binary_score": "no" }))
-        .reply(Task::RefineQuery, json!({ "refined_question": VAGUE }))
-        .raw(Task::GenerateAnswer, answer)
-        .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
-        .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }));
+    let model = rejecting(json!({ "refined_question": VAGUE }), answer);
     let r = run(model, 0, Speculation::On, RunRequest::new(VAGUE)).await;
     let m = &r.response.metadata;
     let grading = &r.response.workflow_steps[2];
@@ -152,15 +151,7 @@ async fn a_clear_match_for_the_models_own_answer_is_kept_against_its_no() {
     // search words (`refined_question`) claim nothing: the seeds' loop runs on
     // (`rewrites_and_the_web_fallback_cost_one_discarded_answer`).
     let rewrite = "Psyllid nymphs suck the sap of young durian leaves and curl them.";
-    let model = || {
-        ScriptedModel::new()
-            .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
-            .reply(Task::GradeDocuments, json!({ "binary_score": "no" }))
-            .reply(Task::RefineQuery, json!({ "answer": rewrite }))
-            .raw(Task::GenerateAnswer, "Scripted answer [1].")
-            .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
-            .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }))
-    };
+    let model = || rejecting(json!({ "answer": rewrite }), "Scripted answer [1].");
     for on in [Speculation::Off, Speculation::On] {
         let r = run(model(), 0, on, RunRequest::new(VAGUE)).await;
         let m = &r.response.metadata;
@@ -199,15 +190,7 @@ async fn a_models_answer_that_finds_the_passages_it_rejected_keeps_their_clear_m
     // words, finds the same passages, the clear match among them. They are not graded again
     // (no calls), the clear match is kept, and the answer is written from it: no web search.
     // Under search words the same rewrite ends the loop with the web fallback.
-    let model = |key: &str| {
-        ScriptedModel::new()
-            .reply(Task::RouteQuery, json!({ "data_source": "kg_retrieval" }))
-            .reply(Task::GradeDocuments, json!({ "binary_score": "no" }))
-            .reply(Task::RefineQuery, json!({ key: request().question }))
-            .raw(Task::GenerateAnswer, ANSWER)
-            .reply(Task::GradeHallucinations, json!({ "binary_score": "yes" }))
-            .reply(Task::GradeAnswer, json!({ "binary_score": "yes" }))
-    };
+    let model = |key: &str| rejecting(json!({ key: request().question }), ANSWER);
     let words = run(model("search_words"), 0, Speculation::Off, request()).await;
     assert!(words.response.metadata.web_fallback);
     assert_eq!(words.calls(Task::GradeDocuments), 3);
