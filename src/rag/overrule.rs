@@ -42,28 +42,32 @@ pub(super) fn relevance(
     if !doubted {
         return (grades.to_vec(), None);
     }
+    let mut kept = grades.to_vec();
+    let overruled = turn(documents, &mut kept, "clear_match", |doc| doc.clear_match);
+    (kept, overruled)
+}
+
+/// Turns to `yes` each `no` of `grades` whose document `turned` picks, and returns the record
+/// of what was overruled under `rule` (none when nothing was turned).
+fn turn(
+    documents: &[Document],
+    grades: &mut [bool],
+    rule: &str,
+    turned: impl Fn(&Document) -> bool,
+) -> Option<Value> {
     let mut overruled = Vec::new();
-    let kept = documents
-        .iter()
-        .zip(grades)
-        .enumerate()
-        .map(|(i, (doc, yes))| {
-            if !yes && doc.clear_match {
-                overruled.push(json!({
-                    "document": i + 1,
-                    "grade": "no",
-                    "now": "yes",
-                    "rule": "clear_match",
-                }));
-                return true;
-            }
-            *yes
-        })
-        .collect();
-    (
-        kept,
-        (!overruled.is_empty()).then_some(Value::Array(overruled)),
-    )
+    for (i, (doc, yes)) in documents.iter().zip(grades.iter_mut()).enumerate() {
+        if !*yes && turned(doc) {
+            *yes = true;
+            overruled.push(json!({
+                "document": i + 1,
+                "grade": "no",
+                "now": "yes",
+                "rule": rule,
+            }));
+        }
+    }
+    (!overruled.is_empty()).then_some(Value::Array(overruled))
 }
 
 /// The **answer's passages** rule, where the grades and an answer were written from the same
@@ -99,20 +103,9 @@ pub(super) fn answers_passages(
         .filter(|d| d.clear_match)
         .map(|d| source(&d.url))
         .collect();
-    let mut overruled = Vec::new();
-    for (i, (doc, yes)) in documents.iter().zip(grades.iter_mut()).enumerate() {
-        let clear_source = clear.contains(&source(&doc.url));
-        if !*yes && clear_source && stands_on.contains(&doc.url.as_str()) {
-            *yes = true;
-            overruled.push(json!({
-                "document": i + 1,
-                "grade": "no",
-                "now": "yes",
-                "rule": "answers_passages",
-            }));
-        }
-    }
-    (!overruled.is_empty()).then_some(Value::Array(overruled))
+    turn(documents, grades, "answers_passages", |doc| {
+        clear.contains(&source(&doc.url)) && stands_on.contains(&doc.url.as_str())
+    })
 }
 
 /// The **rewrite's find** rule, where the query is the model's hypothetical answer and every
@@ -123,19 +116,7 @@ pub(super) fn rewrites_find(documents: &[Document], grades: &mut [bool]) -> Opti
     if grades.iter().any(|yes| *yes) {
         return None;
     }
-    let mut overruled = Vec::new();
-    for (i, (doc, yes)) in documents.iter().zip(grades.iter_mut()).enumerate() {
-        if doc.clear_match {
-            *yes = true;
-            overruled.push(json!({
-                "document": i + 1,
-                "grade": "no",
-                "now": "yes",
-                "rule": "rewrites_find",
-            }));
-        }
-    }
-    (!overruled.is_empty()).then_some(Value::Array(overruled))
+    turn(documents, grades, "rewrites_find", |doc| doc.clear_match)
 }
 
 /// The document a passage's URL names: the URL without its `#passage`.
