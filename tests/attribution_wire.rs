@@ -30,6 +30,7 @@ for_each_provider!(
     a_rewrite_that_retrieves_the_same_passages_ends_the_rewrite_loop,
     a_rewrite_written_as_an_answer_keeps_the_clear_match_it_finds,
     an_answer_from_memory_cites_the_passages_a_search_with_its_words_finds,
+    an_answer_from_memory_over_other_passages_is_asked_again_from_those_its_words_find,
 );
 
 async fn sentences_without_citations_are_attributed(provider: Provider) {
@@ -161,16 +162,33 @@ const FROM_MEMORY: &str = "The durian fruit borer is a moth whose caterpillars t
                            developing fruit. Bagging young fruit with paper or mesh bags keeps \
                            the moths off.";
 
+/// The answer written again from the passages the search with [`FROM_MEMORY`] found.
+const FROM_PASSAGES: &str = "The fruit borer's caterpillars tunnel into developing fruit [1]. \
+                             Bag young fruit with paper or mesh bags after fruit set to keep \
+                             the moths off [1].";
+
+/// The `generate_answer` prompts `h`'s model was sent, as their JSON text.
+fn answer_prompts(h: &Harness) -> Vec<String> {
+    (h.llm.requests().iter())
+        .map(Value::to_string)
+        .filter(|r| r.contains("Answer the question"))
+        .collect()
+}
+
 async fn an_answer_from_memory_cites_the_passages_a_search_with_its_words_finds(
     provider: Provider,
 ) {
     // Every passage graded irrelevant, the rewrite repeats the question, no web search: the
     // model answers from memory. A search with the answer's words finds the passages that
-    // hold it; they become its sources, and the answer is checked as any answer with sources.
+    // hold it, and the answer is asked for again from them: they are its sources, and the
+    // answer is checked as any answer with sources.
     let script = Script::defaults()
         .on("grade_documents", [Reply::no()])
         .on("refine_query", [Reply::refined(VAGUE)])
-        .on("generate_answer", [Reply::answer(FROM_MEMORY)]);
+        .on(
+            "generate_answer",
+            [Reply::answer(FROM_MEMORY), Reply::answer(FROM_PASSAGES)],
+        );
     let h = Harness::new(provider, script).await;
     let r = h.run(RunRequest::new(VAGUE), 50).await;
     assert_eq!(r.status, RunStatus::Completed, "{r:?}");
@@ -179,14 +197,22 @@ async fn an_answer_from_memory_cites_the_passages_a_search_with_its_words_finds(
         "{:?}",
         r.metadata.limits_hit
     );
-    // Route, 3 grades, 1 rewrite, the answer, then its two checks (the search asks no model).
-    assert_eq!(h.llm.total_calls(), 8);
+    // Route, 3 grades, 1 rewrite, the answer from memory, the answer from the passages, its
+    // two checks (the search asks no model).
+    assert_eq!(h.llm.total_calls(), 9);
+    assert_eq!(h.calls("generate_answer"), 2);
     assert_eq!(h.calls("grade_hallucinations"), 1);
     let researched = &details(&r, "generate")["researched"];
     assert!(
         researched.as_array().is_some_and(|s| !s.is_empty()),
         "{researched}"
     );
+    let prompts = answer_prompts(&h);
+    assert_eq!(prompts.len(), 2);
+    assert!(prompts[1].contains("caterpillars tunnel"), "{}", prompts[1]);
+    // The search found the borer's description and its management: the second claim is
+    // re-pointed to the passage that holds it.
+    assert_eq!(r.answer, FROM_PASSAGES.replace("off [1]", "off [2]"));
     assert!(
         r.citations
             .iter()
@@ -194,10 +220,51 @@ async fn an_answer_from_memory_cites_the_passages_a_search_with_its_words_finds(
         "{:?}",
         r.citations
     );
-    assert!(r.citations.iter().all(|c| c.attributed));
     let a = r.metadata.attribution.as_ref().unwrap();
-    assert_eq!((a.sentences, a.supported, a.attributed), (2, 2, 2));
-    assert!(r.answer.contains("[1]"), "{}", r.answer);
+    assert_eq!((a.sentences, a.supported), (2, 2));
+    assert_eq!((a.written, a.repointed), (1, 1));
+}
+
+async fn an_answer_from_memory_over_other_passages_is_asked_again_from_those_its_words_find(
+    provider: Provider,
+) {
+    // The question finds the patch canker passages, all graded relevant, and the model
+    // answers about the fruit borer from memory: under the floor against its documents. A
+    // search with its words finds the passages that hold it; the second ask, which an
+    // answer under the floor gets anyway, is made from them instead.
+    let script = Script::defaults().on(
+        "generate_answer",
+        [Reply::answer(FROM_MEMORY), Reply::answer(FROM_PASSAGES)],
+    );
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(r.status, RunStatus::Completed, "{r:?}");
+    // The happy path's seven calls and the second ask; the search asks no model.
+    assert_eq!(h.llm.total_calls(), 8);
+    assert_eq!(h.calls("generate_answer"), 2);
+    let prompts = answer_prompts(&h);
+    assert!(
+        prompts[0].contains("Phytophthora palmivora"),
+        "{}",
+        prompts[0]
+    );
+    assert!(prompts[1].contains("caterpillars tunnel"), "{}", prompts[1]);
+    assert!(
+        !prompts[1].contains("Phytophthora palmivora"),
+        "{}",
+        prompts[1]
+    );
+    let generate = details(&r, "generate");
+    assert!(generate["under_floor"].is_string(), "{generate}");
+    assert!(!generate["researched"].as_array().unwrap().is_empty());
+    assert_eq!(r.answer, FROM_PASSAGES.replace("off [1]", "off [2]"));
+    let urls: Vec<&str> = r.citations.iter().map(|c| c.url.as_str()).collect();
+    assert!(
+        !urls.is_empty() && urls.iter().all(|u| u.starts_with("kb://fruit-borer.md")),
+        "{urls:?}"
+    );
+    let a = r.metadata.attribution.as_ref().unwrap();
+    assert_eq!((a.sentences, a.supported), (2, 2));
 }
 
 /// Runs `ask --stream --json ARGS` against `llm`; the events, parsed.

@@ -7,6 +7,7 @@ mod playground;
 mod support;
 
 mod answer_floor;
+mod answer_verdict;
 mod attribution_wire;
 mod aws_workflow;
 mod bedrock_cli;

@@ -229,16 +229,16 @@ fn graph_prints_the_versioned_shape_as_mermaid_or_dot() {
     let mermaid = graph(&[]);
     assert_eq!(mermaid, graph(&["--format", "mermaid"]));
     assert!(mermaid.starts_with("flowchart TD\n    start([start])\n    finish([end])\n"));
-    assert_eq!(mermaid.lines().filter(|l| l.contains("-->")).count(), 38);
+    assert_eq!(mermaid.lines().filter(|l| l.contains("-->")).count(), 41);
     assert_eq!(
         mermaid
             .matches("|\"query_transformation_retry_count < MAX_RETRIES\"|")
             .count(),
-        4
+        5
     );
     assert!(mermaid.contains("    grade_hallucinations -->|\"hallucination_retry_count < MAX_REGENERATIONS\"| generate\n"));
     assert!(mermaid.contains("    speculate -.->|branch| grade_documents\n"));
     let dot = graph(&["--format", "dot"]);
     assert!(dot.starts_with("digraph bounded_rag {\n"));
-    assert_eq!(dot.matches(" -> ").count(), 38 + 3);
+    assert_eq!(dot.matches(" -> ").count(), 41 + 3);
 }

@@ -6,6 +6,7 @@ use super::floor::{self, Unusable};
 use super::model_call::{fitting, fixed_tokens, request};
 use super::prompt_fit::{self, fit_documents, Fit};
 use super::quoted::Quoted;
+use super::research;
 use super::{RagError, RagGraph, RagState, RunEvent};
 use crate::engine::StepCtx;
 use crate::error::Classify;
@@ -23,6 +24,10 @@ pub(super) struct Answered {
     pub(super) fit: Fit,
     /// Why the attempt before it was under the floor, when it was asked for once more.
     pub(super) under_floor: Option<Unusable>,
+    /// The passages it was written from when they are not the run's documents: the attempt
+    /// before it was written from memory, and a search with its words found the passages
+    /// that hold what it said ([`super::research`]). They are its sources instead.
+    pub(super) researched: Option<Vec<Document>>,
 }
 
 /// An answer the model could not write although the run had documents: quoted from them
@@ -68,31 +73,34 @@ pub(super) async fn generate_or_quote(
     let question = state.request.question.as_str();
     let mut under_floor = None;
     let mut attempts_before = state.generations;
+    let mut researched: Option<Vec<Document>> = None;
     for _ in 0..2 {
+        let documents = researched.as_deref().unwrap_or(&state.documents);
         let hint = under_floor.as_ref().map(Unusable::hint);
         let (written, attempt, fit) = match generate_answer(
             graph,
             ctx,
             state,
+            documents,
             attempts_before,
             hint,
         )
         .await
         {
             Ok(answer) => answer,
-            Err(error) if unavailable(&error) && !state.documents.is_empty() => {
+            Err(error) if unavailable(&error) && !documents.is_empty() => {
                 tracing::warn!(%error, "the model cannot answer: quoting the documents instead");
                 return Ok(Err(Fallback {
-                    text: crate::llm::extractive_answer(question, &state.documents),
+                    text: crate::llm::extractive_answer(question, documents),
                     error: error.to_string(),
                     why: Quoted::Unavailable,
                     attempt: attempts_before,
-                    documents: None,
+                    documents: researched,
                 }));
             }
             Err(error) => return Err(error),
         };
-        let given = &state.documents[..state.documents.len() - fit.dropped];
+        let given = &documents[..documents.len() - fit.dropped];
         match floor::check(&written.text, question, given) {
             Ok(()) => {
                 return Ok(Ok(Answered {
@@ -100,12 +108,19 @@ pub(super) async fn generate_or_quote(
                     attempt,
                     fit,
                     under_floor,
+                    researched,
                 }))
             }
             Err(unusable) => {
                 tracing::warn!(attempt, reason = %unusable.describe(), "answer under the floor: discarded");
                 graph.events.emit(RunEvent::Discarded { attempt });
                 attempts_before = attempt;
+                if unusable.is_from_memory() && researched.is_none() {
+                    // Written from memory: the passages that hold what it says may be
+                    // elsewhere. It is asked for once more from them, not from these.
+                    researched =
+                        research::sources_for_answer(graph, state, ctx, &written.text).await;
+                }
                 under_floor = Some(unusable);
             }
         }
@@ -113,14 +128,15 @@ pub(super) async fn generate_or_quote(
     // A model whose answers stay under the floor is not trusted with relevance either: the
     // quote draws on every passage retrieved, the ones its grades set aside included.
     let unusable = under_floor.map(|u| u.describe()).unwrap_or_default();
-    let mut every = state.documents.clone();
+    let changed = researched.is_some() || !state.graded_out.is_empty();
+    let mut every = researched.unwrap_or_else(|| state.documents.clone());
     every.extend(state.graded_out.iter().cloned());
     Ok(Err(Fallback {
         text: crate::llm::extractive_answer(question, &every),
         error: format!("{unusable} (twice)"),
         why: Quoted::Unusable,
         attempt: attempts_before,
-        documents: (!state.graded_out.is_empty()).then_some(every),
+        documents: changed.then_some(every),
     }))
 }
 
@@ -136,6 +152,7 @@ async fn generate_answer(
     graph: &RagGraph,
     ctx: &StepCtx<'_>,
     state: &RagState,
+    documents: &[Document],
     attempts_before: u32,
     hint: Option<&str>,
 ) -> Result<(Written, u32, Fit), RagError> {
@@ -154,7 +171,7 @@ async fn generate_answer(
         let history = super::thread::answer_history(&turns[turns.len() - keep..]);
         let fixed = fixed_tokens(Task::GenerateAnswer, question, None, None)
             + history.as_deref().map_or(0, prompt_fit::tokens);
-        let (documents, mut fit) = fit_documents(&state.documents, room, fixed);
+        let (documents, mut fit) = fit_documents(documents, room, fixed);
         fit.history_dropped = turns.len() - keep;
         let (documents, history) = (&documents, &history);
         let answer_request = || {

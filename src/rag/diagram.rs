@@ -201,6 +201,7 @@ mod tests {
                 ("speculate", Loop::QueryRewrite),
                 ("kg_retrieval", Loop::QueryRewrite),
                 ("grade_documents", Loop::QueryRewrite),
+                ("generate", Loop::QueryRewrite),
                 ("grade_hallucinations", Loop::Regeneration),
                 ("grade_answer", Loop::QueryRewrite),
             ]

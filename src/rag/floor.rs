@@ -67,6 +67,15 @@ pub(crate) enum Unusable {
 }
 
 impl Unusable {
+    /// True when the answer says things its documents do not hold (written from memory), as
+    /// against an answer that is broken whatever the documents.
+    pub(super) fn is_from_memory(&self) -> bool {
+        matches!(
+            self,
+            Unusable::Unsupported | Unusable::MostlyUnsupported { .. }
+        )
+    }
+
     /// What was wrong, for the step details and the fallback's error.
     pub(crate) fn describe(&self) -> String {
         match self {
@@ -257,6 +266,33 @@ pub(super) fn says_they_do_not_answer(text: &str) -> bool {
     NOT_ANSWERED
         .iter()
         .any(|phrase| plain.contains(&phrase.replace("don't", "do not")))
+}
+
+/// Words by which an answer speaks of what it was given, not of its subject.
+const THE_DOCUMENTS: &[&str] = &[
+    "document",
+    "documents",
+    "passage",
+    "passages",
+    "context",
+    "source",
+    "sources",
+    "provided",
+    "given",
+];
+
+/// True when `answer` opens by saying the documents it was given do not answer: its first
+/// sentence says so and speaks of them ("The documents do not provide information on …").
+/// A quoted sentence that happens to say "does not contain" speaks of its own subject.
+pub(super) fn opens_saying_they_do_not_answer(answer: &str) -> bool {
+    let Some(first) = super::sentences::units(answer)
+        .into_iter()
+        .find(|u| !u.code)
+    else {
+        return false;
+    };
+    let first = &answer[first.span];
+    says_they_do_not_answer(first) && words(first).any(|w| THE_DOCUMENTS.contains(&w.as_str()))
 }
 
 /// The document numbers cited as `[n]` or `[n, m]` (in order, without repeats; brackets that

@@ -172,3 +172,24 @@ fn an_answer_quoting_code_that_indexes_is_not_a_missing_citation() {
     let question = "How do I add relative deltas like next month?";
     assert_eq!(check(quoted, question, &[readme]), Ok(()));
 }
+
+#[test]
+fn an_answer_opening_by_saying_its_documents_do_not_answer_is_told_apart() {
+    // Seen with Qwen2.5-Coder 1.5B over `zipsplit`'s page, asked which folders fill the disk.
+    assert!(opens_saying_they_do_not_answer(
+        "The documents do not provide information on which folders are taking up the most \
+         room on the disk. They only describe the `zipsplit` command [1]."
+    ));
+    assert!(opens_saying_they_do_not_answer(
+        "The provided context doesn't mention durian trees in general [1]."
+    ));
+    // A claim first, a caveat after: the answer stands on its documents.
+    assert!(!opens_saying_they_do_not_answer(
+        "Use `du -sh *` to list each folder's size [1]. The documents do not mention `-x`."
+    ));
+    // A sentence about its own subject, as an extractive answer quotes it.
+    assert!(!opens_saying_they_do_not_answer(
+        "If the last line does not contain a newline, it is not counted [1]."
+    ));
+    assert!(!opens_saying_they_do_not_answer("```\nno information\n```"));
+}

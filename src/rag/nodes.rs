@@ -191,19 +191,35 @@ pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepC
                 "fallback": "extractive",
                 "error": fallback.error,
             });
-            return Ok(after_answer(state, details));
+            return Ok(after_answer(graph, state, details));
         }
     };
     let (written, attempt, fit) = (answered.written, answered.attempt, answered.fit);
-    // Wanted sources, found none: search once more with the answer's own words.
-    let researched = if state.documents.is_empty()
+    if answered.researched.is_none()
+        && state.documents.is_empty()
         && state.route != Some(DataSource::LlmInternal)
         && answered.under_floor.is_none()
     {
-        super::research::sources_for_answer(graph, state, ctx, &written.text).await
-    } else {
-        None
-    };
+        // Wanted sources, found none: search once more with the answer's own words, and
+        // ask for the answer again from the passages that hold what it says.
+        let found = super::research::sources_for_answer(graph, state, ctx, &written.text).await;
+        if let Some(found) = found {
+            graph.events.emit(RunEvent::Discarded { attempt });
+            let sources: Vec<&str> = found.iter().map(|d| d.url.as_str()).collect();
+            let mut details = json!({
+                "documents": 0,
+                "attempt": attempt,
+                "researched": sources,
+                "decision": "generate",
+            });
+            fit.record(&mut details);
+            state.generation = Some(written.text);
+            state.generations = attempt;
+            state.documents = found;
+            return Ok(StepOutput::next(RagNode::Generate, details));
+        }
+    }
+    let researched = answered.researched;
     let cut = written.finish == Finish::Length;
     state.generation = Some(written.text);
     state.answer_cut = cut;
@@ -227,13 +243,14 @@ pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepC
         details["under_floor"] = json!(unusable.describe());
     }
     fit.record(&mut details);
-    Ok(after_answer(state, details))
+    Ok(after_answer(graph, state, details))
 }
 
 /// Where the run goes once an answer is written (by `generate`, or by speculation).
 pub(super) fn after_answer(
+    graph: &RagGraph,
     state: &mut RagState,
-    details: serde_json::Value,
+    mut details: serde_json::Value,
 ) -> StepOutput<RagNode> {
     if state.model_unavailable || state.model_unusable {
         // Quoted from the documents: nothing for the model to check.
@@ -253,10 +270,37 @@ pub(super) fn after_answer(
             details,
         );
     }
+    if !no_context && do_not_answer(state) {
+        // The model's own verdict on the passages its grades kept: they are set aside as a
+        // `no` would set them, and the run goes where no relevant passage leads (a rewrite
+        // while rewrites remain), the answer unchecked.
+        graph.events.emit(RunEvent::Discarded {
+            attempt: state.generations,
+        });
+        state.set_aside(&[]);
+        let (next, decision) = decide_to_generate(graph, state, 0);
+        details["documents_do_not_answer"] = json!(true);
+        details["decision"] = json!(decision);
+        return StepOutput::next(next, details);
+    }
     if state.request.check_hallucinations() && !no_context {
         return StepOutput::next(RagNode::GradeHallucinations, details);
     }
     grade_answer_or_end(state, details)
+}
+
+/// True when the answer opens by saying that the passages of the knowledge base it was given
+/// do not answer ([`super::floor::opens_saying_they_do_not_answer`]), and none of them holds
+/// a clear match (the words then side with the passages). Not after the web fallback: the
+/// rewrites are spent.
+fn do_not_answer(state: &RagState) -> bool {
+    state.route == Some(DataSource::KgRetrieval)
+        && !state.web_fallback
+        && !state.documents.iter().any(|d| d.clear_match)
+        && state
+            .generation
+            .as_deref()
+            .is_some_and(super::floor::opens_saying_they_do_not_answer)
 }
 
 /// After a grounded (or unchecked) answer: check its usefulness if asked, else finish.

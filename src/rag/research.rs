@@ -1,19 +1,18 @@
-//! Research for an answer written without documents: the run wanted sources, found none it
-//! could use, and the model answered from what it knows (the `no_sources` path). The knowledge
-//! base is then searched once more, with the answer's own words instead of the question's,
-//! and the passages that support the answer become its sources. This is the "research" stage
-//! of RARR (Gao et al., 2023, "Retrofit Attribution using Research and Revision"), with the
-//! service's lexical support check ([`super::attribution`]) as the judge: it needs no model
-//! call.
+//! Research for an answer written from memory: without documents (the run wanted sources and
+//! found none it could use), or over documents that do not hold what it says (under the
+//! floor). The knowledge base is searched once more, with the answer's own words instead of
+//! the question's, and the answer is asked for again from the passages that support it: the
+//! "research" stage of RARR (Gao et al., 2023, "Retrofit Attribution using Research and
+//! Revision"), with the service's lexical support check ([`super::attribution`]) as the judge
+//! (it needs no model call), and the model's second answer as the revision.
 //!
 //! It bridges the gap between a user's words and a document's: asked "how do I get the number
 //! of lines in a text file?", a model names `wc -l` from memory, and `wc`'s manual page, which
 //! the question's words never found, holds what the answer says.
 //!
-//! The answer keeps these sources only when most of its judged sentences are supported
+//! Passages are found only when most of the answer's judged sentences are supported
 //! ([`super::attribution::Report::mostly_unsupported`]), and a passage a grading of this run
-//! judged irrelevant is never one of them: a grader's `no` stands. The run then goes on as an
-//! answer with documents does (its groundedness is checked where the mode asks).
+//! judged irrelevant is never one of them: a grader's `no` stands.
 
 use super::attribution::attribute;
 use super::kb_search::search;

@@ -27,7 +27,7 @@ pub struct Grades {
 }
 
 /// The speculative answer, waiting for the join.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpeculativeAnswer {
     pub(crate) answer: String,
     /// The answer was cut at its output cap (`answer_length`).
@@ -44,6 +44,10 @@ pub struct SpeculativeAnswer {
     /// An attempt of it was under the floor (the model shows itself unreliable).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(super) under_floor: bool,
+    /// The passages a search with the answer's words found to support it, when the
+    /// passages it was written from did not: its sources if it is used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) researched: Option<Vec<crate::knowledge::Document>>,
     pub(super) attempt: u32,
     pub(super) tokens: u64,
 }

@@ -72,9 +72,16 @@ pub(super) async fn branch(
             })
         }
         RagNode::Generate => {
-            let (written, attempt, fit, under_floor, fallback) =
+            let (written, attempt, fit, under_floor, researched, fallback) =
                 match super::answer::generate_or_quote(graph, ctx, state).await? {
-                    Ok(a) => (a.written, a.attempt, a.fit, a.under_floor, None),
+                    Ok(a) => (
+                        a.written,
+                        a.attempt,
+                        a.fit,
+                        a.under_floor,
+                        a.researched,
+                        None,
+                    ),
                     Err(fallback) => {
                         let written = crate::llm::Written {
                             text: fallback.text,
@@ -82,7 +89,7 @@ pub(super) async fn branch(
                         };
                         let attempt = fallback.attempt.max(state.generations + 1);
                         let why = (fallback.why, fallback.error);
-                        (written, attempt, Default::default(), None, Some(why))
+                        (written, attempt, Default::default(), None, None, Some(why))
                     }
                 };
             let mut details = json!({
@@ -99,12 +106,17 @@ pub(super) async fn branch(
                 details["fallback"] = json!("extractive");
                 details["error"] = json!(error);
             }
+            if let Some(found) = &researched {
+                let sources: Vec<&str> = found.iter().map(|d| d.url.as_str()).collect();
+                details["researched"] = json!(sources);
+            }
             Ok(BranchOutput {
                 details,
                 merge: RagMerge::Answer(SpeculativeAnswer {
                     under_floor: under_floor.is_some()
                         || matches!(fallback, Some((super::quoted::Quoted::Unusable, _))),
                     quoted: fallback.as_ref().map(|(why, _)| *why),
+                    researched,
                     cut: written.finish == crate::llm::Finish::Length,
                     answer: written.text,
                     attempt,
@@ -219,11 +231,15 @@ pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode
             state.generations = answer.attempt;
             state.generation = Some(answer.answer);
             state.answer_cut = answer.cut;
+            if let Some(found) = answer.researched {
+                // Written from memory; these passages hold what it says.
+                state.documents = found;
+            }
             if let Some(why) = answer.quoted {
                 state.quoted(why);
             }
             state.answer_check = None;
-            nodes::after_answer(state, json!({})).next
+            nodes::after_answer(graph, state, json!({})).next
         }
         answer => {
             if let Some(answer) = answer {

@@ -195,8 +195,9 @@ async fn a_models_answer_that_finds_the_passages_it_rejected_keeps_their_clear_m
     assert!(words.response.metadata.web_fallback);
     assert_eq!(words.calls(Task::GradeDocuments), 3);
     assert_eq!(
-        words.response.metadata.model_calls, 8,
-        "route, 3 grades, 1 rewrite, 3"
+        words.response.metadata.model_calls, 9,
+        "route, 3 grades, 1 rewrite, the answer from memory, the answer again from the \
+         passages its words found, its 2 checks"
     );
     let r = run(model("answer"), 0, Speculation::Off, request()).await;
     let m = &r.response.metadata;

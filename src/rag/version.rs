@@ -29,7 +29,7 @@ pub(super) const NODES: [RagNode; 11] = [
 ];
 
 /// Every transition a step may choose (`nodes.rs`); `end` is the end of the run.
-pub(super) const EDGES: [(&str, &str); 38] = [
+pub(super) const EDGES: [(&str, &str); 41] = [
     ("start", "route_question"),
     // a thread's follow-up (issue 15), then the run's entry
     ("start", "contextualize_question"),
@@ -68,6 +68,11 @@ pub(super) const EDGES: [(&str, &str); 38] = [
     ("generate", "grade_hallucinations"),
     ("generate", "grade_answer"),
     ("generate", "end"),
+    // an answer from memory, asked for again from the passages its words found; an answer
+    // saying its passages do not answer, as when none is relevant (issue 46)
+    ("generate", "generate"),
+    ("generate", "transform_query"),
+    ("generate", "web_search"),
     ("grade_hallucinations", "generate"),
     ("grade_hallucinations", "grade_answer"),
     ("grade_hallucinations", "end"),
@@ -83,6 +88,9 @@ const UNVERSIONED: &str = "0fac2f0550b069b4";
 /// The graph before a person could be in the loop (issue 49): every node and edge of it is in
 /// this one, with the same meaning, so its runs resume.
 const BEFORE_INTERRUPTS: &str = "9286fd646b9c8e01";
+/// The graph before an answer could lead back to `generate`, `transform_query` or
+/// `web_search` (issue 46): every node and edge of it is in this one, with the same meaning.
+const BEFORE_ANSWER_RESEARCH: &str = "10c4cebf2cefd640";
 
 /// The version of this build's graph.
 pub(crate) fn current() -> WorkflowVersion {
@@ -111,6 +119,9 @@ pub(crate) fn versioning() -> Versioning {
         .resumes_from
         .push(WorkflowVersion::new(BEFORE_INTERRUPTS));
     versioning
+        .resumes_from
+        .push(WorkflowVersion::new(BEFORE_ANSWER_RESEARCH));
+    versioning
 }
 
 #[cfg(test)]
@@ -123,11 +134,13 @@ mod tests {
     /// release.
     #[test]
     fn the_shape_is_pinned() {
-        assert_eq!(current().as_str(), "10c4cebf2cefd640");
+        assert_eq!(current().as_str(), "eba5c1669813fc54");
         assert_eq!(versioning().check(None), Ok(()));
         let first = WorkflowVersion::new(UNVERSIONED);
         assert_eq!(versioning().check(Some(&first)), Ok(()));
         let before = WorkflowVersion::new(BEFORE_INTERRUPTS);
+        assert_eq!(versioning().check(Some(&before)), Ok(()));
+        let before = WorkflowVersion::new(BEFORE_ANSWER_RESEARCH);
         assert_eq!(versioning().check(Some(&before)), Ok(()));
     }
 
