@@ -17,7 +17,7 @@ const NOT_IN_THEM: &str = "The documents do not provide information on durian tr
 
 for_each_provider!(
     an_answer_saying_its_passages_do_not_answer_rewrites_the_query,
-    with_a_clear_match_the_answer_saying_so_is_checked_as_before,
+    an_answer_with_a_caveat_after_its_claim_is_checked_as_before,
 );
 
 async fn an_answer_saying_its_passages_do_not_answer_rewrites_the_query(provider: Provider) {
@@ -64,13 +64,15 @@ async fn an_answer_saying_its_passages_do_not_answer_rewrites_the_query(provider
     );
 }
 
-async fn with_a_clear_match_the_answer_saying_so_is_checked_as_before(provider: Provider) {
-    // The patch canker question's passages hold a clear match: the words side with them,
-    // and the answer goes to its checks (the happy path's seven calls).
-    let text = "The documents do not say what causes patch canker [1].";
+async fn an_answer_with_a_caveat_after_its_claim_is_checked_as_before(provider: Provider) {
+    // The answer's claim comes first: it stands on its passages, and goes to its checks (the
+    // happy path's seven calls).
+    let text = "Patch canker is caused by Phytophthora palmivora [1]. The documents do not \
+                say how fast it spreads.";
     let script = Script::defaults().on("generate_answer", [Reply::answer(text)]);
     let h = Harness::new(provider, script).await;
     let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(r.status, RunStatus::Completed, "{r:?}");
     assert_eq!(h.llm.total_calls(), 7);
     assert_eq!(h.calls("refine_query"), 0);
     assert!(r

@@ -334,3 +334,33 @@ async fn a_streamed_run_whose_rewrite_finds_the_same_passages_ends_the_loop() {
     assert_eq!(last["metadata"]["model_calls"], 6);
     assert_eq!(llm.sequence().len(), 6);
 }
+
+#[tokio::test]
+async fn a_streamed_answer_from_memory_is_discarded_and_written_again_from_what_its_words_find() {
+    let llm = ScriptedLlm::start(Script::defaults().on(
+        "generate_answer",
+        [Reply::answer(FROM_MEMORY), Reply::answer(FROM_PASSAGES)],
+    ))
+    .await;
+    let events = streamed(&llm, QUESTION).await;
+    let of = |kind: &str| -> Vec<&Value> { events.iter().filter(|e| e["event"] == kind).collect() };
+    // The first attempt streams, is discarded, and the second streams from the new passages.
+    let discarded: Vec<&Value> = of("discarded")
+        .into_iter()
+        .map(|e| &e["data"]["attempt"])
+        .collect();
+    assert_eq!(discarded, [&Value::from(1)]);
+    let second: String = (of("token").into_iter())
+        .filter(|e| e["data"]["attempt"] == 2)
+        .map(|e| e["data"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(second, FROM_PASSAGES);
+    let last = &events.last().unwrap()["data"];
+    assert_eq!(last["answer"], FROM_PASSAGES.replace("off [1]", "off [2]"));
+    assert!(last["citations"][0]["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("kb://fruit-borer.md"));
+    assert_eq!(last["metadata"]["model_calls"], 8);
+    assert_eq!(llm.sequence().len(), 8);
+}
