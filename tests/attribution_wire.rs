@@ -29,6 +29,7 @@ for_each_provider!(
     a_sentence_no_passage_supports_is_reported_and_cites_nothing,
     a_rewrite_that_retrieves_the_same_passages_ends_the_rewrite_loop,
     a_rewrite_written_as_an_answer_keeps_the_clear_match_it_finds,
+    a_rewrite_written_as_a_paragraph_is_searched_by_its_lead,
     an_answer_from_memory_cites_the_passages_a_search_with_its_words_finds,
     an_answer_from_memory_over_other_passages_is_asked_again_from_those_its_words_find,
 );
@@ -154,6 +155,44 @@ async fn a_rewrite_written_as_an_answer_keeps_the_clear_match_it_finds(provider:
             );
         }
     }
+}
+
+/// A rewrite written as a paragraph where one sentence was asked for: its lead names the
+/// fruit borer, the rest talks of the tree at large.
+const PARAGRAPH: &str = "Durian fruit borer caterpillars tunnel into developing fruit. Durian \
+                         trees are tall evergreens whose trunk, bark, leaves, flowers and \
+                         fruit growers inspect for psyllids, mealybugs, canker and lesions.";
+
+async fn a_rewrite_written_as_a_paragraph_is_searched_by_its_lead(provider: Provider) {
+    // Every passage graded irrelevant; the rewrite comes as a paragraph. Its search is its
+    // lead sentence, which finds the fruit borer's passage first.
+    let script = Script::defaults()
+        .on("grade_documents", [Reply::no()])
+        .on("refine_query", [Reply::hypothetical(PARAGRAPH)]);
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(VAGUE), 50).await;
+    let searches: Vec<Value> = (r.workflow_steps.iter())
+        .filter(|s| s.name == "kg_retrieval")
+        .map(|s| s.details.clone())
+        .collect();
+    assert_eq!(
+        searches[1]["query"],
+        "Durian fruit borer caterpillars tunnel into developing fruit."
+    );
+    let found = searches[1]["sources"].as_array().unwrap();
+    assert!(
+        found
+            .iter()
+            .any(|s| s.as_str().unwrap().starts_with("kb://fruit-borer.md")),
+        "{}",
+        searches[1]
+    );
+    // The second rewrite repeats the first: its search finds the same passages and ends the
+    // loop. Route, 3 grades, a rewrite, 3 grades, a rewrite, the answer without sources.
+    assert_eq!(h.calls("refine_query"), 2);
+    assert_eq!(h.calls("grade_documents"), 6);
+    assert_eq!(r.metadata.limits_hit, ["no_sources"]);
+    assert_eq!(h.llm.total_calls(), 10);
 }
 
 /// Written without documents (the fruit borer, which the vague question's search did not

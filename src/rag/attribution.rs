@@ -14,7 +14,9 @@
 //! - a sentence no passage supports keeps no citation and is reported as **unsupported**; it
 //!   counts against the answer's groundedness ([`Report::mostly_unsupported`]).
 //!
-//! Code blocks and sentences too short to judge keep what the model wrote. The markers are
+//! Code blocks and sentences too short to judge keep what the model wrote; but an answer made
+//! only of short units that cites nothing ("Use thiserror.") cites, at its last unit, the
+//! passage that supports it best, as a sentence would. The markers are
 //! then numbered in the order the answer first cites them, so `[n]` is the response's n-th
 //! citation, and the citations are only the passages the answer stands on, each with the
 //! sentences it supports. Deterministic, and needs no model.
@@ -134,6 +136,8 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
     let passages = passage_stems(documents);
     let mut report = Report::default();
     let mut pieces: Vec<Piece> = Vec::new();
+    // Units too short to judge that cite nothing: (piece, text, own stems beyond the question's).
+    let mut short: Vec<(usize, String, HashSet<String>)> = Vec::new();
     for unit in units(answer) {
         let text = &answer[unit.span.clone()];
         let markers = citation_markers(text);
@@ -158,6 +162,13 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
                 .collect()
         };
         if !judged {
+            if !unit.code && written.is_empty() && !new.is_empty() {
+                short.push((
+                    pieces.len(),
+                    clean.clone(),
+                    new.into_iter().cloned().collect(),
+                ));
+            }
             pieces.push(Piece {
                 span: unit.span,
                 rebuilt: None,
@@ -242,6 +253,9 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
             cites,
         });
     }
+    if report.sentences == 0 && pieces.iter().all(|p| p.cites.is_empty()) {
+        cite_short_answer(&mut pieces, short, &passages);
+    }
     // Numbers in order of first citation, one per source (passages sharing a URL share one).
     let mut number: HashMap<&str, usize> = HashMap::new();
     let mut citations: Vec<Citation> = Vec::new();
@@ -284,6 +298,41 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
         text,
         citations,
         report,
+    }
+}
+
+/// A short answer that cites nothing ("Use thiserror.": no sentence long enough to judge) is
+/// still drawn from its documents: it cites, at its last such unit, the passage that holds
+/// most of the words it adds to the question (at least [`MIN_SUPPORT`] of them; among equals,
+/// the first given), as a sentence would. One that no passage supports keeps no citation.
+fn cite_short_answer(
+    pieces: &mut [Piece],
+    short: Vec<(usize, String, HashSet<String>)>,
+    passages: &[HashSet<String>],
+) {
+    let words: HashSet<&String> = short.iter().flat_map(|(_, _, new)| new.iter()).collect();
+    let share = |held: &HashSet<String>| {
+        words.iter().filter(|w| held.contains(**w)).count() as f64 / words.len().max(1) as f64
+    };
+    // The best supporting passage; among equals, the first given.
+    let Some((doc, best)) = passages.iter().map(share).enumerate().fold(
+        None,
+        |best: Option<(usize, f64)>, (doc, s)| match best {
+            Some((_, b)) if b >= s => best,
+            _ => Some((doc, s)),
+        },
+    ) else {
+        return;
+    };
+    if best < MIN_SUPPORT {
+        return;
+    }
+    if let Some((at, clean, _)) = short.into_iter().last() {
+        pieces[at].rebuilt = Some(clean);
+        pieces[at].cites = vec![Cite {
+            doc,
+            attributed: true,
+        }];
     }
 }
 

@@ -154,3 +154,21 @@ fn passages_of_one_source_share_its_number_and_invalid_numbers_are_dropped() {
     assert_eq!(a.text, "Flate2 has gzip encoders [1]. Ok.");
     assert_eq!(a.citations.len(), 1);
 }
+
+#[test]
+fn a_short_answer_that_cites_nothing_cites_the_passage_holding_its_words() {
+    let a = attribute("Answer: Flate2.", Q, &docs());
+    assert_eq!(a.text, "Answer: Flate2 [1].");
+    assert_eq!(a.citations.len(), 1);
+    assert_eq!(a.citations[0].url, "kb://flate2/README.md#1");
+    assert!(a.citations[0].attributed);
+    assert_eq!(a.report.sentences, 0);
+    // A name no passage holds cites nothing.
+    let none = attribute("Answer: Brotli.", Q, &docs());
+    assert_eq!(none.text, "Answer: Brotli.");
+    assert!(none.citations.is_empty());
+    // A short answer the model cited is kept as written.
+    let cited = attribute("Use serde [3].", Q, &docs());
+    assert_eq!(cited.text, "Use serde [1].");
+    assert!(!cited.citations[0].attributed);
+}

@@ -160,7 +160,13 @@ pub(super) async fn transform_query(
     let n = state.query_transformation_retry_count;
     let max = graph.limits.max_query_rewrites;
     tracing::info!("query rewrite: retry {n}/{max}");
-    state.query = refined.refined_question;
+    // A hypothetical answer is searched by its lead sentence and the names it gives, not by
+    // the paragraph a small model may write instead of the one sentence asked for.
+    state.query = if refined.hypothetical {
+        super::research::query_of(&refined.refined_question, question)
+    } else {
+        refined.refined_question
+    };
     state.query_is_answer = refined.hypothetical;
     let next = match state.route {
         Some(DataSource::WebSearch) => RagNode::WebSearch,

@@ -16,6 +16,7 @@
 
 use super::attribution::attribute;
 use super::kb_search::search;
+use super::sentences::units;
 use super::{RagGraph, RagState};
 use crate::engine::StepCtx;
 use crate::knowledge::Document;
@@ -23,35 +24,96 @@ use crate::knowledge::Document;
 /// The longest query taken from an answer, in characters (a question may have 2,000).
 const MAX_QUERY_CHARS: usize = 1_000;
 
-/// The passages of a search with `answer` that support it, or `None` when there are none, or
-/// they support less than half of its judged sentences, or the search failed (the answer then
-/// stays without sources, as before the search).
+/// The passages of two searches, with `answer` and with its lead ([`query_of`]), that support
+/// it, or `None` when there are none, or they support less than half of its judged sentences,
+/// or a search failed (the answer then stays without sources, as before the search).
 pub(super) async fn sources_for_answer(
     graph: &RagGraph,
     state: &RagState,
     ctx: &StepCtx<'_>,
     answer: &str,
 ) -> Option<Vec<Document>> {
-    let query = query_of(answer);
-    if query.is_empty() {
-        return None;
-    }
-    let found = match search(graph, state, ctx, &query).await {
-        Ok(searched) => searched.documents,
-        Err(error) => {
-            tracing::warn!(%error, "the search with the answer failed: it stays without sources");
-            return None;
-        }
+    // Two searches: the whole answer (what its claims share with a passage) and its lead
+    // (what it names), the first's passages first; a passage found twice counts once.
+    let whole = bounded(&crate::llm::strip_markers(answer));
+    let lead = query_of(answer, &state.request.question);
+    let mut found: Vec<Document> = Vec::new();
+    let queries = if lead == whole {
+        vec![whole]
+    } else {
+        vec![whole, lead]
     };
+    for query in queries.into_iter().filter(|q| !q.is_empty()) {
+        match search(graph, state, ctx, &query).await {
+            Ok(searched) => {
+                for doc in searched.documents {
+                    if !found.iter().any(|d| d.url == doc.url) {
+                        found.push(doc);
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the search with the answer failed: it stays without sources");
+                return None;
+            }
+        }
+    }
     supporting(answer, &state.request.question, found, &state.rejected)
 }
 
-/// `answer` as a search query: its text without citation markers, cut at a word boundary.
-fn query_of(answer: &str) -> String {
-    let text = crate::llm::strip_markers(answer);
-    let words = text.split_whitespace();
+/// A model's text (an answer, or a rewrite written as the first sentence of a document that
+/// answers) as a search query: its first sentence that adds a word to the question, where it
+/// names what to use ("…, you can use the `date` command"), and the code spans of the rest
+/// (`wc -l`), without citation markers, cut at a word boundary. Not the whole text: searched
+/// with a paragraph of a small model's prose, BM25 ranks the pages sharing most of its common
+/// words (a memory answer naming `split` found `dpkg-split`'s page, and a rewrite naming
+/// `date` found the date page third, after agetty's and tune2fs's).
+pub(super) fn query_of(text: &str, question: &str) -> String {
+    let asked = crate::llm::stems(question);
+    let units = units(text);
+    let lead = units
+        .iter()
+        .filter(|u| !u.code)
+        .map(|u| crate::llm::strip_markers(&text[u.span.clone()]))
+        .find(|sentence| {
+            crate::llm::stems(sentence)
+                .iter()
+                .any(|s| !asked.contains(s))
+        });
+    let Some(lead) = lead else {
+        return bounded(&crate::llm::strip_markers(text));
+    };
+    let mut query = lead.trim().to_owned();
+    for span in code_spans(text) {
+        if !query.contains(span) {
+            query.push(' ');
+            query.push_str(span);
+        }
+    }
+    bounded(&query)
+}
+
+/// The inline code spans of `text` (`` `wc -l` `` -> `wc -l`), in order; fenced blocks are not
+/// inline spans.
+fn code_spans(text: &str) -> Vec<&str> {
+    let mut spans = Vec::new();
+    for line in text.lines().filter(|l| !l.trim_start().starts_with("```")) {
+        let mut parts = line.split('`');
+        parts.next();
+        while let (Some(inside), Some(_)) = (parts.next(), parts.next().or(Some(""))) {
+            let inside = inside.trim();
+            if !inside.is_empty() && !spans.contains(&inside) {
+                spans.push(inside);
+            }
+        }
+    }
+    spans
+}
+
+/// `text` on one line, cut at a word boundary to [`MAX_QUERY_CHARS`].
+fn bounded(text: &str) -> String {
     let mut query = String::new();
-    for word in words {
+    for word in text.split_whitespace() {
         if query.len() + word.len() + 1 > MAX_QUERY_CHARS {
             break;
         }
@@ -146,13 +208,18 @@ mod tests {
     }
 
     #[test]
-    fn the_query_is_the_answer_without_markers_and_bounded() {
+    fn the_query_is_the_first_sentence_that_adds_a_word_and_the_code_it_names() {
         assert_eq!(
-            query_of("Use `wc -l` [1]. It counts [2]."),
-            "Use `wc -l` . It counts ."
+            query_of(
+                "How do I get the number of lines in a text file? You can use the `wc` \
+                 command [1]. It prints counts; `wc -l notes.txt` prints lines [2].",
+                QUESTION
+            ),
+            "You can use the `wc` command . wc -l notes.txt"
         );
+        // Without a sentence that adds a word, the whole text, bounded.
         let long = "word ".repeat(1_000);
-        let query = query_of(&long);
+        let query = query_of(&long, "word");
         assert!(query.len() <= MAX_QUERY_CHARS, "{}", query.len());
         assert!(query.ends_with("word"));
     }
