@@ -44,6 +44,10 @@ pub(super) struct Fallback {
     /// The passages the quote was drawn from, when they are more than the run's documents
     /// (the model's answers were unusable, so the passages its grades set aside count too).
     pub(super) documents: Option<Vec<Document>>,
+    /// Every answer of the model under the floor was written from memory
+    /// ([`Unusable::is_from_memory`]): it says what its passages do not hold, which shows
+    /// nothing broken in the model.
+    pub(super) from_memory: bool,
 }
 
 /// True when the model failed for a reason the caller cannot fix: time-outs and server
@@ -74,6 +78,7 @@ pub(super) async fn generate_or_quote(
     let mut under_floor = None;
     let mut attempts_before = state.generations;
     let mut researched: Option<Vec<Document>> = None;
+    let mut from_memory = true;
     for _ in 0..2 {
         let documents = researched.as_deref().unwrap_or(&state.documents);
         let hint = under_floor.as_ref().map(Unusable::hint);
@@ -96,6 +101,7 @@ pub(super) async fn generate_or_quote(
                     why: Quoted::Unavailable,
                     attempt: attempts_before,
                     documents: researched,
+                    from_memory: false,
                 }));
             }
             Err(error) => return Err(error),
@@ -115,6 +121,7 @@ pub(super) async fn generate_or_quote(
                 tracing::warn!(attempt, reason = %unusable.describe(), "answer under the floor: discarded");
                 graph.events.emit(RunEvent::Discarded { attempt });
                 attempts_before = attempt;
+                from_memory &= unusable.is_from_memory();
                 if unusable.is_from_memory() && researched.is_none() {
                     // Written from memory: the passages that hold what it says may be
                     // elsewhere. It is asked for once more from them, not from these.
@@ -137,6 +144,7 @@ pub(super) async fn generate_or_quote(
         why: Quoted::Unusable,
         attempt: attempts_before,
         documents: changed.then_some(every),
+        from_memory,
     }))
 }
 

@@ -3,7 +3,8 @@
 //! rules:
 //!
 //! - **clear match**, only against a model that has shown itself unreliable in this run (an
-//!   answer of its under the floor: [`RagState::model_doubted`](super::RagState)): a document
+//!   answer of its under the floor, unless it was written from memory over passages every
+//!   grade rejected: [`RagState::model_doubted`](super::RagState)): a document
 //!   the retrieval marked a clear match (`clear_match`: it holds the question's rare words) is
 //!   relevant, whatever its grade says. A model that has not shown that keeps its verdicts, so
 //!   a capable grader's `no` drives the rewrite loop and the web fallback as designed;

@@ -41,9 +41,14 @@ pub struct SpeculativeAnswer {
         deserialize_with = "quoted_compat"
     )]
     pub(super) quoted: Option<Quoted>,
-    /// An attempt of it was under the floor (the model shows itself unreliable).
+    /// An attempt of it was under the floor (the model shows itself unreliable, unless
+    /// `from_memory`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(super) under_floor: bool,
+    /// Every attempt of it under the floor was written from memory: it said what its passages
+    /// do not hold ([`super::floor::Unusable::is_from_memory`]), nothing broken.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) from_memory: bool,
     /// The passages a search with the answer's words found to support it, when the
     /// passages it was written from did not: its sources if it is used.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -72,24 +72,38 @@ pub(super) async fn branch(
             })
         }
         RagNode::Generate => {
-            let (written, attempt, fit, under_floor, researched, fallback) =
+            let (written, attempt, fit, under_floor, researched, fallback, from_memory) =
                 match super::answer::generate_or_quote(graph, ctx, state).await? {
-                    Ok(a) => (
-                        a.written,
-                        a.attempt,
-                        a.fit,
-                        a.under_floor,
-                        a.researched,
-                        None,
-                    ),
+                    Ok(a) => {
+                        let from_memory =
+                            a.under_floor.as_ref().is_some_and(|u| u.is_from_memory());
+                        (
+                            a.written,
+                            a.attempt,
+                            a.fit,
+                            a.under_floor,
+                            a.researched,
+                            None,
+                            from_memory,
+                        )
+                    }
                     Err(fallback) => {
                         let written = crate::llm::Written {
                             text: fallback.text,
                             finish: crate::llm::Finish::Stop,
                         };
                         let attempt = fallback.attempt.max(state.generations + 1);
+                        let from_memory = fallback.from_memory;
                         let why = (fallback.why, fallback.error);
-                        (written, attempt, Default::default(), None, None, Some(why))
+                        (
+                            written,
+                            attempt,
+                            Default::default(),
+                            None,
+                            None,
+                            Some(why),
+                            from_memory,
+                        )
                     }
                 };
             let mut details = json!({
@@ -115,6 +129,7 @@ pub(super) async fn branch(
                 merge: RagMerge::Answer(SpeculativeAnswer {
                     under_floor: under_floor.is_some()
                         || matches!(fallback, Some((super::quoted::Quoted::Unusable, _))),
+                    from_memory,
                     quoted: fallback.as_ref().map(|(why, _)| *why),
                     researched,
                     cut: written.finish == crate::llm::Finish::Length,
@@ -165,7 +180,16 @@ pub(super) fn merge(state: &mut RagState, merge: RagMerge) {
 pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode> {
     let grades = state.speculation.grades.take();
     let answer = state.speculation.answer.take();
-    if answer.as_ref().is_some_and(|a| a.under_floor) {
+    // An answer under the floor shows the model unreliable, and its grades are doubted; but
+    // one written from memory over passages every grade rejected agrees with the grades (the
+    // passages do not answer), so they stand and the rewrite loop runs as designed.
+    let rejected_all = grades
+        .as_ref()
+        .is_some_and(|g| !g.keep.is_empty() && g.keep.iter().all(|k| !k));
+    if answer
+        .as_ref()
+        .is_some_and(|a| a.under_floor && !(a.from_memory && rejected_all))
+    {
         state.model_doubted = true;
     }
     let mut route = state.route.unwrap_or(DataSource::KgRetrieval);

@@ -1,6 +1,7 @@
 //! The loops that speculation meets after its join, with exact counts: a rewrite that finds
 //! the same passages ends the rewrite loop, the model alone is not taken over a clear match
-//! the search found, and a passage the speculative answer stands on is not graded away.
+//! the search found, a passage the speculative answer stands on is not graded away, and an
+//! answer from memory over passages every grade rejected leaves the grades standing.
 
 use super::tests::{request, run, script, ANSWER, VAGUE};
 use crate::config::Speculation;
@@ -218,4 +219,57 @@ async fn a_models_answer_that_finds_the_passages_it_rejected_keeps_their_clear_m
     assert!(!r.response.citations.is_empty());
     // Route, 3 grades, 1 rewrite, the answer, its 2 checks.
     assert_eq!(m.model_calls, 8);
+}
+
+#[tokio::test]
+async fn an_answer_from_memory_over_passages_every_grade_rejected_leaves_the_grades_standing() {
+    // The grader rejects every passage, its clear match too; the speculative answer, twice,
+    // says what no passage holds (from memory). The two agree that the passages do not
+    // answer: the model is not doubted, its grades stand, and the run rewrites the query
+    // (the rewrite finds the same passages, so the loop ends with the web fallback). An
+    // answer under the floor for being broken (here, a row of citations) doubts the model,
+    // whose grades then yield to the clear match.
+    const MEMORY: &str = "Volcanic ash from distant eruptions makes purple glowing sunsets \
+                          over the northern Martian deserts every autumn evening.";
+    let model = |answer: &str| rejecting(json!({ "search_words": request().question }), answer);
+    let r = run(model(MEMORY), 0, Speculation::On, request()).await;
+    let m = &r.response.metadata;
+    assert_eq!(
+        r.steps(),
+        [
+            "kg_retrieval",
+            "route_question",
+            "grade_documents",
+            "generate",
+            "transform_query",
+            "kg_retrieval",
+            "web_search",
+            "generate"
+        ]
+    );
+    assert!(m.web_fallback);
+    assert_eq!(m.limits_hit, [crate::rag::LimitHit::NoSources]);
+    assert_eq!(r.calls(Task::GradeDocuments), 3);
+    assert_eq!(
+        m.model_calls, 8,
+        "route, 3 grades, 2 answers from memory, 1 rewrite, the answer without sources"
+    );
+    let broken = run(model("[1] [2] [3]"), 0, Speculation::On, request()).await;
+    let b = &broken.response.metadata;
+    assert_eq!(
+        broken.steps(),
+        [
+            "kg_retrieval",
+            "route_question",
+            "grade_documents",
+            "generate",
+            "generate"
+        ]
+    );
+    assert_eq!(broken.calls(Task::RefineQuery), 0);
+    assert_eq!(b.limits_hit, [crate::rag::LimitHit::ModelUnusable]);
+    assert_eq!(
+        b.model_calls, 8,
+        "route, 3 grades, 2 speculative answers, 2 answers from the clear match kept"
+    );
 }

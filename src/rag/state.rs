@@ -136,7 +136,8 @@ pub struct RagState {
     /// from the documents, and the run ends `best_effort` with `model_unusable`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) model_unusable: bool,
-    /// The model has shown itself unreliable in this run (an answer of its under the floor):
+    /// The model has shown itself unreliable in this run (an answer of its under the floor,
+    /// but for one from memory over passages it graded all irrelevant, which agrees with it):
     /// from then on its relevance grades are overruled by a clear match
     /// ([`super::overrule`]). A model that has not keeps its verdicts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
