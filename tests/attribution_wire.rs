@@ -164,8 +164,8 @@ const PARAGRAPH: &str = "Durian fruit borer caterpillars tunnel into developing 
                          fruit growers inspect for psyllids, mealybugs, canker and lesions.";
 
 async fn a_rewrite_written_as_a_paragraph_is_searched_by_its_lead(provider: Provider) {
-    // Every passage graded irrelevant; the rewrite comes as a paragraph. Its search is its
-    // lead sentence, which finds the fruit borer's passage first.
+    // Every passage graded irrelevant; the rewrite comes as a paragraph. Its search is the
+    // words its lead sentence adds to the question, which find the fruit borer's passage.
     let script = Script::defaults()
         .on("grade_documents", [Reply::no()])
         .on("refine_query", [Reply::hypothetical(PARAGRAPH)]);
@@ -176,8 +176,8 @@ async fn a_rewrite_written_as_a_paragraph_is_searched_by_its_lead(provider: Prov
         .map(|s| s.details.clone())
         .collect();
     assert_eq!(
-        searches[1]["query"],
-        "Durian fruit borer caterpillars tunnel into developing fruit."
+        searches[1]["query"], "fruit borer caterpillars tunnel developing fruit.",
+        "the words the lead adds to the question"
     );
     let found = searches[1]["sources"].as_array().unwrap();
     assert!(

@@ -62,9 +62,9 @@ pub(super) async fn sources_for_answer(
 }
 
 /// A model's text (an answer, or a rewrite written as the first sentence of a document that
-/// answers) as a search query: its first sentence that adds a word to the question, where it
-/// names what to use ("…, you can use the `date` command"), and the code spans of the rest
-/// (`wc -l`), without citation markers, cut at a word boundary. Not the whole text: searched
+/// answers) as a search query: the words its first sentence adds to the question, where it
+/// names what to use ("…, you can use the `date` command" -> "`date` command"), and the code
+/// spans of the rest (`wc -l`), without citation markers, cut at a word boundary. Not the whole text: searched
 /// with a paragraph of a small model's prose, BM25 ranks the pages sharing most of its common
 /// words (a memory answer naming `split` found `dpkg-split`'s page, and a rewrite naming
 /// `date` found the date page third, after agetty's and tune2fs's).
@@ -83,7 +83,17 @@ pub(super) fn query_of(text: &str, question: &str) -> String {
     let Some(lead) = lead else {
         return bounded(&crate::llm::strip_markers(text));
     };
-    let mut query = lead.trim().to_owned();
+    // Its words the question does not hold: the question's own words drown a name among
+    // the pages they match (measured on the man pages: "…, you can use the `du` command"
+    // found `zipsplit`, `zip` and `top`; "`du` command" finds `du` first).
+    let mut query = lead
+        .split_whitespace()
+        .filter(|word| {
+            let own = crate::llm::stems(word);
+            !own.is_empty() && own.iter().all(|s| !asked.contains(s))
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
     for span in code_spans(text) {
         if !query.contains(span) {
             query.push(' ');
@@ -208,14 +218,14 @@ mod tests {
     }
 
     #[test]
-    fn the_query_is_the_first_sentence_that_adds_a_word_and_the_code_it_names() {
+    fn the_query_is_what_the_first_sentence_adds_to_the_question_and_the_code_it_names() {
         assert_eq!(
             query_of(
                 "How do I get the number of lines in a text file? You can use the `wc` \
                  command [1]. It prints counts; `wc -l notes.txt` prints lines [2].",
                 QUESTION
             ),
-            "You can use the `wc` command . wc -l notes.txt"
+            "use `wc` command wc -l notes.txt"
         );
         // Without a sentence that adds a word, the whole text, bounded.
         let long = "word ".repeat(1_000);
