@@ -285,14 +285,24 @@ const THE_DOCUMENTS: &[&str] = &[
 /// sentence says so and speaks of them ("The documents do not provide information on …").
 /// A quoted sentence that happens to say "does not contain" speaks of its own subject.
 pub(super) fn opens_saying_they_do_not_answer(answer: &str) -> bool {
-    let Some(first) = super::sentences::units(answer)
+    first_sentence(answer).is_some_and(|first| {
+        says_they_do_not_answer(first) && words(first).any(|w| THE_DOCUMENTS.contains(&w.as_str()))
+    })
+}
+
+/// True when `answer` opens by declining: its first sentence says it cannot answer ("The
+/// offline provider has no knowledge source for this question, so it cannot answer it.",
+/// "I don't know."). Such an answer claims nothing a search could find.
+pub(super) fn opens_declining(answer: &str) -> bool {
+    first_sentence(answer).is_some_and(says_they_do_not_answer)
+}
+
+/// The first sentence of `answer` that is not code.
+fn first_sentence(answer: &str) -> Option<&str> {
+    let first = super::sentences::units(answer)
         .into_iter()
-        .find(|u| !u.code)
-    else {
-        return false;
-    };
-    let first = &answer[first.span];
-    says_they_do_not_answer(first) && words(first).any(|w| THE_DOCUMENTS.contains(&w.as_str()))
+        .find(|u| !u.code)?;
+    Some(&answer[first.span])
 }
 
 /// The document numbers cited as `[n]` or `[n, m]` (in order, without repeats; brackets that

@@ -193,3 +193,12 @@ fn an_answer_opening_by_saying_its_documents_do_not_answer_is_told_apart() {
     ));
     assert!(!opens_saying_they_do_not_answer("```\nno information\n```"));
 }
+
+#[test]
+fn an_answer_opening_by_declining_is_told_apart_from_a_caveat_after_a_claim() {
+    assert!(opens_declining(crate::llm::NO_KNOWLEDGE_ANSWER));
+    assert!(opens_declining("I don't know. Perhaps ask a gardener."));
+    assert!(!opens_declining(
+        "Use `du -sh *` to list each folder's size. The documents do not mention `-x`."
+    ));
+}

@@ -23,16 +23,24 @@ use crate::knowledge::Document;
 
 /// The longest query taken from an answer, in characters (a question may have 2,000).
 const MAX_QUERY_CHARS: usize = 1_000;
+/// The content stems a model's text adds to the question before its search is cut there.
+const MIN_LEAD_STEMS: usize = 3;
 
 /// The passages of two searches, with `answer` and with its lead ([`query_of`]), that support
 /// it, or `None` when there are none, or they support less than half of its judged sentences,
-/// or a search failed (the answer then stays without sources, as before the search).
+/// or a search failed (the answer then stays without sources, as before the search), or the
+/// answer opens by declining to answer.
 pub(super) async fn sources_for_answer(
     graph: &RagGraph,
     state: &RagState,
     ctx: &StepCtx<'_>,
     answer: &str,
 ) -> Option<Vec<Document>> {
+    if super::floor::opens_declining(answer) {
+        // It says it cannot answer: there is nothing it claims to search for (the offline
+        // provider's answer without documents found `icu_provider`'s "DataProvider").
+        return None;
+    }
     // Two searches: the whole answer (what its claims share with a passage) and its lead
     // (what it names), the first's passages first; a passage found twice counts once.
     let whole = bounded(&crate::llm::strip_markers(answer));
@@ -62,38 +70,38 @@ pub(super) async fn sources_for_answer(
 }
 
 /// A model's text (an answer, or a rewrite written as the first sentence of a document that
-/// answers) as a search query: the words its first sentence adds to the question, where it
-/// names what to use ("…, you can use the `date` command" -> "`date` command"), and the code
-/// spans of the rest (`wc -l`), without citation markers, cut at a word boundary. Not the whole text: searched
+/// answers) as a search query: the words its first sentences add to the question, where it
+/// names what to use ("…, you can use the `date` command" -> "use `date` command"), and the
+/// code spans of the rest (`wc -l`), without citation markers, cut at a word boundary. Not the whole text: searched
 /// with a paragraph of a small model's prose, BM25 ranks the pages sharing most of its common
 /// words (a memory answer naming `split` found `dpkg-split`'s page, and a rewrite naming
 /// `date` found the date page third, after agetty's and tune2fs's).
 pub(super) fn query_of(text: &str, question: &str) -> String {
     let asked = crate::llm::stems(question);
-    let units = units(text);
-    let lead = units
-        .iter()
-        .filter(|u| !u.code)
-        .map(|u| crate::llm::strip_markers(&text[u.span.clone()]))
-        .find(|sentence| {
-            crate::llm::stems(sentence)
-                .iter()
-                .any(|s| !asked.contains(s))
-        });
-    let Some(lead) = lead else {
-        return bounded(&crate::llm::strip_markers(text));
-    };
     // Its words the question does not hold: the question's own words drown a name among
     // the pages they match (measured on the man pages: "…, you can use the `du` command"
-    // found `zipsplit`, `zip` and `top`; "`du` command" finds `du` first).
-    let mut query = lead
-        .split_whitespace()
-        .filter(|word| {
+    // found `zipsplit`, `zip` and `top`; "`du` command" finds `du` first). Sentence after
+    // sentence until they add [`MIN_LEAD_STEMS`] (a first sentence "Yes, there is a keyed
+    // hash for HashMap that …" adds only "Yes"; the next names `foldhash`).
+    let mut words: Vec<String> = Vec::new();
+    let mut added: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for unit in units(text).iter().filter(|u| !u.code) {
+        if added.len() >= MIN_LEAD_STEMS {
+            break;
+        }
+        let clean = crate::llm::strip_markers(&text[unit.span.clone()]);
+        for word in clean.split_whitespace() {
             let own = crate::llm::stems(word);
-            !own.is_empty() && own.iter().all(|s| !asked.contains(s))
-        })
-        .collect::<Vec<_>>()
-        .join(" ");
+            if !own.is_empty() && own.iter().all(|s| !asked.contains(s)) {
+                words.push(word.to_owned());
+                added.extend(own);
+            }
+        }
+    }
+    if words.is_empty() {
+        return bounded(&crate::llm::strip_markers(text));
+    }
+    let mut query = words.join(" ");
     for span in code_spans(text) {
         if !query.contains(span) {
             query.push(' ');
@@ -226,6 +234,16 @@ mod tests {
                 QUESTION
             ),
             "use `wc` command wc -l notes.txt"
+        );
+        // A first sentence that adds too little ("Yes"): the next sentences too.
+        assert_eq!(
+            query_of(
+                "Yes, there is a keyed hash for HashMap that is fast but still resists hash \
+                 flooding attacks. It is called foldhash [1].",
+                "Is there a keyed hash for HashMap that is fast but still resists hash \
+                 flooding attacks?"
+            ),
+            "Yes, called foldhash"
         );
         // Without a sentence that adds a word, the whole text, bounded.
         let long = "word ".repeat(1_000);
