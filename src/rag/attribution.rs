@@ -315,13 +315,12 @@ fn cite_short_answer(
         words.iter().filter(|w| held.contains(**w)).count() as f64 / words.len().max(1) as f64
     };
     // The best supporting passage; among equals, the first given.
-    let Some((doc, best)) = passages.iter().map(share).enumerate().fold(
-        None,
-        |best: Option<(usize, f64)>, (doc, s)| match best {
-            Some((_, b)) if b >= s => best,
-            _ => Some((doc, s)),
-        },
-    ) else {
+    let Some((doc, best)) = passages
+        .iter()
+        .map(share)
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+    else {
         return;
     };
     if best < MIN_SUPPORT {
