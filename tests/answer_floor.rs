@@ -16,8 +16,8 @@ use support::providers::{details, steps, Harness, Provider};
 
 /// What Gemma 3 270M answered with an earlier prompt: the instructions, echoed (here, the
 /// current ones).
-const ECHO: &str = "Answer the question using the documents. End each sentence with the \
-                    number of the document it comes from, in brackets.";
+const ECHO: &str = "Answer the question using the documents. If the answer is a tool, \
+                    library, package or command, name it as its document names it.";
 /// A row of citations: no content.
 const MARKERS: &str = "[1] [2] [3] [1] [2] [3]";
 const GOOD: &str =
@@ -254,6 +254,6 @@ async fn a_streamed_unusable_answer_is_marked_discarded_and_replaced_by_the_quot
     assert!(!last["answer"]
         .as_str()
         .unwrap()
-        .contains("End each sentence with the number"));
+        .contains("name it as its document names it"));
     assert_eq!(llm.calls("generate_answer"), 2);
 }

@@ -32,7 +32,8 @@ pub(super) async fn kg_retrieval(
             // The model's own hypothetical answer found what it graded away: a clear match
             // for its words is kept ([`super::overrule::rewrites_find`]), not graded again.
             let mut keep = vec![false; documents.len()];
-            if let Some(found) = super::overrule::rewrites_find(&documents, &mut keep) {
+            if let Some(found) = super::overrule::rewrites_find(&documents, &mut keep, &state.query)
+            {
                 state.documents = documents;
                 state.set_aside(&keep);
                 state.model_doubted = true;

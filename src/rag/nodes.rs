@@ -81,7 +81,9 @@ pub(super) async fn grade_documents(
     let (mut kept, mut overruled) =
         super::overrule::relevance(&state.documents, &said, state.model_doubted);
     if state.query_is_answer {
-        if let Some(found) = super::overrule::rewrites_find(&state.documents, &mut kept) {
+        if let Some(found) =
+            super::overrule::rewrites_find(&state.documents, &mut kept, &state.query)
+        {
             // The model rejected what its own answer's words found: one of its two verdicts
             // is wrong, and the words side with the answer.
             state.model_doubted = true;

@@ -19,8 +19,9 @@
 //! - **rewrite's find**, when the query is the model's own hypothetical answer (a rewrite
 //!   written as the first sentence of a document that answers) and every passage it found
 //!   was graded irrelevant: a passage that is a clear match for that sentence (it holds the
-//!   sentence's rare words, such as the command it names) is relevant, and the model is
-//!   doubted from then on. The model said what an answering document holds, then rejected the
+//!   sentence's rare words, such as the command it names), or of a document named like the
+//!   tool the sentence names in code (`` `date` `` and `date.1/PAGE.txt`: `rewrite_names`), is
+//!   relevant, and the model is doubted from then on. The model said what an answering document holds, then rejected the
 //!   document that holds it. A rewrite given as search words claims nothing and keeps the
 //!   grades as given;
 //! - **sentences unsupported**, whatever the model: an answer graded grounded most of whose
@@ -110,14 +111,71 @@ pub(super) fn answers_passages(
 }
 
 /// The **rewrite's find** rule, where the query is the model's hypothetical answer and every
-/// passage it found was graded irrelevant: a passage that is a clear match for that query is
-/// relevant. `grades` are turned in place; the record of what was overruled is returned.
-pub(super) fn rewrites_find(documents: &[Document], grades: &mut [bool]) -> Option<Value> {
+/// passage it found was graded irrelevant: a passage that is a clear match for that query, or
+/// of a document named like the tool the query names in code (`` use the `date` command `` and
+/// `date.1/PAGE.txt`, titled `date - print or set the system date and time`), is relevant.
+/// `grades` are turned in place; the record of what was overruled is returned.
+pub(super) fn rewrites_find(
+    documents: &[Document],
+    grades: &mut [bool],
+    query: &str,
+) -> Option<Value> {
     // A grading that kept some has chosen among them.
     if grades.iter().any(|yes| *yes) {
         return None;
     }
-    turn(documents, grades, "rewrites_find", |doc| doc.clear_match)
+    let clear = turn(documents, grades, "rewrites_find", |doc| doc.clear_match);
+    let named: Vec<String> = super::research::code_spans(query)
+        .into_iter()
+        .filter_map(|span| span.split_whitespace().next())
+        .map(squashed)
+        .filter(|name| name.len() >= 2)
+        .collect();
+    let by_name = turn(documents, grades, "rewrite_names", |doc| {
+        document_names(doc).iter().any(|n| named.contains(n))
+    });
+    match (clear, by_name) {
+        (Some(Value::Array(mut a)), Some(Value::Array(b))) => {
+            a.extend(b);
+            Some(Value::Array(a))
+        }
+        (a, b) => a.or(b),
+    }
+}
+
+/// Lowercase letters and digits only: `arc-swap`, `arc_swap` and `ArcSwap` compare equal.
+fn squashed(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The names a document goes by ([`squashed`]): its title's lead (`date` of `date - print or
+/// set …`, `thiserror` of `thiserror: derive(Error)`) and the folders of its source without a
+/// version or manual section (`arc-swap` of `arc-swap-1.9.5/README.md`, `date` of
+/// `date.1/PAGE.txt`).
+fn document_names(doc: &Document) -> Vec<String> {
+    let lead = doc
+        .title
+        .split([':', ',', '—'])
+        .next()
+        .and_then(|t| t.split(" - ").next())
+        .unwrap_or("");
+    let path = source(&doc.url);
+    let path = path.split_once("://").map_or(path, |(_, rest)| rest);
+    let folders = path.rsplit_once('/').map_or("", |(folders, _)| folders);
+    let mut names = vec![squashed(lead)];
+    for folder in folders.split('/') {
+        // `name-1.2.3`, `name.1`: the name ends before the first `-<digit>` or `.<digit>`.
+        let bytes = folder.as_bytes();
+        let end = (1..bytes.len())
+            .find(|&i| matches!(bytes[i - 1], b'-' | b'.') && bytes[i].is_ascii_digit())
+            .map_or(folder.len(), |i| i - 1);
+        names.push(squashed(&folder[..end]));
+    }
+    names.retain(|n| n.len() >= 2);
+    names
 }
 
 /// The document a passage's URL names: the URL without its `#passage`.
@@ -234,19 +292,52 @@ mod tests {
     fn a_clear_match_for_the_models_answer_is_kept_when_every_passage_was_rejected() {
         let docs = [doc("a", false), doc("b", true), doc("c", false)];
         let mut grades = [false, false, false];
-        let record = rewrites_find(&docs, &mut grades).unwrap();
+        let record = rewrites_find(&docs, &mut grades, "an answer").unwrap();
         assert_eq!(grades, [false, true, false]);
         assert_eq!(record.as_array().unwrap().len(), 1);
         assert_eq!(record[0]["document"], 2);
         assert_eq!(record[0]["rule"], "rewrites_find");
         // A grading that kept a passage has chosen: nothing is turned.
         let mut chosen = [true, false, false];
-        assert_eq!(rewrites_find(&docs, &mut chosen), None);
+        assert_eq!(rewrites_find(&docs, &mut chosen, ""), None);
         assert_eq!(chosen, [true, false, false]);
         // No clear match: the grades stand.
         let mut none = [false, false];
-        assert_eq!(rewrites_find(&docs[..1], &mut none[..1]), None);
+        assert_eq!(rewrites_find(&docs[..1], &mut none[..1], ""), None);
         assert_eq!(none, [false, false]);
+    }
+
+    #[test]
+    fn a_document_named_like_the_tool_the_rewrite_names_is_kept_when_every_passage_was_rejected() {
+        let page = |title: &str, url: &str| Document::passage("1", title, url, "text");
+        let docs = [
+            page(
+                "wget - the non-interactive network downloader",
+                "kb://wget.1/PAGE.txt#5",
+            ),
+            page(
+                "date - print or set the system date — Examples",
+                "kb://date.1/PAGE.txt#4",
+            ),
+            page("ArcSwap", "kb://arc-swap-1.9.5/README.md#1"),
+        ];
+        let mut grades = [false, false, false];
+        let record = rewrites_find(&docs, &mut grades, "use `date -u` command.").unwrap();
+        assert_eq!(grades, [false, true, false]);
+        assert_eq!(record[0]["document"], 2);
+        assert_eq!(record[0]["rule"], "rewrite_names");
+        // By its folder without the version: `ArcSwap` names arc-swap.
+        let mut grades = [false, false, false];
+        rewrites_find(&docs, &mut grades, "The `ArcSwap` type").unwrap();
+        assert_eq!(grades, [false, false, true]);
+        // A name no document goes by, or one in plain words, turns nothing.
+        let mut grades = [false, false, false];
+        assert_eq!(rewrites_find(&docs, &mut grades, "use `du` here"), None);
+        assert_eq!(
+            rewrites_find(&docs, &mut grades, "use the date command"),
+            None
+        );
+        assert_eq!(grades, [false, false, false]);
     }
 
     #[test]

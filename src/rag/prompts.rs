@@ -140,7 +140,7 @@ fn instruction(task: Task, routing: Option<&Routing>, documents: bool) -> String
         Task::GradeAnswer => "You check whether an answer addresses and resolves the question: `yes` or `no`. Reply as JSON.".to_owned(),
         Task::RefineQuery => "The last search for a question found only the documents listed, which do not answer it. Write the first sentence of a document that would answer it: name the tool, library or command it is about and say what it does. Reply as JSON.".to_owned(),
         Task::ContextualizeQuestion => "You rewrite the latest question of a conversation into a standalone question that can be understood and searched without the conversation: replace words such as `it` or `this` with what they refer to, and keep everything else as asked. If it already stands alone, return it unchanged. Reply as JSON.".to_owned(),
-        Task::GenerateAnswer if documents => "Answer the question using the documents. End each sentence with the number of the document it comes from, in brackets, such as [1] or [2]. If they do not answer the question, say so. Write at most five sentences of plain text.".to_owned(),
+        Task::GenerateAnswer if documents => "Answer the question using the documents. If the answer is a tool, library, package or command, name it as its document names it. End each sentence with the number of the document it comes from, in brackets, such as [1] or [2]. If they do not answer the question, say so. Write at most five sentences of plain text.".to_owned(),
         Task::GenerateAnswer => "Answer the question briefly, in at most five sentences of plain text.".to_owned(),
     }
 }

@@ -113,7 +113,7 @@ pub(super) fn query_of(text: &str, question: &str) -> String {
 
 /// The inline code spans of `text` (`` `wc -l` `` -> `wc -l`), in order; fenced blocks are not
 /// inline spans.
-fn code_spans(text: &str) -> Vec<&str> {
+pub(super) fn code_spans(text: &str) -> Vec<&str> {
     let mut spans = Vec::new();
     for line in text.lines().filter(|l| !l.trim_start().starts_with("```")) {
         // Between the 1st and 2nd backtick, the 3rd and 4th, …: the odd parts.

@@ -2,7 +2,7 @@
 //! random bytes, and real files (the fixtures of `scripts/make-format-fixtures.sh`) with bytes
 //! flipped, cut or spliced. Every input must give text or a typed skip, never a panic; a
 //! reader that hung would hold the test past its time-out.
-use super::{csv, docx, pdf, rst};
+use super::{csv, docx, man, pdf, rst};
 use crate::knowledge::SkipReason;
 use proptest::prelude::*;
 
@@ -70,7 +70,7 @@ proptest! {
     }
 
     #[test]
-    fn csv_and_rst_readers_never_panic(
+    fn csv_rst_and_man_readers_never_panic(
         flips in flips(),
         cut in 0.0f64..=1.0,
         text in "\\PC{0,400}",
@@ -81,5 +81,6 @@ proptest! {
         let rst_text = String::from_utf8_lossy(&mutate(NOTES_RST.as_bytes(), &flips, cut)).into_owned();
         let _ = rst::to_markdown(&rst_text);
         let _ = rst::to_markdown(&text);
+        let _ = man::to_markdown(&text);
     }
 }

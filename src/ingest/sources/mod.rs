@@ -1,9 +1,10 @@
 //! Reading a knowledge-base folder into documents: which files count, in which order, and how
 //! they become passages and graph documents.
 //!
-//! Documents are told by extension (`Format`): Markdown and text, HTML (reduced to its text
-//! first, see [`html`]), reStructuredText ([`rst`]), Word ([`docx`]), PDF ([`pdf`], page by
-//! page) and CSV/TSV ([`csv`], row by row), at any depth. Every file goes through one seam,
+//! Documents are told by extension (`Format`): Markdown and text (a rendered manual page read
+//! as one, see [`man`]), HTML (reduced to its text first, see [`html`]), reStructuredText
+//! ([`rst`]), Word ([`docx`]), PDF ([`pdf`], page by page) and CSV/TSV ([`csv`], row by row), at
+//! any depth. Every file goes through one seam,
 //! `read::read_file`, whatever calls ingest (a folder ingest, the embedding ingest, `eval`, a
 //! `KB_PATH` of sources). Text is cleaned of badges, link targets, URLs and HTML ([`clean`])
 //! and split at headings ([`passages`]); the graph files are `nodes.jsonl`, `edges.jsonl` and
@@ -20,6 +21,7 @@ mod docx;
 mod fuzz_tests;
 mod html;
 mod jsonl;
+mod man;
 mod metadata;
 pub(crate) mod passages;
 #[cfg(feature = "formats")]

@@ -14,7 +14,7 @@
 //! bounded so none is expected. A parser that runs past [`PARSE_TIMEOUT`] is left behind
 //! (its thread ends with the process) and its file skipped.
 use super::source_file::SourceFile;
-use super::{html, rst};
+use super::{html, man, rst};
 use crate::config::DEFAULT_MAX_DOCUMENT_BYTES;
 use crate::ingest::IngestError;
 use crate::knowledge::{Format, SkipReason, SkippedFile};
@@ -176,7 +176,8 @@ pub(crate) fn read_bytes(
     } else {
         let text = utf8(&file.path, bytes)?;
         match format {
-            Format::Markdown | Format::Text => Ok(text),
+            Format::Markdown => Ok(text),
+            Format::Text => Ok(man::to_markdown(&text).unwrap_or(text)),
             Format::Rst => Ok(rst::to_markdown(&text)),
             Format::Csv | Format::Tsv => {
                 let delimiter = if format == Format::Csv { b',' } else { b'\t' };
