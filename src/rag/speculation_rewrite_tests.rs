@@ -185,6 +185,43 @@ async fn a_clear_match_for_the_models_own_answer_is_kept_against_its_no() {
 }
 
 #[tokio::test]
+async fn a_document_named_like_the_tool_the_models_rewrite_names_is_kept_against_its_no() {
+    // The grader rejects every passage. The rewrite, written as the first sentence of a
+    // document that answers, names a document in code (`mealybugs`, the file mealybugs.md)
+    // and finds it: the model said which document answers, then rejected it, so its passage
+    // is kept (`rewrite_names`) and the answer is written from it. No second rewrite, no web
+    // search.
+    let rewrite = "See `mealybugs` for the white waxy insects on the fruit stalks.";
+    let model = || rejecting(json!({ "answer": rewrite }), "Scripted answer [1].");
+    for on in [Speculation::Off, Speculation::On] {
+        let r = run(model(), 0, on, RunRequest::new(VAGUE)).await;
+        let m = &r.response.metadata;
+        let grading = (r.response.workflow_steps.iter().rev())
+            .find(|s| s.name == crate::rag::RagNode::GradeDocuments)
+            .unwrap();
+        let rules: Vec<&str> = (grading.details["overruled"].as_array().unwrap().iter())
+            .map(|o| o["rule"].as_str().unwrap())
+            .collect();
+        assert!(rules.contains(&"rewrite_names"), "{on:?}: {rules:?}");
+        assert_eq!(r.calls(Task::RefineQuery), 1, "{on:?}");
+        assert_eq!(r.calls(Task::GradeDocuments), 6, "{on:?}");
+        assert!(!m.web_fallback, "{on:?}");
+        assert!(m.limits_hit.is_empty(), "{on:?}: {:?}", m.limits_hit);
+        assert!(
+            (r.response.citations.iter()).all(|c| c.url.contains("mealybugs")),
+            "{on:?}"
+        );
+        // Route, 2 x 3 grades, 1 rewrite, the answer, its 2 checks (and, speculating, the
+        // discarded first answer).
+        assert_eq!(
+            m.model_calls,
+            11 + u32::from(on == Speculation::On),
+            "{on:?}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_models_answer_that_finds_the_passages_it_rejected_keeps_their_clear_match() {
     // The grader rejects every passage, the clear match among them too (a model not yet
     // doubted keeps its verdicts). The rewrite, written as an answer in the question's own
