@@ -7,6 +7,11 @@ Three corpora, none written by this project:
   (``$CARGO_HOME/registry/src/*/NAME-VERSION/README.md``), copied as
   ``crates/NAME-VERSION/README.md``. Badges, HTML, code blocks and near-duplicate READMEs
   (``-impl`` / ``-derive`` / ``-macros`` companions, several versions of one crate) included.
+  What the registry holds changes with the machine (cargo cleans unused sources; the
+  project's dependencies move), so a crate ``eval/crates.jsonl`` expects that the registry
+  lacks is fetched from crates.io (``static.crates.io``, its sha256 checked against the sparse
+  index ``index.crates.io``) and its ``README.md`` added the same way; one that cannot be
+  fetched is named on stderr and left out.
 - ``python``: the long description of every installed Python distribution (the body of its
   ``*.dist-info/METADATA``), from the test-tools venv (``.local/venv``) and the system
   ``dist-packages``, written as ``python/NAME-VERSION/README.md`` (Markdown) or
@@ -24,7 +29,7 @@ Three corpora, none written by this project:
 
 Deterministic: sources are walked in sorted order, a name seen twice keeps its first copy,
 files are copied byte for byte (Python bodies as METADATA holds them, man pages as the
-fixed renderer prints them), and nothing is fetched. The question sets
+fixed renderer prints them), and only the expected crates the registry lacks are fetched. The question sets
 ``eval/crates.jsonl``, ``eval/python.jsonl`` and ``eval/man.jsonl`` name their expected
 sources by these folder paths.
 
@@ -33,11 +38,16 @@ Usage: eval/build_corpora.py [OUT]   (default: .local/eval-corpora; prints the c
 import email.parser
 import glob
 import gzip
+import hashlib
+import io
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,6 +59,53 @@ def cargo_readmes():
             path = os.path.join(index, crate, "README.md")
             if os.path.isfile(path):
                 yield crate, path
+
+
+def index_path(name):
+    """The crate's file in the sparse index (``ahash`` -> ``ah/as/ahash``)."""
+    name = name.lower()
+    if len(name) <= 2:
+        return f"{len(name)}/{name}"
+    if len(name) == 3:
+        return f"3/{name[0]}/{name}"
+    return f"{name[:2]}/{name[2:4]}/{name}"
+
+
+def fetch_readme(folder):
+    """The README.md of crate folder ``NAME-VERSION`` from crates.io, checked against the
+    index's sha256; None (and a line on stderr) when it cannot be had."""
+    m = re.match(r"(.+?)-(\d.*)$", folder)
+    if not m:
+        return None
+    name, version = m.groups()
+    try:
+        with urllib.request.urlopen(f"https://index.crates.io/{index_path(name)}", timeout=30) as r:
+            entries = [json.loads(line) for line in r.read().decode().splitlines() if line]
+        cksum = next(e["cksum"] for e in entries if e["vers"] == version)
+        url = f"https://static.crates.io/crates/{name}/{name}-{version}.crate"
+        with urllib.request.urlopen(url, timeout=60) as r:
+            data = r.read()
+        if hashlib.sha256(data).hexdigest() != cksum:
+            raise ValueError(f"sha256 of {url} differs from the index's")
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            member = tar.extractfile(f"{folder}/README.md")
+            return member.read() if member else None
+    except (OSError, ValueError, KeyError, StopIteration) as e:
+        print(f"{folder}: not fetched ({e})", file=sys.stderr)
+        return None
+
+
+def expected_crates():
+    """The crate folders ``eval/crates.jsonl`` expects (``ahash-0.8.12``), in order."""
+    folders = []
+    with open(os.path.join(ROOT, "eval", "crates.jsonl"), encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                for source in json.loads(line).get("expected_sources", []):
+                    folder = source.split("/", 1)[0]
+                    if folder not in folders:
+                        folders.append(folder)
+    return folders
 
 
 def site_packages():
@@ -142,6 +199,16 @@ def main():
         seen.add(crate)
         os.makedirs(os.path.join(crates, crate))
         shutil.copyfile(path, os.path.join(crates, crate, "README.md"))
+    for folder in expected_crates():
+        if folder in seen:
+            continue
+        readme = fetch_readme(folder)
+        if readme is None:
+            continue
+        seen.add(folder)
+        os.makedirs(os.path.join(crates, folder))
+        with open(os.path.join(crates, folder, "README.md"), "wb") as f:
+            f.write(readme)
     n_crates = len(seen)
     seen = set()
     for name, ext, body in python_descriptions():
