@@ -315,6 +315,13 @@ for entry in "${SET_LINES[@]}"; do
     IFS=$'\t' read -r _ _ corpus <<<"$entry"
     [ -d "$CORPORA/$corpus" ] || need_build=1
 done
+# The builder's version: 2 fetches the expected crates the registry lacks. Folders built by
+# an older one are built again.
+CORPORA_VERSION=2
+if [ "$(cat "$CORPORA/.version" 2>/dev/null)" != "$CORPORA_VERSION" ]; then
+    log "the corpora were built by an older eval/build_corpora.py: building them again"
+    need_build=1
+fi
 if [ -f "$WITHOUT_VENV" ] && [ -d .local/venv ]; then
     log "the corpora were built before .local/venv existed: building them again"
     need_build=1
@@ -322,6 +329,7 @@ fi
 if [ -n "$need_build" ]; then
     log "building the corpora (eval/build_corpora.py $CORPORA)"
     "$PYTHON" eval/build_corpora.py "$CORPORA" >/dev/null
+    echo "$CORPORA_VERSION" >"$CORPORA/.version"
     if [ -d .local/venv ]; then
         rm -f "$WITHOUT_VENV"
     else

@@ -32,6 +32,7 @@ for_each_provider!(
     a_rewrite_written_as_a_paragraph_is_searched_by_its_lead,
     an_answer_from_memory_cites_the_passages_a_search_with_its_words_finds,
     an_answer_from_memory_over_other_passages_is_asked_again_from_those_its_words_find,
+    an_answer_from_memory_is_kept_when_asked_again_the_model_writes_only_a_citation,
 );
 
 async fn sentences_without_citations_are_attributed(provider: Provider) {
@@ -297,6 +298,44 @@ async fn an_answer_from_memory_over_other_passages_is_asked_again_from_those_its
     assert!(generate["under_floor"].is_string(), "{generate}");
     assert!(!generate["researched"].as_array().unwrap().is_empty());
     assert_eq!(r.answer, FROM_PASSAGES.replace("off [1]", "off [2]"));
+    let urls: Vec<&str> = r.citations.iter().map(|c| c.url.as_str()).collect();
+    assert!(
+        !urls.is_empty() && urls.iter().all(|u| u.starts_with("kb://fruit-borer.md")),
+        "{urls:?}"
+    );
+    let a = r.metadata.attribution.as_ref().unwrap();
+    assert_eq!((a.sentences, a.supported), (2, 2));
+}
+
+async fn an_answer_from_memory_is_kept_when_asked_again_the_model_writes_only_a_citation(
+    provider: Provider,
+) {
+    // As above, but asked again from the passages its words found, the model writes only
+    // "[1]" (Qwen2.5-Coder 1.5B did, from du(1)'s page). The first answer stands on those
+    // passages: it is the answer, cited from them, not the extractive quote.
+    let script = Script::defaults().on(
+        "generate_answer",
+        [Reply::answer(FROM_MEMORY), Reply::answer("[1]")],
+    );
+    let h = Harness::new(provider, script).await;
+    let r = h.run(RunRequest::new(QUESTION), 50).await;
+    assert_eq!(r.status, RunStatus::Completed, "{r:?}");
+    assert!(
+        r.metadata.limits_hit.is_empty(),
+        "{:?}",
+        r.metadata.limits_hit
+    );
+    // The happy path's seven calls and the second ask.
+    assert_eq!(h.llm.total_calls(), 8);
+    assert_eq!(h.calls("generate_answer"), 2);
+    let generate = details(&r, "generate");
+    assert_eq!(generate["first_answer_kept"], true, "{generate}");
+    assert!(!generate["researched"].as_array().unwrap().is_empty());
+    assert!(
+        r.answer.starts_with("The durian fruit borer is a moth"),
+        "{}",
+        r.answer
+    );
     let urls: Vec<&str> = r.citations.iter().map(|c| c.url.as_str()).collect();
     assert!(
         !urls.is_empty() && urls.iter().all(|u| u.starts_with("kb://fruit-borer.md")),

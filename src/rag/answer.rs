@@ -28,6 +28,9 @@ pub(super) struct Answered {
     /// before it was written from memory, and a search with its words found the passages
     /// that hold what it said ([`super::research`]). They are its sources instead.
     pub(super) researched: Option<Vec<Document>>,
+    /// The answer is the first one, written from memory, which the passages its words found
+    /// support: asked for again from them, the model wrote one under the floor.
+    pub(super) first_kept: bool,
 }
 
 /// An answer the model could not write although the run had documents: quoted from them
@@ -79,9 +82,17 @@ pub(super) async fn generate_or_quote(
     let mut attempts_before = state.generations;
     let mut researched: Option<Vec<Document>> = None;
     let mut from_memory = true;
+    // The answer written from memory whose words found `researched`, with its attempt.
+    let mut from_memory_answer: Option<(Written, u32)> = None;
     for _ in 0..2 {
         let documents = researched.as_deref().unwrap_or(&state.documents);
-        let hint = under_floor.as_ref().map(Unusable::hint);
+        // Asked again from the passages its words found, the model is asked afresh: the hint
+        // is about the passages it was given before (told to keep to documents that do not
+        // hold the answer, Qwen2.5-Coder 1.5B answered "[1]" from du(1)'s page).
+        let hint = under_floor
+            .as_ref()
+            .filter(|_| researched.is_none())
+            .map(Unusable::hint);
         let (written, attempt, fit) = match generate_answer(
             graph,
             ctx,
@@ -115,6 +126,7 @@ pub(super) async fn generate_or_quote(
                     fit,
                     under_floor,
                     researched,
+                    first_kept: false,
                 }))
             }
             Err(unusable) => {
@@ -127,8 +139,31 @@ pub(super) async fn generate_or_quote(
                     // elsewhere. It is asked for once more from them, not from these.
                     researched =
                         research::sources_for_answer(graph, state, ctx, &written.text).await;
+                    if researched.is_some() {
+                        from_memory_answer = Some((written, attempt));
+                    }
+                    under_floor = Some(unusable);
+                } else if let (Some(found), Some((first, attempt))) =
+                    (&researched, from_memory_answer.take())
+                {
+                    // Asked again from the passages its first answer's words found, the model
+                    // wrote one under the floor (Qwen2.5-Coder 1.5B: "[1]"). The first answer
+                    // stands on those passages: it is the answer, cited from them.
+                    let text = without_markers(&first.text);
+                    if floor::check(&text, question, found).is_ok() {
+                        return Ok(Ok(Answered {
+                            written: Written { text, ..first },
+                            attempt,
+                            fit: Fit::default(),
+                            under_floor,
+                            researched,
+                            first_kept: true,
+                        }));
+                    }
+                    under_floor = Some(unusable);
+                } else {
+                    under_floor = Some(unusable);
                 }
-                under_floor = Some(unusable);
             }
         }
     }
@@ -146,6 +181,23 @@ pub(super) async fn generate_or_quote(
         documents: changed.then_some(every),
         from_memory,
     }))
+}
+
+/// `text` without its citation markers (they numbered other passages), and without the space
+/// a marker leaves before punctuation ("the `du` command [1]." -> "the `du` command.").
+fn without_markers(text: &str) -> String {
+    let stripped = crate::llm::strip_markers(text);
+    let mut out = String::with_capacity(stripped.len());
+    let mut chars = stripped.chars().peekable();
+    while let Some(c) = chars.next() {
+        let before_punctuation = chars
+            .peek()
+            .is_some_and(|n| matches!(n, '.' | ',' | ';' | ':'));
+        if !(c == ' ' && before_punctuation) {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The answer call (plain text), streamed to the run's events as `token`s when someone

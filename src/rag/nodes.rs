@@ -246,6 +246,9 @@ pub(super) async fn generate(graph: &RagGraph, state: &mut RagState, ctx: &StepC
         details["researched"] = json!(sources);
         state.documents = found;
     }
+    if answered.first_kept {
+        details["first_answer_kept"] = json!(true);
+    }
     if let Some(unusable) = answered.under_floor {
         state.model_doubted = true;
         details["under_floor"] = json!(unusable.describe());

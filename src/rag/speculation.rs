@@ -72,40 +72,41 @@ pub(super) async fn branch(
             })
         }
         RagNode::Generate => {
-            let (written, attempt, fit, under_floor, researched, fallback, from_memory) =
+            // The answer, or the extractive quote in its place with why and whether every
+            // answer under the floor was written from memory.
+            let (answered, fallback) =
                 match super::answer::generate_or_quote(graph, ctx, state).await? {
-                    Ok(a) => {
-                        let from_memory =
-                            a.under_floor.as_ref().is_some_and(|u| u.is_from_memory());
-                        (
-                            a.written,
-                            a.attempt,
-                            a.fit,
-                            a.under_floor,
-                            a.researched,
-                            None,
-                            from_memory,
-                        )
-                    }
+                    Ok(answered) => (answered, None),
                     Err(fallback) => {
-                        let written = crate::llm::Written {
-                            text: fallback.text,
-                            finish: crate::llm::Finish::Stop,
+                        let quote = super::answer::Answered {
+                            written: crate::llm::Written {
+                                text: fallback.text,
+                                finish: crate::llm::Finish::Stop,
+                            },
+                            attempt: fallback.attempt.max(state.generations + 1),
+                            fit: Default::default(),
+                            under_floor: None,
+                            researched: None,
+                            first_kept: false,
                         };
-                        let attempt = fallback.attempt.max(state.generations + 1);
-                        let from_memory = fallback.from_memory;
-                        let why = (fallback.why, fallback.error);
                         (
-                            written,
-                            attempt,
-                            Default::default(),
-                            None,
-                            None,
-                            Some(why),
-                            from_memory,
+                            quote,
+                            Some((fallback.why, fallback.error, fallback.from_memory)),
                         )
                     }
                 };
+            let from_memory = match &fallback {
+                Some((_, _, from_memory)) => *from_memory,
+                None => (answered.under_floor.as_ref()).is_some_and(|u| u.is_from_memory()),
+            };
+            let super::answer::Answered {
+                written,
+                attempt,
+                fit,
+                under_floor,
+                researched,
+                first_kept,
+            } = answered;
             let mut details = json!({
                 "documents": state.documents.len(),
                 "regeneration": state.hallucination_retry_count,
@@ -116,9 +117,12 @@ pub(super) async fn branch(
             if let Some(unusable) = &under_floor {
                 details["under_floor"] = json!(unusable.describe());
             }
-            if let Some((_, error)) = &fallback {
+            if let Some((_, error, _)) = &fallback {
                 details["fallback"] = json!("extractive");
                 details["error"] = json!(error);
+            }
+            if first_kept {
+                details["first_answer_kept"] = json!(true);
             }
             if let Some(found) = &researched {
                 let sources: Vec<&str> = found.iter().map(|d| d.url.as_str()).collect();
@@ -128,9 +132,9 @@ pub(super) async fn branch(
                 details,
                 merge: RagMerge::Answer(SpeculativeAnswer {
                     under_floor: under_floor.is_some()
-                        || matches!(fallback, Some((super::quoted::Quoted::Unusable, _))),
+                        || matches!(fallback, Some((super::quoted::Quoted::Unusable, _, _))),
                     from_memory,
-                    quoted: fallback.as_ref().map(|(why, _)| *why),
+                    quoted: fallback.as_ref().map(|(why, _, _)| *why),
                     researched,
                     cut: written.finish == crate::llm::Finish::Length,
                     answer: written.text,
