@@ -13,12 +13,14 @@
 //! | `stats` | what a knowledge base holds, counted ([`KbStats`]) |
 //! | `progress` | where a long write reports its stages ([`Progress`]) |
 //! | `digest` | content hashes: SHA-256 in lowercase hex |
+//! | `names` | what a source document is named: a folder without its version, names compared by letters and digits |
 
 mod corpus;
 mod digest;
 mod document;
 mod embedding_info;
 mod metadata;
+mod names;
 mod progress;
 mod skipped_file;
 mod source_format;
@@ -30,6 +32,7 @@ pub(crate) use document::{split_title, TITLE_SEPARATOR};
 pub use document::{DocKind, Document};
 pub use embedding_info::EmbeddingInfo;
 pub(crate) use metadata::{Meta, MetaTable};
+pub(crate) use names::{squashed, unversioned};
 pub(crate) use progress::NoProgress;
 pub use progress::Progress;
 pub use skipped_file::{SkipReason, SkippedFile};

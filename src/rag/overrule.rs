@@ -31,7 +31,7 @@
 //! Each rule only ever turns a grade the other way from the model's; a grade that agrees with
 //! the words is kept as it is.
 
-use crate::knowledge::Document;
+use crate::knowledge::{squashed, unversioned, Document};
 use serde_json::{json, Value};
 
 /// The relevance grades of `documents` after the clear-match rule (applied when the model is
@@ -143,14 +143,6 @@ pub(super) fn rewrites_find(
     }
 }
 
-/// Lowercase letters and digits only: `arc-swap`, `arc_swap` and `ArcSwap` compare equal.
-fn squashed(text: &str) -> String {
-    text.chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
 /// The names a document goes by ([`squashed`]): its title's lead (`date` of `date - print or
 /// set …`, `thiserror` of `thiserror: derive(Error)`) and the folders of its source without a
 /// version or manual section (`arc-swap` of `arc-swap-1.9.5/README.md`, `date` of
@@ -166,14 +158,7 @@ fn document_names(doc: &Document) -> Vec<String> {
     let path = path.split_once("://").map_or(path, |(_, rest)| rest);
     let folders = path.rsplit_once('/').map_or("", |(folders, _)| folders);
     let mut names = vec![squashed(lead)];
-    for folder in folders.split('/') {
-        // `name-1.2.3`, `name.1`: the name ends before the first `-<digit>` or `.<digit>`.
-        let bytes = folder.as_bytes();
-        let end = (1..bytes.len())
-            .find(|&i| matches!(bytes[i - 1], b'-' | b'.') && bytes[i].is_ascii_digit())
-            .map_or(folder.len(), |i| i - 1);
-        names.push(squashed(&folder[..end]));
-    }
+    names.extend(folders.split('/').map(|f| squashed(unversioned(f))));
     names.retain(|n| n.len() >= 2);
     names
 }

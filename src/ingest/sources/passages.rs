@@ -8,7 +8,7 @@
 //! searched as their own fields. Sections shorter than [`MIN_WORDS`] are merged with the
 //! next one (their heading kept as a line of text); paragraphs longer than [`MAX_WORDS`] are
 //! cut at line, then sentence, then word boundaries.
-use crate::knowledge::TITLE_SEPARATOR;
+use crate::knowledge::{squashed, unversioned, TITLE_SEPARATOR};
 
 /// A passage is closed once it has at least this many words and a new section starts.
 pub(crate) const MIN_WORDS: usize = 80;
@@ -59,14 +59,6 @@ pub(crate) fn split_named(
     (title.clone(), chunk(&title, blocks))
 }
 
-/// Lowercase letters and digits only, to compare names written `a-b`, `a_b` or `A B`.
-fn squashed(text: &str) -> String {
-    text.chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
 /// For a `README` or `index` file, the name of its folder without a version suffix
 /// (`serde-1.0.2/README.md` → `serde`): such files are named by their folder, not their stem.
 pub(crate) fn folder_name(rel_path: &str) -> Option<String> {
@@ -76,12 +68,7 @@ pub(crate) fn folder_name(rel_path: &str) -> Option<String> {
         return None;
     }
     let folder = folder.rsplit('/').next().unwrap_or(folder);
-    // `name-1.2.3`, `name-0.25.18+spec-1.1.0`: the name ends before the first `-<digit>`.
-    let bytes = folder.as_bytes();
-    let end = (1..bytes.len())
-        .find(|&i| bytes[i - 1] == b'-' && bytes[i].is_ascii_digit())
-        .map_or(folder.len(), |i| i - 1);
-    let name = &folder[..end];
+    let name = unversioned(folder);
     (!name.is_empty()).then(|| name.to_owned())
 }
 
