@@ -442,3 +442,31 @@ async fn a_streamed_answer_from_memory_is_discarded_and_written_again_from_what_
     assert_eq!(last["metadata"]["model_calls"], 8);
     assert_eq!(llm.sequence().len(), 8);
 }
+
+#[tokio::test]
+async fn a_streamed_answer_from_memory_is_kept_when_asked_again_the_model_writes_only_a_citation() {
+    let llm = ScriptedLlm::start(Script::defaults().on(
+        "generate_answer",
+        [Reply::answer(FROM_MEMORY), Reply::answer("[1]")],
+    ))
+    .await;
+    let events = streamed(&llm, QUESTION).await;
+    // Both attempts stream and are discarded; the final event carries the first, cited from
+    // the passages its words found.
+    let discarded: Vec<&Value> = (events.iter())
+        .filter(|e| e["event"] == "discarded")
+        .map(|e| &e["data"]["attempt"])
+        .collect();
+    assert_eq!(discarded, [&Value::from(1), &Value::from(2)]);
+    let last = &events.last().unwrap()["data"];
+    assert!(
+        (last["answer"].as_str().unwrap()).starts_with("The durian fruit borer is a moth"),
+        "{last}"
+    );
+    assert!(last["citations"][0]["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("kb://fruit-borer.md"));
+    assert_eq!(last["metadata"]["model_calls"], 8);
+    assert_eq!(llm.sequence().len(), 8);
+}
