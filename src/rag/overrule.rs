@@ -21,8 +21,9 @@
 //!   was graded irrelevant: a passage that is a clear match for that sentence (it holds the
 //!   sentence's rare words, such as the command it names), or of a document named like the
 //!   tool the sentence names in code (`` `date` `` and `date.1/PAGE.txt`: `rewrite_names`), is
-//!   relevant, and the model is doubted from then on. The model said what an answering document holds, then rejected the
-//!   document that holds it. A rewrite given as search words claims nothing and keeps the
+//!   relevant, and the model is doubted from then on. The model said what an answering
+//!   document holds, then rejected the document that holds it. A rewrite given as search words
+//!   claims nothing and keeps the
 //!   grades as given;
 //! - **sentences unsupported**, whatever the model: an answer graded grounded most of whose
 //!   sentences no document supports ([`super::attribution`]) is not grounded; an answer that
