@@ -23,8 +23,7 @@
 //!   tool the sentence names in code (`` `date` `` and `date.1/PAGE.txt`: `rewrite_names`), is
 //!   relevant, and the model is doubted from then on. The model said what an answering
 //!   document holds, then rejected the document that holds it. A rewrite given as search words
-//!   claims nothing and keeps the
-//!   grades as given;
+//!   claims nothing and keeps the grades as given;
 //! - **sentences unsupported**, whatever the model: an answer graded grounded most of whose
 //!   sentences no document supports ([`super::attribution`]) is not grounded; an answer that
 //!   says the documents do not answer is left to its grade.
