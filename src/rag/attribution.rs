@@ -15,9 +15,9 @@
 //!   counts against the answer's groundedness ([`Report::mostly_unsupported`]).
 //!
 //! Code blocks and sentences too short to judge keep what the model wrote; but an answer made
-//! only of short units that cites nothing ("Use thiserror.") cites, at its last unit, the
-//! passage that supports it best, as a sentence would. The markers are
-//! then numbered in the order the answer first cites them, so `[n]` is the response's n-th
+//! only of short units and code that cites nothing ("Use thiserror.", or "Answer:" over a code
+//! block) cites the passage that supports it best, as a sentence would: at its last short
+//! unit, or on a line after the code when it is only code. The markers are then numbered in the order the answer first cites them, so `[n]` is the response's n-th
 //! citation, and the citations are only the passages the answer stands on, each with the
 //! sentences it supports. Deterministic, and needs no model.
 
@@ -101,6 +101,8 @@ struct Piece {
     /// The unit's text without markers, when its markers are set anew (else it is kept as
     /// written, renumbered).
     rebuilt: Option<String>,
+    /// A fenced code block (a marker set anew goes on a line after it).
+    code: bool,
     /// The passages it cites.
     cites: Vec<Cite>,
 }
@@ -136,8 +138,8 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
     let passages = passage_stems(documents);
     let mut report = Report::default();
     let mut pieces: Vec<Piece> = Vec::new();
-    // Units too short to judge that cite nothing: (piece, text, own stems beyond the question's).
-    let mut short: Vec<(usize, String, HashSet<String>)> = Vec::new();
+    // Units not judged that cite nothing (short ones and code blocks).
+    let mut short: Vec<Short> = Vec::new();
     for unit in units(answer) {
         let text = &answer[unit.span.clone()];
         let markers = citation_markers(text);
@@ -162,16 +164,17 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
                 .collect()
         };
         if !judged {
-            if !unit.code && written.is_empty() && !new.is_empty() {
-                short.push((
-                    pieces.len(),
-                    clean.clone(),
-                    new.into_iter().cloned().collect(),
-                ));
+            if written.is_empty() && !new.is_empty() {
+                short.push(Short {
+                    piece: pieces.len(),
+                    code: unit.code,
+                    words: new.into_iter().cloned().collect(),
+                });
             }
             pieces.push(Piece {
                 span: unit.span,
                 rebuilt: None,
+                code: unit.code,
                 cites: keep(&written),
             });
             continue;
@@ -250,11 +253,12 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
         pieces.push(Piece {
             span: unit.span,
             rebuilt: (!as_written).then_some(clean),
+            code: false,
             cites,
         });
     }
     if report.sentences == 0 && pieces.iter().all(|p| p.cites.is_empty()) {
-        cite_short_answer(&mut pieces, short, &passages);
+        cite_short_answer(answer, &mut pieces, short, &passages);
     }
     // Numbers in order of first citation, one per source (passages sharing a URL share one).
     let mut number: HashMap<&str, usize> = HashMap::new();
@@ -288,7 +292,13 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
                         .iter()
                         .map(|c| number[documents[c.doc].url.as_str()]),
                 );
-                text.push_str(&with_markers(body, &numbers));
+                if piece.code {
+                    // After a fence, on a line of its own: the fence still closes the block.
+                    let marks: Vec<String> = numbers.iter().map(|n| n.to_string()).collect();
+                    text.push_str(&format!("{body}\n[{}]", marks.join(", ")));
+                } else {
+                    text.push_str(&with_markers(body, &numbers));
+                }
             }
         }
     }
@@ -301,16 +311,29 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
     }
 }
 
-/// A short answer that cites nothing ("Use thiserror.": no sentence long enough to judge) is
-/// still drawn from its documents: it cites, at its last such unit, the passage that holds
-/// most of the words it adds to the question (at least [`MIN_SUPPORT`] of them; among equals,
-/// the first given), as a sentence would. One that no passage supports keeps no citation.
+/// A unit not judged (too short, or code) that cites nothing.
+struct Short {
+    /// Its index in the pieces.
+    piece: usize,
+    /// A fenced code block.
+    code: bool,
+    /// Its own stems, beyond the question's.
+    words: HashSet<String>,
+}
+
+/// A short answer that cites nothing ("Use thiserror.", or a code block under "Answer:": no
+/// sentence long enough to judge) is still drawn from its documents: it cites the passage
+/// that holds most of the words its short units and code add to the question (at least
+/// [`MIN_SUPPORT`] of them; among equals, the first given), as a sentence would: at its last
+/// short unit, or, when it is only code, on a line after its last block. One that no passage
+/// supports keeps no citation.
 fn cite_short_answer(
+    answer: &str,
     pieces: &mut [Piece],
-    short: Vec<(usize, String, HashSet<String>)>,
+    short: Vec<Short>,
     passages: &[HashSet<String>],
 ) {
-    let words: HashSet<&String> = short.iter().flat_map(|(_, _, new)| new.iter()).collect();
+    let words: HashSet<&String> = short.iter().flat_map(|unit| unit.words.iter()).collect();
     let share = |held: &HashSet<String>| {
         words.iter().filter(|w| held.contains(**w)).count() as f64 / words.len().max(1) as f64
     };
@@ -326,9 +349,21 @@ fn cite_short_answer(
     if best < MIN_SUPPORT {
         return;
     }
-    if let Some((at, clean, _)) = short.into_iter().last() {
-        pieces[at].rebuilt = Some(clean);
-        pieces[at].cites = vec![Cite {
+    let at = short
+        .iter()
+        .rev()
+        .find(|unit| !unit.code)
+        .or(short.last())
+        .map(|unit| unit.piece);
+    if let Some(at) = at {
+        let piece = &mut pieces[at];
+        let written = &answer[piece.span.clone()];
+        piece.rebuilt = Some(if piece.code {
+            written.to_owned()
+        } else {
+            crate::llm::strip_markers(written)
+        });
+        piece.cites = vec![Cite {
             doc,
             attributed: true,
         }];
@@ -344,6 +379,10 @@ pub(crate) fn with_sentences(answer: &str, citations: &mut [Citation]) {
     for unit in units(answer).into_iter().filter(|u| !u.code) {
         let text = &answer[unit.span];
         let claim = sentence_of(&crate::llm::strip_markers(text));
+        if claim.is_empty() {
+            // A marker on a line of its own, after a code block.
+            continue;
+        }
         for n in citation_markers(text).iter().flat_map(|m| m.numbers.iter()) {
             if let Some(citation) = (*n as usize)
                 .checked_sub(1)

@@ -172,3 +172,40 @@ fn a_short_answer_that_cites_nothing_cites_the_passage_holding_its_words() {
     assert_eq!(cited.text, "Use serde [1].");
     assert!(!cited.citations[0].attributed);
 }
+
+#[test]
+fn an_answer_of_code_under_a_label_cites_the_passage_holding_its_code_at_the_label() {
+    let docs = vec![
+        docs().remove(1),
+        doc(
+            "kb://async-stream/README.md#2",
+            "async-stream",
+            "```rust\nuse async_stream::stream;\n\nlet s = stream! {\n    for i in 0..3 {\n        \
+             yield i;\n    }\n};\npin_mut!(s);\n```",
+        ),
+    ];
+    let q = "How can I write an async stream with yield?";
+    let answer = "Answer:\n```rust\nuse async_stream::stream;\nlet s = stream! { for i in 0..3 { yield i; } };\npin_mut!(s);\n```\n";
+    let a = attribute(answer, q, &docs);
+    assert_eq!(
+        a.text,
+        "Answer [1]:\n```rust\nuse async_stream::stream;\nlet s = stream! { for i in 0..3 { yield i; } };\npin_mut!(s);\n```\n"
+    );
+    assert_eq!(a.citations.len(), 1);
+    assert_eq!(a.citations[0].url, "kb://async-stream/README.md#2");
+    assert_eq!(a.citations[0].sentences, ["Answer:"]);
+    assert_eq!(a.report.sentences, 0);
+    // Only code: the marker goes on a line after the closing fence.
+    let code = &answer["Answer:\n".len()..];
+    let c = attribute(code, q, &docs);
+    assert_eq!(
+        c.text,
+        "```rust\nuse async_stream::stream;\nlet s = stream! { for i in 0..3 { yield i; } };\npin_mut!(s);\n```\n[1]\n"
+    );
+    assert_eq!(c.citations[0].url, "kb://async-stream/README.md#2");
+    assert!(c.citations[0].sentences.is_empty());
+    // Code no passage holds cites nothing.
+    let other = attribute("```rust\nlet z = brotli::compress(buf);\n```", q, &docs);
+    assert!(other.citations.is_empty());
+    assert_eq!(other.text, "```rust\nlet z = brotli::compress(buf);\n```");
+}
