@@ -311,6 +311,36 @@ pub(crate) fn attribute(answer: &str, question: &str, documents: &[Document]) ->
     }
 }
 
+/// `answer`, written from `documents`, when every passage it stands on is one `keep` marks:
+/// its markers renumbered to the kept passages (in their order, from 1), those pointing at
+/// the others taken out. None when it stands on no passage, mostly on none, or on one not
+/// kept.
+pub(crate) fn on_kept(
+    answer: &str,
+    question: &str,
+    documents: &[Document],
+    keep: &[bool],
+) -> Option<String> {
+    let attributed = attribute(answer, question, documents);
+    if attributed.citations.is_empty() || attributed.report.mostly_unsupported() {
+        return None;
+    }
+    let kept: Vec<&Document> = (documents.iter().zip(keep))
+        .filter(|(_, keep)| **keep)
+        .map(|(doc, _)| doc)
+        .collect();
+    let stands_on_kept = (attributed.citations.iter())
+        .all(|citation| kept.iter().any(|doc| doc.url == citation.url));
+    if !stands_on_kept {
+        return None;
+    }
+    let mut number: HashMap<&str, usize> = HashMap::new();
+    for (i, doc) in kept.iter().enumerate() {
+        number.entry(doc.url.as_str()).or_insert(i + 1);
+    }
+    Some(renumber(answer, documents, &number))
+}
+
 /// A unit not judged (too short, or code) that cites nothing.
 struct Short {
     /// Its index in the pieces.

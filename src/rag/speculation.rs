@@ -6,8 +6,11 @@
 //! - route `kg_retrieval` and grading kept every passage (or grading is off): the speculative
 //!   answer is the answer, and the run goes on to the checks as after `generate`;
 //! - route `kg_retrieval` and grading dropped a passage: the answer is discarded (it was written
-//!   from a passage judged irrelevant); the run goes on with the kept passages exactly as
-//!   after `grade_documents` (generate, rewrite, or the web fallback);
+//!   from a passage judged irrelevant), unless it stands only on the passages kept (written
+//!   by the model, over the floor, and every passage attribution finds it standing on is a
+//!   kept one: [`super::attribution::on_kept`]), when it is the answer, its markers
+//!   renumbered to the kept passages; a discarded answer's run goes on with the kept
+//!   passages exactly as after `grade_documents` (generate, rewrite, or the web fallback);
 //! - route `web_search` or `llm_internal`: the answer is discarded, and so are the passages;
 //!   the run goes on as after `route_question`.
 //!
@@ -250,25 +253,36 @@ pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode
         keep
     });
     let kept_all = keep.as_ref().is_none_or(|k| k.iter().all(|k| *k));
+    // Grading dropped passages, but the answer stands only on those it kept: it is the answer
+    // it would have been from them (its markers renumbered to them).
+    let on_kept = match (&answer, &keep) {
+        (Some(written), Some(keep))
+            if !kept_all
+                && keep.iter().any(|k| *k)
+                && written.quoted.is_none()
+                && !written.under_floor
+                && written.researched.is_none() =>
+        {
+            let question = state.question();
+            super::attribution::on_kept(&written.answer, question, &state.documents, keep)
+        }
+        _ => None,
+    };
     if let Some(keep) = keep {
         state.set_aside(&keep);
     }
-    match answer {
-        Some(answer) if kept_all => {
-            state.speculation.stats.used += 1;
-            state.generations = answer.attempt;
-            state.generation = Some(answer.answer);
-            state.answer_cut = answer.cut;
-            if let Some(found) = answer.researched {
-                // Written from memory; these passages hold what it says.
-                state.documents = found;
-            }
-            if let Some(why) = answer.quoted {
-                state.quoted(why);
-            }
-            state.answer_check = None;
-            nodes::after_answer(graph, state, json!({})).next
+    let answer = match (answer, on_kept) {
+        (Some(mut answer), Some(text)) => {
+            tracing::info!(
+                "speculative answer kept: it stands only on the passages graded relevant"
+            );
+            answer.answer = text;
+            return use_answer(graph, state, answer);
         }
+        (answer, _) => answer,
+    };
+    match answer {
+        Some(answer) if kept_all => use_answer(graph, state, answer),
         answer => {
             if let Some(answer) = answer {
                 discard(graph, state, answer);
@@ -277,6 +291,27 @@ pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode
             Transition::Next(nodes::decide_to_generate(graph, state, relevant).0)
         }
     }
+}
+
+/// The speculative answer becomes the run's answer; the run goes on to the checks.
+fn use_answer(
+    graph: &RagGraph,
+    state: &mut RagState,
+    answer: SpeculativeAnswer,
+) -> Transition<RagNode> {
+    state.speculation.stats.used += 1;
+    state.generations = answer.attempt;
+    state.generation = Some(answer.answer);
+    state.answer_cut = answer.cut;
+    if let Some(found) = answer.researched {
+        // Written from memory; these passages hold what it says.
+        state.documents = found;
+    }
+    if let Some(why) = answer.quoted {
+        state.quoted(why);
+    }
+    state.answer_check = None;
+    nodes::after_answer(graph, state, json!({})).next
 }
 
 /// Drops a speculative answer: counted, its tokens wasted, and its attempt `discarded`.

@@ -239,9 +239,10 @@ async fn used_two_round_trips_seven_calls_and_the_first_token_before_grading_fin
 }
 
 #[tokio::test]
-async fn discarded_when_grading_drops_a_passage_then_answered_from_the_kept_ones() {
+async fn discarded_when_grading_drops_a_passage_it_stands_on_then_answered_from_the_kept_ones() {
+    // The answer cites the first passage, the one grading drops.
     let r = run(
-        script("kg_retrieval", &["yes", "no", "yes"]),
+        script("kg_retrieval", &["no", "yes", "yes"]),
         5,
         Speculation::On,
         request(),
@@ -292,6 +293,48 @@ async fn discarded_when_grading_drops_a_passage_then_answered_from_the_kept_ones
             .count(),
         1
     );
+}
+
+#[tokio::test]
+async fn kept_when_grading_drops_only_passages_it_does_not_stand_on() {
+    // The answer cites the first passage, and says nothing only the second holds: grading
+    // dropping the second leaves the answer as it would have been written from the kept ones.
+    let r = run(
+        script("kg_retrieval", &["yes", "no", "yes"]),
+        5,
+        Speculation::On,
+        request(),
+    )
+    .await;
+    let m = &r.response.metadata;
+    assert_eq!(
+        r.steps(),
+        [
+            "kg_retrieval",
+            "route_question",
+            "grade_documents",
+            "generate",
+            "grade_hallucinations",
+            "grade_answer"
+        ]
+    );
+    assert_eq!(r.calls(Task::GenerateAnswer), 1);
+    assert_eq!(r.calls(Task::GradeDocuments), 3);
+    assert_eq!(m.model_calls, 7);
+    assert_eq!(
+        (
+            m.speculation.started,
+            m.speculation.used,
+            m.speculation.discarded
+        ),
+        (1, 1, 0)
+    );
+    assert_eq!(m.speculation.wasted_tokens, 0);
+    // Cited as the model wrote it, numbered among the two kept passages.
+    assert_eq!(r.response.answer, ANSWER);
+    assert_eq!(r.response.citations.len(), 1);
+    assert!(!r.response.citations[0].attributed);
+    assert!(!r.events().iter().any(|e| e.starts_with("discarded")));
 }
 
 #[tokio::test]
