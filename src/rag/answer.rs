@@ -149,7 +149,8 @@ pub(super) async fn generate_or_quote(
                     // Asked again from the passages its first answer's words found, the model
                     // wrote one under the floor (Qwen2.5-Coder 1.5B: "[1]"). The first answer
                     // stands on those passages: it is the answer, cited from them.
-                    let text = without_markers(&first.text);
+                    // Its markers numbered other passages.
+                    let text = super::attribution::without_markers(&first.text);
                     if floor::check(&text, question, found).is_ok() {
                         return Ok(Ok(Answered {
                             written: Written { text, ..first },
@@ -181,23 +182,6 @@ pub(super) async fn generate_or_quote(
         documents: changed.then_some(every),
         from_memory,
     }))
-}
-
-/// `text` without its citation markers (they numbered other passages), and without the space
-/// a marker leaves before punctuation ("the `du` command [1]." -> "the `du` command.").
-fn without_markers(text: &str) -> String {
-    let stripped = crate::llm::strip_markers(text);
-    let mut out = String::with_capacity(stripped.len());
-    let mut chars = stripped.chars().peekable();
-    while let Some(c) = chars.next() {
-        let before_punctuation = chars
-            .peek()
-            .is_some_and(|n| matches!(n, '.' | ',' | ';' | ':'));
-        if !(c == ' ' && before_punctuation) {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// The answer call (plain text), streamed to the run's events as `token`s when someone

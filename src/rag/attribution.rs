@@ -426,6 +426,12 @@ pub(crate) fn with_sentences(answer: &str, citations: &mut [Citation]) {
     }
 }
 
+/// `text` without its citation markers, and without the spaces they leave before punctuation
+/// ("the `du` command [1]." -> "the `du` command.").
+pub(crate) fn without_markers(text: &str) -> String {
+    with_markers(&crate::llm::strip_markers(text), &[])
+}
+
 /// A sentence as the response lists it: markers already taken out, the spaces they left
 /// tidied, on one line.
 fn sentence_of(clean: &str) -> String {

@@ -57,6 +57,21 @@ fn turn(
     rule: &str,
     turned: impl Fn(&Document) -> bool,
 ) -> Option<Value> {
+    record(turns(documents, grades, rule, turned))
+}
+
+/// The record of what was overruled: none when nothing was.
+fn record(overruled: Vec<Value>) -> Option<Value> {
+    (!overruled.is_empty()).then_some(Value::Array(overruled))
+}
+
+/// [`turn`], returning one entry per grade turned.
+fn turns(
+    documents: &[Document],
+    grades: &mut [bool],
+    rule: &str,
+    turned: impl Fn(&Document) -> bool,
+) -> Vec<Value> {
     let mut overruled = Vec::new();
     for (i, (doc, yes)) in documents.iter().zip(grades.iter_mut()).enumerate() {
         if !*yes && turned(doc) {
@@ -69,7 +84,7 @@ fn turn(
             }));
         }
     }
-    (!overruled.is_empty()).then_some(Value::Array(overruled))
+    overruled
 }
 
 /// The **answer's passages** rule, where the grades and an answer were written from the same
@@ -124,23 +139,17 @@ pub(super) fn rewrites_find(
     if grades.iter().any(|yes| *yes) {
         return None;
     }
-    let clear = turn(documents, grades, "rewrites_find", |doc| doc.clear_match);
+    let mut overruled = turns(documents, grades, "rewrites_find", |doc| doc.clear_match);
     let named: Vec<String> = super::research::code_spans(query)
         .into_iter()
         .filter_map(|span| span.split_whitespace().next())
         .map(squashed)
         .filter(|name| name.len() >= 2)
         .collect();
-    let by_name = turn(documents, grades, "rewrite_names", |doc| {
+    overruled.extend(turns(documents, grades, "rewrite_names", |doc| {
         document_names(doc).iter().any(|n| named.contains(n))
-    });
-    match (clear, by_name) {
-        (Some(Value::Array(mut a)), Some(Value::Array(b))) => {
-            a.extend(b);
-            Some(Value::Array(a))
-        }
-        (a, b) => a.or(b),
-    }
+    }));
+    record(overruled)
 }
 
 /// The names a document goes by ([`squashed`]): its title's lead (`date` of `date - print or
