@@ -96,6 +96,16 @@ pub(super) fn script(route: &str, grades: &[&str]) -> ScriptedModel {
     model
 }
 
+/// The steps of a run whose speculative answer is the answer.
+pub(super) const USED: [&str; 6] = [
+    "kg_retrieval",
+    "route_question",
+    "grade_documents",
+    "generate",
+    "grade_hallucinations",
+    "grade_answer",
+];
+
 pub(super) struct Run {
     pub(super) response: RunResponse,
     events: Vec<RunEvent>,
@@ -105,6 +115,12 @@ pub(super) struct Run {
 impl Run {
     pub(super) fn calls(&self, task: Task) -> usize {
         self.model.inner.calls(task)
+    }
+
+    /// `metadata.speculation`'s (started, used, discarded).
+    pub(super) fn counters(&self) -> (u32, u32, u32) {
+        let s = &self.response.metadata.speculation;
+        (s.started, s.used, s.discarded)
     }
 
     pub(super) fn steps(&self) -> Vec<&str> {
@@ -203,17 +219,7 @@ async fn used_two_round_trips_seven_calls_and_the_first_token_before_grading_fin
     .await;
     let m = &r.response.metadata;
     assert_eq!(r.response.answer, ANSWER);
-    assert_eq!(
-        r.steps(),
-        [
-            "kg_retrieval",
-            "route_question",
-            "grade_documents",
-            "generate",
-            "grade_hallucinations",
-            "grade_answer"
-        ]
-    );
+    assert_eq!(r.steps(), USED);
     assert_eq!(
         [Task::RouteQuery, Task::GradeDocuments, Task::GenerateAnswer].map(|t| r.calls(t)),
         [1, 3, 1]
@@ -223,14 +229,7 @@ async fn used_two_round_trips_seven_calls_and_the_first_token_before_grading_fin
         2
     );
     assert_eq!((m.model_calls, m.total_steps), (7, 6));
-    assert_eq!(
-        (
-            m.speculation.started,
-            m.speculation.used,
-            m.speculation.discarded
-        ),
-        (1, 1, 0)
-    );
+    assert_eq!(r.counters(), (1, 1, 0));
     assert_eq!(m.speculation.wasted_tokens, 0);
     // the answer streamed before grading finished, and nothing was discarded
     assert!(r.position("token:1") < r.position("step:grade_documents"));
@@ -268,14 +267,7 @@ async fn discarded_when_grading_drops_a_passage_it_stands_on_then_answered_from_
     // Answered from the two kept passages; it stands on the one it cites.
     assert_eq!(r.response.citations.len(), 1);
     assert!(!r.response.citations[0].attributed);
-    assert_eq!(
-        (
-            m.speculation.started,
-            m.speculation.used,
-            m.speculation.discarded
-        ),
-        (1, 0, 1)
-    );
+    assert_eq!(r.counters(), (1, 0, 1));
     let speculative = r.response.workflow_steps[3].usage.total();
     assert!(speculative > 0);
     assert_eq!(m.speculation.wasted_tokens, speculative);
@@ -307,28 +299,11 @@ async fn kept_when_grading_drops_only_passages_it_does_not_stand_on() {
     )
     .await;
     let m = &r.response.metadata;
-    assert_eq!(
-        r.steps(),
-        [
-            "kg_retrieval",
-            "route_question",
-            "grade_documents",
-            "generate",
-            "grade_hallucinations",
-            "grade_answer"
-        ]
-    );
+    assert_eq!(r.steps(), USED);
     assert_eq!(r.calls(Task::GenerateAnswer), 1);
     assert_eq!(r.calls(Task::GradeDocuments), 3);
     assert_eq!(m.model_calls, 7);
-    assert_eq!(
-        (
-            m.speculation.started,
-            m.speculation.used,
-            m.speculation.discarded
-        ),
-        (1, 1, 0)
-    );
+    assert_eq!(r.counters(), (1, 1, 0));
     assert_eq!(m.speculation.wasted_tokens, 0);
     // Cited as the model wrote it, numbered among the two kept passages.
     assert_eq!(r.response.answer, ANSWER);
@@ -368,7 +343,7 @@ async fn discarded_when_the_route_is_the_model_alone() {
     assert_eq!(r.calls(Task::GradeHallucinations), 0, "no context to check");
     assert_eq!(m.model_calls, 7);
     assert_eq!(r.response.workflow_steps[4].details["documents"], 0);
-    assert_eq!((m.speculation.used, m.speculation.discarded), (0, 1));
+    assert_eq!(r.counters(), (1, 0, 1));
     assert!(r.position("discarded:1") < r.position("token:2"));
 }
 
@@ -463,7 +438,7 @@ async fn rewrites_and_the_web_fallback_cost_one_discarded_answer() {
         on.calls(Task::GradeDocuments),
         off.calls(Task::GradeDocuments)
     );
-    assert_eq!((m.speculation.used, m.speculation.discarded), (0, 1));
+    assert_eq!(on.counters(), (1, 0, 1));
     assert_eq!(m.total_steps, o.total_steps + 1);
 }
 
@@ -487,6 +462,6 @@ async fn regenerations_cost_nothing_extra_when_the_speculative_answer_is_used() 
     );
     assert_eq!((m.model_calls, o.model_calls), (10, 10));
     assert_eq!(on.calls(Task::GenerateAnswer), 2);
-    assert_eq!((m.speculation.used, m.speculation.discarded), (1, 0));
+    assert_eq!(on.counters(), (1, 1, 0));
     assert!(on.position("discarded:1") < on.position("token:2"));
 }
