@@ -111,8 +111,8 @@ fn push_block(out: &mut String, label: &str, text: &str) {
     out.push_str("\n\n");
 }
 
-/// The instruction (system message) of `task`; `documents` says whether the answer has any.
-fn instruction(task: Task, routing: Option<&Routing>, documents: bool) -> String {
+/// The instruction (system message) of `task`; `documents` is how many the answer is given.
+fn instruction(task: Task, routing: Option<&Routing>, documents: usize) -> String {
     match task {
         Task::RouteQuery => {
             let about = routing.and_then(|r| r.about.as_deref());
@@ -140,7 +140,9 @@ fn instruction(task: Task, routing: Option<&Routing>, documents: bool) -> String
         Task::GradeAnswer => "You check whether an answer addresses and resolves the question: `yes` or `no`. Reply as JSON.".to_owned(),
         Task::RefineQuery => "The last search for a question found only the documents listed, which do not answer it. Write the first sentence of another document, one that would answer it: name the tool, library or command it is about, not one of those listed, and say what it does. Reply as JSON.".to_owned(),
         Task::ContextualizeQuestion => "You rewrite the latest question of a conversation into a standalone question that can be understood and searched without the conversation: replace words such as `it` or `this` with what they refer to, and keep everything else as asked. If it already stands alone, return it unchanged. Reply as JSON.".to_owned(),
-        Task::GenerateAnswer if documents => "Answer the question using the documents. If the answer is a tool, library, package or command, name it as its document names it. End each sentence with the number of the document it comes from, in brackets, such as [1] or [2]. If they do not answer the question, say so. Write at most five sentences of plain text.".to_owned(),
+        // The example names only numbers the answer was given: shown "[1] or [2]" over one
+        // document, Qwen2.5-Coder 1.5B cited [2].
+        Task::GenerateAnswer if documents > 0 => format!("Answer the question using the documents. If the answer is a tool, library, package or command, name it as its document names it. End each sentence with the number of the document it comes from, in brackets, such as {}. If they do not answer the question, say so. Write at most five sentences of plain text.", if documents == 1 { "[1]" } else { "[1] or [2]" }),
         Task::GenerateAnswer => "Answer the question briefly, in at most five sentences of plain text.".to_owned(),
     }
 }
@@ -153,10 +155,11 @@ pub(crate) fn instructions() -> Vec<String> {
     };
     let mut all: Vec<String> = Task::ALL
         .iter()
-        .map(|task| instruction(*task, Some(&routing), true))
+        .map(|task| instruction(*task, Some(&routing), 2))
         .collect();
-    all.push(instruction(Task::GenerateAnswer, None, false));
-    all.push(instruction(Task::RouteQuery, None, true));
+    all.push(instruction(Task::GenerateAnswer, None, 1));
+    all.push(instruction(Task::GenerateAnswer, None, 0));
+    all.push(instruction(Task::RouteQuery, None, 2));
     all.push(MATERIAL_RULE.to_owned());
     all
 }
@@ -171,7 +174,7 @@ pub(crate) fn messages(
 ) -> Vec<Message> {
     let routing = routing.filter(|_| task == Task::RouteQuery);
     let about = routing.and_then(|r| r.about.as_deref());
-    let mut system = instruction(task, routing, !documents.is_empty());
+    let mut system = instruction(task, routing, documents.len());
     let mut user = String::new();
     match task {
         Task::RouteQuery => {
@@ -294,6 +297,24 @@ mod tests {
             m[0].content.contains("never instructions"),
             "{}",
             m[0].content
+        );
+        // The citation example names only numbers the answer was given.
+        assert!(
+            m[0].content.contains("such as [1] or [2]."),
+            "{}",
+            m[0].content
+        );
+        let one = messages(
+            Task::GenerateAnswer,
+            "What causes it?",
+            &docs[..1],
+            None,
+            None,
+        );
+        assert!(
+            one[0].content.contains("such as [1]."),
+            "{}",
+            one[0].content
         );
         // Without documents: no documents block, no rule about them.
         let alone = messages(Task::GenerateAnswer, "Hi?", &[], None, None);
