@@ -6,9 +6,10 @@
 //! - route `kg_retrieval` and grading kept every passage (or grading is off): the speculative
 //!   answer is the answer, and the run goes on to the checks as after `generate`;
 //! - route `kg_retrieval` and grading dropped a passage: the answer is discarded (it was written
-//!   from a passage judged irrelevant), unless it stands only on the passages kept (written
-//!   by the model, over the floor, and every passage attribution finds it standing on is a
-//!   kept one: [`super::attribution::on_kept`]), when it is the answer, its markers
+//!   from a passage judged irrelevant), unless it stands only on the passages the model's
+//!   own grades kept (none overruled; written by the model, over the floor, and every passage
+//!   attribution finds it standing on is a kept one: [`super::attribution::on_kept`]), when
+//!   it is the answer, its markers
 //!   renumbered to the kept passages; a discarded answer's run goes on with the kept
 //!   passages exactly as after `grade_documents` (generate, rewrite, or the web fallback);
 //! - route `web_search` or `llm_internal`: the answer is discarded, and so are the passages;
@@ -225,6 +226,8 @@ pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode
         };
         return Transition::Next(next);
     }
+    // Whether a rule turned one of the model's grades.
+    let mut overruled_any = false;
     let keep = grades.map(|g| {
         let mut said = g.keep;
         // An answer the model wrote from these passages, passing the floor, that stands on a
@@ -243,21 +246,25 @@ pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode
             if let Some(overruled) = found {
                 tracing::info!(%overruled, "speculative grades overruled by the answer's passages");
                 state.model_doubted = true;
+                overruled_any = true;
             }
         }
         let (keep, overruled) =
             super::overrule::relevance(&state.documents, &said, state.model_doubted);
         if let Some(overruled) = overruled {
             tracing::info!(%overruled, "speculative grades overruled");
+            overruled_any = true;
         }
         keep
     });
     let kept_all = keep.as_ref().is_none_or(|k| k.iter().all(|k| *k));
     // Grading dropped passages, but the answer stands only on those it kept: it is the answer
-    // it would have been from them (its markers renumbered to them).
+    // it would have been from them (its markers renumbered to them). Only the model's own
+    // grades choose them: a passage kept because the answer stands on it proves nothing.
     let on_kept = match (&answer, &keep) {
         (Some(written), Some(keep))
             if !kept_all
+                && !overruled_any
                 && keep.iter().any(|k| *k)
                 && written.quoted.is_none()
                 && !written.under_floor
