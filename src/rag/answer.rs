@@ -150,7 +150,7 @@ pub(super) async fn generate_or_quote(
                     // wrote one under the floor (Qwen2.5-Coder 1.5B: "[1]"). The first answer
                     // stands on those passages: it is the answer, cited from them.
                     // Its markers numbered other passages.
-                    let text = super::attribution::without_markers(&first.text);
+                    let text = super::markers::without_markers(&first.text);
                     if floor::check(&text, question, found).is_ok() {
                         return Ok(Ok(Answered {
                             written: Written { text, ..first },

@@ -209,15 +209,3 @@ fn an_answer_of_code_under_a_label_cites_the_passage_holding_its_code_at_the_lab
     assert!(other.citations.is_empty());
     assert_eq!(other.text, "```rust\nlet z = brotli::compress(buf);\n```");
 }
-
-#[test]
-fn markers_are_taken_out_with_the_spaces_they_leave_before_punctuation() {
-    assert_eq!(
-        without_markers("Use the `du` command [1]. It sums sizes [2, 3]; see [4]!\n"),
-        "Use the `du` command. It sums sizes; see!\n"
-    );
-    assert_eq!(
-        without_markers("Index `v[1]` stays."),
-        "Index `v[1]` stays."
-    );
-}

@@ -36,6 +36,7 @@ mod integral;
 mod interrupt;
 mod kb_search;
 mod limit_hit;
+mod markers;
 mod model_call;
 mod node;
 mod nodes;
