@@ -9,9 +9,9 @@
 //!   from a passage judged irrelevant), unless it stands only on the passages the model's
 //!   own grades kept (none overruled; written by the model, over the floor, and every passage
 //!   attribution finds it standing on is a kept one: [`super::attribution::on_kept`]), when
-//!   it is the answer, its markers
-//!   renumbered to the kept passages; a discarded answer's run goes on with the kept
-//!   passages exactly as after `grade_documents` (generate, rewrite, or the web fallback);
+//!   it is the answer, its markers renumbered to the kept passages; a discarded answer's run
+//!   goes on with the kept passages exactly as after `grade_documents` (generate, rewrite, or
+//!   the web fallback);
 //! - route `web_search` or `llm_internal`: the answer is discarded, and so are the passages;
 //!   the run goes on as after `route_question`.
 //!
@@ -278,19 +278,16 @@ pub(super) fn join(graph: &RagGraph, state: &mut RagState) -> Transition<RagNode
     if let Some(keep) = keep {
         state.set_aside(&keep);
     }
-    let answer = match (answer, on_kept) {
+    match (answer, on_kept) {
         (Some(mut answer), Some(text)) => {
             tracing::info!(
                 "speculative answer kept: it stands only on the passages graded relevant"
             );
             answer.answer = text;
-            return use_answer(graph, state, answer);
+            use_answer(graph, state, answer)
         }
-        (answer, _) => answer,
-    };
-    match answer {
-        Some(answer) if kept_all => use_answer(graph, state, answer),
-        answer => {
+        (Some(answer), None) if kept_all => use_answer(graph, state, answer),
+        (answer, _) => {
             if let Some(answer) = answer {
                 discard(graph, state, answer);
             }
